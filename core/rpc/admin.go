@@ -1,0 +1,482 @@
+package rpc
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	adminv1 "modelgateway/gen/gateway/admin/v1"
+
+	"modelgateway/core/catalog"
+	"modelgateway/core/keys"
+	"modelgateway/core/snapshot"
+	"modelgateway/core/store"
+	"modelgateway/core/wire/apierror"
+)
+
+// AdminServer implements the operator API of contract.md.
+type AdminServer struct {
+	adminv1.UnimplementedAdminServiceServer
+	Store     *store.Store
+	Snapshots *snapshot.Holder
+}
+
+// AdminAuth guards the admin service with the operator token, compared in constant time.
+func AdminAuth(token string) grpc.UnaryServerInterceptor {
+	want := []byte("Bearer " + token)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !strings.HasPrefix(info.FullMethod, "/"+adminv1.AdminService_ServiceDesc.ServiceName+"/") {
+			return handler(ctx, req)
+		}
+		got := []byte(firstMD(ctx, MetadataAuthorization))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			return nil, apierror.New(apierror.InvalidAdminToken, "the admin token is missing or wrong")
+		}
+		return handler(ctx, req)
+	}
+}
+
+// Amounts are exact to 9 fractional digits and bounded by the numeric(38,9) columns.
+var maxAmount = decimal.New(1, 18)
+
+func parseAmount(field, s string) (decimal.Decimal, error) {
+	d, err := decimal.NewFromString(strings.TrimSpace(s))
+	if err != nil {
+		return d, apierror.New(apierror.InvalidRequest, "%s: %q is not a decimal amount", field, s)
+	}
+	if d.Exponent() < -9 && !d.Equal(d.Truncate(9)) {
+		return d, apierror.New(apierror.InvalidRequest, "%s: more than 9 fractional digits", field)
+	}
+	if d.Abs().GreaterThanOrEqual(maxAmount) {
+		return d, apierror.New(apierror.InvalidRequest, "%s: amount out of range", field)
+	}
+	return d, nil
+}
+
+func parseID(field, s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return id, apierror.New(apierror.InvalidRequest, "%s: %q is not a valid id", field, s)
+	}
+	return id, nil
+}
+
+// storeError turns the store's sentinel errors into spec errors naming what was missing.
+func storeError(what string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return apierror.New(apierror.NotFound, "%s not found", what)
+	case errors.Is(err, store.ErrAlreadyExists):
+		return apierror.New(apierror.AlreadyExists, "%s already exists", what)
+	case errors.Is(err, store.ErrKeyRevoked):
+		return apierror.New(apierror.FailedPrecondition, "the key is revoked")
+	}
+	return err
+}
+
+func profileProto(p *store.Profile) *adminv1.Profile {
+	return &adminv1.Profile{
+		Id: p.ID.String(), DisplayName: p.DisplayName, ExternalRef: p.ExternalRef,
+		Balance: p.Balance.String(), Available: p.Balance.String(), Currency: p.Currency,
+		CreateTime: timestamppb.New(p.CreateTime),
+	}
+}
+
+func keyProto(k *store.Key) *adminv1.Key {
+	return &adminv1.Key{
+		Id: k.ID.String(), ProfileId: k.ProfileID.String(), Name: k.Name, Prefix: k.Prefix,
+		AllowedEndpoints: k.AllowedEndpoints, AllowedModels: k.AllowedModels, State: k.State,
+		CreateTime: timestamppb.New(k.CreateTime),
+	}
+}
+
+// changed makes this replica's snapshot current before the admin call answers; the others
+// follow through NOTIFY.
+func (s *AdminServer) changed(ctx context.Context) error {
+	if err := s.Snapshots.Reload(ctx); err != nil {
+		return fmt.Errorf("reload snapshot after change: %w", err)
+	}
+	return nil
+}
+
+// CreateProfile implements POST /admin/v1/profiles.
+func (s *AdminServer) CreateProfile(ctx context.Context, req *adminv1.CreateProfileRequest) (*adminv1.Profile, error) {
+	p, err := s.Store.CreateProfile(ctx, req.GetDisplayName(), strings.TrimSpace(req.GetExternalRef()))
+	if err != nil {
+		return nil, storeError(fmt.Sprintf("a profile with external_ref %q", req.GetExternalRef()), err)
+	}
+	return profileProto(p), nil
+}
+
+// GetProfile implements GET /admin/v1/profiles/{id}.
+func (s *AdminServer) GetProfile(ctx context.Context, req *adminv1.GetProfileRequest) (*adminv1.Profile, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.Store.GetProfile(ctx, id)
+	if err != nil {
+		return nil, storeError("profile", err)
+	}
+	return profileProto(p), nil
+}
+
+// LookupProfile implements GET /admin/v1/profiles:lookup.
+func (s *AdminServer) LookupProfile(ctx context.Context, req *adminv1.LookupProfileRequest) (*adminv1.Profile, error) {
+	if req.GetExternalRef() == "" {
+		return nil, apierror.New(apierror.InvalidRequest, "external_ref is required")
+	}
+	p, err := s.Store.LookupProfile(ctx, req.GetExternalRef())
+	if err != nil {
+		return nil, storeError("profile", err)
+	}
+	return profileProto(p), nil
+}
+
+// CreditProfile implements POST /admin/v1/profiles/{id}:credit.
+func (s *AdminServer) CreditProfile(ctx context.Context, req *adminv1.CreditProfileRequest) (*adminv1.Profile, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	amount, err := parseAmount("amount", req.GetAmount())
+	if err != nil {
+		return nil, err
+	}
+	if amount.IsZero() {
+		return nil, apierror.New(apierror.InvalidRequest, "amount: must not be zero")
+	}
+	if req.GetIdempotencyKey() == "" {
+		// Without it a retried credit would pay twice.
+		return nil, apierror.New(apierror.InvalidRequest, "idempotency_key is required")
+	}
+	res, err := s.Store.CreditProfile(ctx, id, amount, req.GetReason(), req.GetIdempotencyKey())
+	switch {
+	case errors.Is(err, store.ErrCreditMismatch):
+		return nil, apierror.New(apierror.AlreadyExists, "idempotency_key %q was already used with a different amount", req.GetIdempotencyKey())
+	case errors.Is(err, store.ErrNegativeBalance):
+		return nil, apierror.New(apierror.FailedPrecondition, "the adjustment would make the balance negative")
+	case err != nil:
+		return nil, storeError("profile", err)
+	}
+	return profileProto(res.Profile), nil
+}
+
+func validatePolicy(endpoints, models []string) error {
+	if len(endpoints) == 0 {
+		return apierror.New(apierror.InvalidRequest, "allowed_endpoints: at least one endpoint family or \"*\" is required")
+	}
+	for i, e := range endpoints {
+		if e != snapshot.Wildcard && !catalog.IsEndpointFamily(e) {
+			return apierror.New(apierror.InvalidRequest, "allowed_endpoints[%d]: %q is not an endpoint family", i, e)
+		}
+	}
+	if len(models) == 0 {
+		return apierror.New(apierror.InvalidRequest, "allowed_models: at least one model id or \"*\" is required")
+	}
+	for i, m := range models {
+		if strings.TrimSpace(m) == "" {
+			return apierror.New(apierror.InvalidRequest, "allowed_models[%d]: empty model id", i)
+		}
+	}
+	return nil
+}
+
+// CreateKey implements POST /admin/v1/profiles/{profile_id}/keys.
+func (s *AdminServer) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (*adminv1.CreateKeyResponse, error) {
+	pid, err := parseID("profile_id", req.GetProfileId())
+	if err != nil {
+		return nil, err
+	}
+	if err := validatePolicy(req.GetAllowedEndpoints(), req.GetAllowedModels()); err != nil {
+		return nil, err
+	}
+	if _, err := s.Store.GetProfile(ctx, pid); err != nil {
+		return nil, storeError("profile", err)
+	}
+	sec, err := keys.New()
+	if err != nil {
+		return nil, fmt.Errorf("make secret: %w", err)
+	}
+	k, err := s.Store.CreateKey(ctx, &store.Key{
+		ProfileID: pid, Name: req.GetName(), Prefix: sec.Prefix, SecretHash: sec.Hash[:],
+		AllowedEndpoints: req.GetAllowedEndpoints(), AllowedModels: req.GetAllowedModels(),
+	})
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return &adminv1.CreateKeyResponse{Key: keyProto(k), Secret: sec.Plain}, nil
+}
+
+// ListKeys implements GET /admin/v1/profiles/{profile_id}/keys.
+func (s *AdminServer) ListKeys(ctx context.Context, req *adminv1.ListKeysRequest) (*adminv1.ListKeysResponse, error) {
+	pid, err := parseID("profile_id", req.GetProfileId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Store.GetProfile(ctx, pid); err != nil {
+		return nil, storeError("profile", err)
+	}
+	ks, err := s.Store.ListKeys(ctx, pid)
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminv1.ListKeysResponse{Keys: []*adminv1.Key{}}
+	for _, k := range ks {
+		resp.Keys = append(resp.Keys, keyProto(k))
+	}
+	return resp, nil
+}
+
+// UpdateKey implements PATCH /admin/v1/keys/{id}. Without an update_mask (gRPC callers) the
+// non-empty fields are updated; over HTTP grpc-gateway derives the mask from the body.
+func (s *AdminServer) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (*adminv1.Key, error) {
+	in := req.GetKey()
+	id, err := parseID("id", in.GetId())
+	if err != nil {
+		return nil, err
+	}
+	paths := req.GetUpdateMask().GetPaths()
+	if len(paths) == 0 {
+		if in.GetName() != "" {
+			paths = append(paths, "name")
+		}
+		if len(in.GetAllowedEndpoints()) > 0 {
+			paths = append(paths, "allowed_endpoints")
+		}
+		if len(in.GetAllowedModels()) > 0 {
+			paths = append(paths, "allowed_models")
+		}
+	}
+	var u store.KeyUpdate
+	for _, p := range paths {
+		switch p {
+		case "id":
+		case "name":
+			name := in.GetName()
+			u.Name = &name
+		case "allowed_endpoints":
+			u.AllowedEndpoints = in.GetAllowedEndpoints()
+		case "allowed_models":
+			u.AllowedModels = in.GetAllowedModels()
+		default:
+			return nil, apierror.New(apierror.InvalidRequest, "%s: cannot be updated", p)
+		}
+	}
+	if u.Name == nil && u.AllowedEndpoints == nil && u.AllowedModels == nil {
+		return nil, apierror.New(apierror.InvalidRequest, "nothing to update: give name, allowed_endpoints or allowed_models")
+	}
+	cur, err := s.Store.GetKey(ctx, id)
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	endpoints, models := cur.AllowedEndpoints, cur.AllowedModels
+	if slices.Contains(paths, "allowed_endpoints") {
+		endpoints = u.AllowedEndpoints
+		if endpoints == nil {
+			endpoints = []string{}
+			u.AllowedEndpoints = endpoints
+		}
+	}
+	if slices.Contains(paths, "allowed_models") {
+		models = u.AllowedModels
+		if models == nil {
+			models = []string{}
+			u.AllowedModels = models
+		}
+	}
+	if err := validatePolicy(endpoints, models); err != nil {
+		return nil, err
+	}
+	k, err := s.Store.UpdateKey(ctx, id, u)
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return keyProto(k), nil
+}
+
+// RevokeKey implements POST /admin/v1/keys/{id}:revoke.
+func (s *AdminServer) RevokeKey(ctx context.Context, req *adminv1.RevokeKeyRequest) (*adminv1.Key, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	k, err := s.Store.RevokeKey(ctx, id)
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return keyProto(k), nil
+}
+
+// RotateKey implements POST /admin/v1/keys/{id}:rotate.
+func (s *AdminServer) RotateKey(ctx context.Context, req *adminv1.RotateKeyRequest) (*adminv1.RotateKeyResponse, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	sec, err := keys.New()
+	if err != nil {
+		return nil, fmt.Errorf("make secret: %w", err)
+	}
+	k, err := s.Store.RotateKey(ctx, id, sec.Prefix, sec.Hash[:])
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return &adminv1.RotateKeyResponse{Key: keyProto(k), Secret: sec.Plain}, nil
+}
+
+// ApplyCatalog implements POST /admin/v1/catalog:apply.
+func (s *AdminServer) ApplyCatalog(ctx context.Context, req *adminv1.ApplyCatalogRequest) (*adminv1.ApplyCatalogResponse, error) {
+	if req.GetDocument() == nil {
+		return nil, apierror.New(apierror.InvalidRequest, "the catalog document is empty")
+	}
+	raw, err := protojson.Marshal(req.GetDocument())
+	if err != nil {
+		return nil, apierror.New(apierror.InvalidRequest, "catalog document: %v", err)
+	}
+	doc, err := catalog.Parse(raw)
+	if err != nil {
+		return nil, apierror.New(apierror.InvalidRequest, "catalog document: %v", err)
+	}
+	sum, err := s.Store.ApplyCatalog(ctx, doc)
+	switch {
+	case errors.Is(err, store.ErrCurrencyLocked), errors.Is(err, store.ErrUnknownReference):
+		return nil, apierror.New(apierror.InvalidRequest, "catalog document: %v", err)
+	case err != nil:
+		return nil, err
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return &adminv1.ApplyCatalogResponse{
+		Families: int32(sum.Families), Providers: int32(sum.Providers), Models: int32(sum.Models),
+		DeactivatedModels: append([]string{}, sum.DeactivatedModels...), Currency: sum.Currency,
+	}, nil
+}
+
+// SetFxRates implements POST /admin/v1/fx:set.
+func (s *AdminServer) SetFxRates(ctx context.Context, req *adminv1.SetFxRatesRequest) (*adminv1.SetFxRatesResponse, error) {
+	date, err := time.Parse(time.DateOnly, req.GetEffectiveDate())
+	if err != nil {
+		return nil, apierror.New(apierror.InvalidRequest, "effective_date: %q is not a YYYY-MM-DD date", req.GetEffectiveDate())
+	}
+	if req.GetFetchedAt() == nil {
+		return nil, apierror.New(apierror.InvalidRequest, "fetched_at is required")
+	}
+	if len(req.GetRates()) == 0 {
+		return nil, apierror.New(apierror.InvalidRequest, "rates: at least one rate is required")
+	}
+	fx := &store.FxSnapshot{EffectiveDate: date, FetchedAt: req.GetFetchedAt().AsTime(), Rates: map[string]decimal.Decimal{}}
+	for cur, v := range req.GetRates() {
+		if !slices.Contains(catalog.Currencies, cur) {
+			return nil, apierror.New(apierror.InvalidRequest, "rates.%s: not one of %s", cur, strings.Join(catalog.Currencies, ", "))
+		}
+		r, err := parseAmount("rates."+cur, v)
+		if err != nil {
+			return nil, err
+		}
+		if !r.IsPositive() {
+			return nil, apierror.New(apierror.InvalidRequest, "rates.%s: must be positive", cur)
+		}
+		fx.Rates[cur] = r
+	}
+	if err := s.Store.SetFxRates(ctx, fx); err != nil {
+		return nil, err
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	out := &adminv1.SetFxRatesResponse{EffectiveDate: req.GetEffectiveDate(), FetchedAt: req.GetFetchedAt(), Rates: map[string]string{}}
+	for cur, r := range fx.Rates {
+		out.Rates[cur] = r.String()
+	}
+	return out, nil
+}
+
+// ListUsage implements GET /admin/v1/profiles/{id}/usage, newest first.
+func (s *AdminServer) ListUsage(ctx context.Context, req *adminv1.ListUsageRequest) (*adminv1.ListUsageResponse, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	size := int(req.GetPageSize())
+	if size <= 0 || size > 1000 {
+		size = 100
+	}
+	var after *store.UsageCursor
+	if tok := req.GetPageToken(); tok != "" {
+		after, err = decodeCursor(tok)
+		if err != nil {
+			return nil, apierror.New(apierror.InvalidRequest, "page_token is not valid")
+		}
+	}
+	recs, err := s.Store.ListUsage(ctx, id, after, size+1)
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminv1.ListUsageResponse{Records: []*adminv1.UsageRecord{}}
+	if len(recs) > size {
+		recs = recs[:size]
+		last := recs[size-1]
+		resp.NextPageToken = encodeCursor(&store.UsageCursor{StartTime: last.StartTime, RequestID: last.RequestID})
+	}
+	for _, r := range recs {
+		u := &adminv1.UsageRecord{
+			RequestId: r.RequestID, KeyId: r.KeyID.String(), Model: r.Model, EndpointFamily: r.EndpointFamily,
+			Status: r.Status, InputTokens: r.InputTokens, CachedInputTokens: r.CachedInputTokens,
+			CacheWriteTokens: r.CacheWriteTokens, OutputTokens: r.OutputTokens, ReasoningTokens: r.ReasoningTokens,
+			UsageReliable: r.UsageReliable, Currency: r.Currency, StartTime: timestamppb.New(r.StartTime),
+		}
+		if r.Cost.Valid {
+			u.Cost = r.Cost.Decimal.String()
+		}
+		if r.EndTime != nil {
+			u.EndTime = timestamppb.New(*r.EndTime)
+		}
+		resp.Records = append(resp.Records, u)
+	}
+	return resp, nil
+}
+
+func encodeCursor(c *store.UsageCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.StartTime.UTC().Format(time.RFC3339Nano) + "|" + c.RequestID))
+}
+
+func decodeCursor(tok string) (*store.UsageCursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return nil, err
+	}
+	ts, id, ok := strings.Cut(string(raw), "|")
+	if !ok {
+		return nil, errors.New("malformed cursor")
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return nil, err
+	}
+	return &store.UsageCursor{StartTime: t, RequestID: id}, nil
+}

@@ -1,0 +1,112 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"modelgateway/core/store"
+)
+
+// Channel is the NOTIFY channel the migrations' triggers signal on.
+const Channel = "gateway_snapshot"
+
+// Holder keeps the current snapshot and reloads it when PostgreSQL says something changed,
+// with a periodic full reload as the safety net for a lost notification.
+type Holder struct {
+	store    *store.Store
+	cur      atomic.Pointer[Snapshot]
+	reloadCh chan struct{}
+	// Interval of the safety-net reload.
+	Interval time.Duration
+	Log      *slog.Logger
+}
+
+// NewHolder loads the first snapshot.
+func NewHolder(ctx context.Context, st *store.Store) (*Holder, error) {
+	h := &Holder{store: st, reloadCh: make(chan struct{}, 1), Interval: 15 * time.Second, Log: slog.Default()}
+	if err := h.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Current is the snapshot to check a request against.
+func (h *Holder) Current() *Snapshot { return h.cur.Load() }
+
+// Reload rebuilds the snapshot now; admin calls use it so that their own replica is current
+// the moment they answer.
+func (h *Holder) Reload(ctx context.Context) error {
+	d, err := h.store.LoadCatalog(ctx)
+	if err != nil {
+		return fmt.Errorf("load snapshot: %w", err)
+	}
+	h.cur.Store(Build(d, time.Now()))
+	return nil
+}
+
+// Run listens for change notifications until ctx ends. Notifications are coalesced: a burst
+// of changes costs one reload.
+func (h *Holder) Run(ctx context.Context, databaseURL string) {
+	go h.listen(ctx, databaseURL)
+	tick := time.NewTicker(h.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-h.reloadCh:
+		}
+		if err := h.Reload(ctx); err != nil && ctx.Err() == nil {
+			h.Log.Error("snapshot reload failed", "err", err)
+		}
+	}
+}
+
+func (h *Holder) poke() {
+	select {
+	case h.reloadCh <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Holder) listen(ctx context.Context, databaseURL string) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := h.listenOnce(ctx, databaseURL)
+		if ctx.Err() != nil {
+			return
+		}
+		h.Log.Warn("snapshot listener lost its connection", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (h *Holder) listenOnce(ctx context.Context, databaseURL string) error {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// Changes made while we were not listening would otherwise wait for the periodic reload.
+	h.poke()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		h.poke()
+	}
+}

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Key is an API key row; the secret itself is never stored, only its hash.
+type Key struct {
+	ID               uuid.UUID
+	ProfileID        uuid.UUID
+	Name             string
+	Prefix           string
+	SecretHash       []byte
+	AllowedEndpoints []string
+	AllowedModels    []string
+	State            string
+	CreateTime       time.Time
+}
+
+// Key states.
+const (
+	KeyActive  = "ACTIVE"
+	KeyRevoked = "REVOKED"
+)
+
+const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time`
+
+func scanKey(row pgx.Row) (*Key, error) {
+	var k Key
+	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime); err != nil {
+		return nil, interpretError(err)
+	}
+	return &k, nil
+}
+
+// CreateKey inserts a key for an existing profile.
+func (s *Store) CreateKey(ctx context.Context, k *Key) (*Key, error) {
+	return createKey(ctx, s.Pool, k)
+}
+
+func createKey(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, k *Key) (*Key, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("new key id: %w", err)
+	}
+	return scanKey(q.QueryRow(ctx, `
+		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels))
+}
+
+// GetKey reads one key.
+func (s *Store) GetKey(ctx context.Context, id uuid.UUID) (*Key, error) {
+	return scanKey(s.Pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = $1`, id))
+}
+
+// ListKeys lists a profile's keys, oldest first.
+func (s *Store) ListKeys(ctx context.Context, profileID uuid.UUID) ([]*Key, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE profile_id = $1 ORDER BY create_time, id`, profileID)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	defer rows.Close()
+	var keys []*Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// KeyUpdate names the fields to change; nil means unchanged.
+type KeyUpdate struct {
+	Name             *string
+	AllowedEndpoints []string // nil = unchanged
+	AllowedModels    []string // nil = unchanged
+}
+
+// ErrKeyRevoked refuses changes to a revoked key.
+var ErrKeyRevoked = fmt.Errorf("key is revoked")
+
+// UpdateKey changes the policy or name of an active key.
+func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key, error) {
+	k, err := scanKey(s.Pool.QueryRow(ctx, `
+		UPDATE api_keys SET
+			name = coalesce($2, name),
+			allowed_endpoints = coalesce($3, allowed_endpoints),
+			allowed_models = coalesce($4, allowed_models)
+		WHERE id = $1 AND state = 'ACTIVE'
+		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels))
+	if err == ErrNotFound {
+		if _, getErr := s.GetKey(ctx, id); getErr == nil {
+			return nil, ErrKeyRevoked
+		}
+	}
+	return k, err
+}
+
+// RevokeKey marks a key revoked; revoking twice is a no-op that returns the key.
+func (s *Store) RevokeKey(ctx context.Context, id uuid.UUID) (*Key, error) {
+	return scanKey(s.Pool.QueryRow(ctx, `
+		UPDATE api_keys SET state = 'REVOKED', revoke_time = coalesce(revoke_time, now())
+		WHERE id = $1
+		RETURNING `+keyColumns, id))
+}
+
+// RotateKey revokes an active key and creates its replacement with the same policy in one
+// transaction, so there is never a moment with both or neither usable.
+func (s *Store) RotateKey(ctx context.Context, id uuid.UUID, prefix string, secretHash []byte) (*Key, error) {
+	var created *Key
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		old, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		if old.State != KeyActive {
+			return ErrKeyRevoked
+		}
+		created, err = createKey(ctx, tx, &Key{
+			ProfileID: old.ProfileID, Name: old.Name, Prefix: prefix, SecretHash: secretHash,
+			AllowedEndpoints: old.AllowedEndpoints, AllowedModels: old.AllowedModels,
+		})
+		if err != nil {
+			return fmt.Errorf("create replacement key: %w", err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE api_keys SET state = 'REVOKED', revoke_time = now(), replaced_by = $2 WHERE id = $1`, id, created.ID)
+		return interpretError(err)
+	})
+	return created, err
+}
+
+// ActiveKeys loads every active key for the in-memory snapshot.
+func (s *Store) ActiveKeys(ctx context.Context) ([]*Key, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE state = 'ACTIVE'`)
+	if err != nil {
+		return nil, fmt.Errorf("load keys: %w", err)
+	}
+	defer rows.Close()
+	var keys []*Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}

@@ -1,0 +1,64 @@
+// Package store is the PostgreSQL edge: a pgx pool, the queries, and one interpretError that
+// turns driver errors into the few outcomes callers branch on.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Errors callers branch on; everything else is an internal failure.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrAlreadyExists = errors.New("already exists")
+)
+
+// Store wraps the pool; methods are short and convert results at the edge.
+type Store struct {
+	Pool *pgxpool.Pool
+}
+
+// Open connects a pool and checks that the server answers.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return &Store{Pool: pool}, nil
+}
+
+// Close releases the pool.
+func (s *Store) Close() { s.Pool.Close() }
+
+// interpretError maps no-rows and unique violations to the sentinel errors.
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%w: %s", ErrAlreadyExists, pgErr.ConstraintName)
+	}
+	return err
+}
+
+// inTx runs fn in a transaction, committing when it returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.Pool, fn)
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	adminv1 "modelgateway/gen/gateway/admin/v1"
+
+	"modelgateway/core/catalog"
+	"modelgateway/core/demo"
+	"modelgateway/core/store"
+	"modelgateway/core/store/pgcluster"
+)
+
+// cmdDev is `make run`: everything a newcomer needs on a fresh machine, idempotent on re-run.
+func cmdDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	cfg := configFlags(fs)
+	dataDir := fs.String("data", ".data", "directory for the local PostgreSQL cluster and demo secrets")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		return err
+	}
+	if cfg.DatabaseURL == "" {
+		dir, err := filepath.Abs(filepath.Join(*dataDir, "pg"))
+		if err != nil {
+			return err
+		}
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Persistent: true})
+		if err != nil {
+			return fmt.Errorf("local PostgreSQL: %w", err)
+		}
+		cfg.DatabaseURL = c.URL("postgres")
+	}
+	if cfg.AdminToken == "" {
+		tok, err := persistentSecret(filepath.Join(*dataDir, "admin-token"))
+		if err != nil {
+			return err
+		}
+		cfg.AdminToken = tok
+	}
+	sim, err := startSimulator(ctx)
+	if err != nil {
+		return err
+	}
+	g, err := Start(ctx, cfg, slog.Default())
+	if err != nil {
+		return err
+	}
+	secret, err := seedDemo(ctx, g, sim, filepath.Join(*dataDir, "demo-key"))
+	if err != nil {
+		_ = g.Shutdown(cfg.DrainTimeout)
+		return err
+	}
+	base := "http://" + g.HTTPAddr
+	fmt.Printf(`
+  Model gateway is running on %[1]s (gRPC %[2]s), upstream simulator on %[3]s
+
+  demo key:     %[4]s
+  admin token:  %[5]s
+
+  curl -s %[1]s/v1/models -H 'Authorization: Bearer %[4]s'
+  curl -s %[1]s/v1/balance -H 'Authorization: Bearer %[4]s'
+  curl -s %[1]s/v1beta/models -H 'x-goog-api-key: %[4]s'
+  curl -s %[1]s/admin/v1/profiles:lookup?external_ref=demo -H 'Authorization: Bearer %[5]s'
+
+`, base, g.GRPCAddr, sim, secret, cfg.AdminToken)
+	<-ctx.Done()
+	return g.Shutdown(cfg.DrainTimeout)
+}
+
+// persistentSecret keeps a random local secret in a file so that re-runs print the same one.
+func persistentSecret(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	tok := "adm-" + hex.EncodeToString(buf)
+	return tok, os.WriteFile(path, []byte(tok+"\n"), 0o600)
+}
+
+// seedDemo applies the demo catalogue, makes sure the demo profile exists and is credited
+// once, and returns a usable demo key: the one saved by an earlier run while it is still
+// active, a new one otherwise.
+func seedDemo(ctx context.Context, g *Gateway, simulatorURL, keyFile string) (string, error) {
+	doc, err := catalog.Parse(demo.Catalog(simulatorURL))
+	if err != nil {
+		return "", fmt.Errorf("demo catalogue: %w", err)
+	}
+	if _, err := g.Store.ApplyCatalog(ctx, doc); err != nil {
+		return "", fmt.Errorf("apply demo catalogue: %w", err)
+	}
+	p, err := g.Store.LookupProfile(ctx, "demo")
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = g.Store.CreateProfile(ctx, "Demo", "demo")
+	}
+	if err != nil {
+		return "", fmt.Errorf("demo profile: %w", err)
+	}
+	if _, err := g.Admin.CreditProfile(ctx, &adminv1.CreditProfileRequest{
+		Id: p.ID.String(), Amount: "1000.00", Reason: "demo credit", IdempotencyKey: "demo-initial-credit",
+	}); err != nil {
+		return "", fmt.Errorf("credit demo profile: %w", err)
+	}
+	if err := g.Snapshots.Reload(ctx); err != nil {
+		return "", err
+	}
+	if b, err := os.ReadFile(keyFile); err == nil {
+		secret := strings.TrimSpace(string(b))
+		if _, apiErr := g.Snapshots.Current().Authenticate(secret); apiErr == nil {
+			return secret, nil
+		}
+	}
+	resp, err := g.Admin.CreateKey(ctx, &adminv1.CreateKeyRequest{
+		ProfileId: p.ID.String(), Name: "demo", AllowedEndpoints: []string{"*"}, AllowedModels: []string{"*"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("demo key: %w", err)
+	}
+	// A throwaway local key; kept so that re-runs print the same one.
+	if err := os.WriteFile(keyFile, []byte(resp.GetSecret()+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return resp.GetSecret(), nil
+}

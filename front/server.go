@@ -1,0 +1,184 @@
+// Package front is the client-facing HTTP surface: request ids, key extraction, body limits,
+// the error envelope, and dispatch to grpc-gateway (discovery, admin) or to the hand-written
+// protocol handlers. It reaches core only through the generated gRPC clients.
+package front
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	adminv1 "modelgateway/gen/gateway/admin/v1"
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+)
+
+// Config wires the front to core.
+type Config struct {
+	Core  corev1.CoreServiceClient
+	Admin adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
+	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).
+	Ready func(context.Context) error
+	Log   *slog.Logger
+}
+
+// Server is the HTTP handler.
+type Server struct {
+	cfg      Config
+	coreMux  *runtime.ServeMux
+	adminMux *runtime.ServeMux
+}
+
+// genMIME selects the camelCase marshaler that the content-generation model objects need;
+// every other route speaks snake_case proto names.
+const genMIME = "application/x-gen+json"
+
+// maxAdminBody bounds admin request bodies; a catalogue document is the largest of them.
+const maxAdminBody = 8 << 20
+
+// New builds the handler.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &Server{cfg: cfg}
+	s.coreMux = newGatewayMux()
+	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
+		return nil, err
+	}
+	if cfg.Admin != nil {
+		s.adminMux = newGatewayMux()
+		if err := adminv1.RegisterAdminServiceHandlerClient(ctx, s.adminMux, cfg.Admin); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func newGatewayMux() *runtime.ServeMux {
+	return runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
+			UnmarshalOptions: protojson.UnmarshalOptions{},
+		}),
+		runtime.WithMarshalerOption(genMIME, &runtime.JSONPb{}),
+		runtime.WithIncomingHeaderMatcher(func(h string) (string, bool) {
+			if strings.EqualFold(h, "x-request-id") {
+				return "x-request-id", true
+			}
+			return "", false
+		}),
+		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, r, fromGRPC(err))
+		}),
+		runtime.WithRoutingErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {
+			if status == http.StatusMethodNotAllowed {
+				writeError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+				return
+			}
+			writeError(w, r, apierror.New(apierror.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+		}),
+	)
+}
+
+// ServeHTTP assigns the request id, then dispatches.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
+	if !validRequestID(id) {
+		if id != "" {
+			r.Header.Set("X-Request-Id", uuid.Must(uuid.NewV7()).String())
+			writeError(w, r, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters"))
+			return
+		}
+		id = uuid.Must(uuid.NewV7()).String()
+	}
+	r.Header.Set("X-Request-Id", id)
+	w.Header().Set("X-Request-Id", id)
+	s.route(w, r)
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// route is the dispatch table. Unknown paths and wrong methods get the envelope too.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/healthz":
+		s.onlyGET(w, r, s.healthz)
+	case p == "/readyz":
+		s.onlyGET(w, r, s.readyz)
+	case strings.HasPrefix(p, "/admin/v1/"):
+		if s.adminMux == nil {
+			writeError(w, r, apierror.New(apierror.NotFound, "the admin API is disabled: GATEWAY_ADMIN_TOKEN is not set"))
+			return
+		}
+		if r.ContentLength > maxAdminBody {
+			writeError(w, r, apierror.New(apierror.PayloadTooLarge, "the request body is larger than %d bytes", maxAdminBody))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxAdminBody)
+		s.adminMux.ServeHTTP(w, r)
+	case p == "/v1/models", strings.HasPrefix(p, "/v1/models/"), p == "/v1/balance",
+		p == "/v1beta/chat-compat/models", p == "/v1beta/openai/models":
+		s.onlyGET(w, r, s.discovery)
+	case p == "/v1beta/models", strings.HasPrefix(p, "/v1beta/models/"):
+		s.onlyGET(w, r, func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Set("Accept", genMIME)
+			s.discovery(w, r)
+		})
+	default:
+		writeError(w, r, apierror.New(apierror.NotFound, "no route for %s %s", r.Method, p))
+	}
+}
+
+func (s *Server) onlyGET(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+		return
+	}
+	h(w, r)
+}
+
+// discovery hands an authenticated GET to grpc-gateway with the key normalised into the one
+// place core reads it from.
+func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
+	key := ExtractKey(r)
+	if key == "" {
+		writeError(w, r, apierror.New(apierror.InvalidKey, "no API key was provided"))
+		return
+	}
+	setBearer(r, key)
+	s.coreMux.ServeHTTP(w, r)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(r.Context()); err != nil {
+			writeError(w, r, apierror.New(apierror.Unavailable, "not ready: %v", err))
+			return
+		}
+	}
+	s.healthz(w, r)
+}

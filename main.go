@@ -1,0 +1,59 @@
+// Command gateway is the model gateway: one binary that serves the client protocols, the
+// admin API and the catalogue, migrates its database, and administers itself.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: gateway <command> [flags]
+
+commands:
+  serve             migrate, then serve HTTP and gRPC until SIGTERM/SIGINT
+  migrate           apply database migrations and exit
+  apply -f FILE     apply a catalog document (YAML or JSON) through the admin API
+  admin VERB ...    call an admin RPC and print JSON ("gateway admin help" lists verbs)
+  dev               local run: throwaway PostgreSQL in .data/, demo catalogue, demo key, serve
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = cmdServe(ctx, args)
+	case "migrate":
+		err = cmdMigrate(ctx, args)
+	case "apply":
+		err = cmdApply(ctx, args)
+	case "admin":
+		err = cmdAdmin(ctx, args, os.Stdout)
+	case "dev":
+		err = cmdDev(ctx, args)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
