@@ -59,12 +59,12 @@ const testCatalog = `{
 }`
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	g    *Gateway
 	base string
 }
 
-func startGateway(t *testing.T, dbURL, token string) *env {
+func startGateway(t testing.TB, dbURL, token string) *env {
 	t.Helper()
 	cfg := &Config{DatabaseURL: dbURL, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", AdminToken: token, DrainTimeout: 5 * time.Second}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -130,7 +130,7 @@ type fixture struct {
 	wideID, narrowID string
 }
 
-func setup(t *testing.T, e *env) fixture {
+func setup(t testing.TB, e *env) fixture {
 	t.Helper()
 	e.admin("POST", "/admin/v1/catalog:apply", testCatalog)
 	p := e.admin("POST", "/admin/v1/profiles", `{"display_name":"Ann","external_ref":"tg:`+uuid.NewString()+`"}`)
@@ -145,7 +145,7 @@ func setup(t *testing.T, e *env) fixture {
 	}
 }
 
-func ids(t *testing.T, list map[string]any, field, key string) []string {
+func ids(t testing.TB, list map[string]any, field, key string) []string {
 	t.Helper()
 	out := []string{}
 	items, _ := list[field].([]any)
@@ -510,5 +510,20 @@ func TestCorePolicyOverGRPC(t *testing.T) {
 		if got := call(tc.key, tc.family, tc.model); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), "")
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if status, _, body := e.do("GET", p, nil, ""); status != 200 || body["status"] != "ok" {
+			t.Errorf("%s = %d %v", p, status, body)
+		}
+	}
+	// Readiness follows the database: with the pool closed it must say 503.
+	e.g.Store.Pool.Close()
+	if status, _, body := e.do("GET", "/readyz", nil, ""); status != 503 || code(body) != "unavailable" {
+		t.Errorf("readyz with the database gone = %d %v", status, body)
 	}
 }

@@ -81,6 +81,8 @@ type Gateway struct {
 	Store              *store.Store
 	Snapshots          *snapshot.Holder
 	Admin              *rpc.AdminServer
+	// Core is the in-process client the front uses.
+	Core corev1.CoreServiceClient
 
 	httpSrv *http.Server
 	grpcSrv *grpc.Server
@@ -170,7 +172,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	}
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
-		Store: st, Snapshots: holder, Admin: adminSrv,
+		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
 		httpSrv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
 		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}),
 	}
