@@ -125,8 +125,8 @@ func bearer(key string) map[string]string { return map[string]string{"Authorizat
 
 // fixture is a profile with a wide key and a narrow key.
 type fixture struct {
-	profileID       string
-	wide, narrow    string
+	profileID        string
+	wide, narrow     string
 	wideID, narrowID string
 }
 

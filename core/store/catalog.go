@@ -61,10 +61,10 @@ type Route struct {
 
 // Price is one price set of a model; components per 1M tokens or per request.
 type Price struct {
-	ModelID                                      string
-	Position                                     int
-	EndpointFamilies                             []string
-	BillingMode                                  string
+	ModelID                                         string
+	Position                                        int
+	EndpointFamilies                                []string
+	BillingMode                                     string
 	Input, CachedInput, CacheWrite, Output, Request decimal.NullDecimal
 }
 

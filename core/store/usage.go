@@ -11,16 +11,16 @@ import (
 
 // RequestRecord is one request that passed the key checks.
 type RequestRecord struct {
-	ProfileID                                     uuid.UUID
-	RequestID                                     string
-	KeyID                                         uuid.UUID
-	Model, EndpointFamily, Status, Currency       string
-	InputTokens, CachedInputTokens                int64
+	ProfileID                                       uuid.UUID
+	RequestID                                       string
+	KeyID                                           uuid.UUID
+	Model, EndpointFamily, Status, Currency         string
+	InputTokens, CachedInputTokens                  int64
 	CacheWriteTokens, OutputTokens, ReasoningTokens int64
-	UsageReliable                                 bool
-	Cost                                          decimal.NullDecimal
-	StartTime                                     time.Time
-	EndTime                                       *time.Time
+	UsageReliable                                   bool
+	Cost                                            decimal.NullDecimal
+	StartTime                                       time.Time
+	EndTime                                         *time.Time
 }
 
 // UsageCursor is the position after the last record of a page.
