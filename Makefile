@@ -5,7 +5,7 @@ BIN := $(CURDIR)/bin
 BUF := $(BIN)/buf
 GO  ?= go
 
-.PHONY: all build run test check generate lint vet imports gen-check clean
+.PHONY: all build run test check fmt generate lint vet imports gen-check clean
 
 all: build
 
@@ -18,7 +18,7 @@ run: build
 test:
 	$(GO) test -count=1 -timeout 15m ./...
 
-check: lint vet imports gen-check
+check: fmt lint vet imports gen-check
 
 $(BUF):
 	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
@@ -31,6 +31,9 @@ lint: $(BUF)
 
 vet:
 	$(GO) vet ./...
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 
 # Import rules of the design: front and realtime reach core only through gen/ and core/wire;
 # core never imports front or realtime; provider adapters never touch the store.

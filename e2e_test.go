@@ -527,3 +527,22 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Errorf("readyz with the database gone = %d %v", status, body)
 	}
 }
+
+func TestApplyCatalogAcceptsYAMLOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	doc := "families: [{id: y}]\nproviders: [{id: p, kind: simulator, base_url: 'http://127.0.0.1:1'}]\n" +
+		"models:\n  - id: yaml-model\n    family: y\n    routes: [{endpoint_families: [chat.completions], provider: p}]\n" +
+		"    prices: [{endpoint_families: [chat.completions], billing_mode: per_token, input: 123456789012345.123456789, output: 2}]\n"
+	status, _, body := e.do("POST", "/admin/v1/catalog:apply", map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/yaml"}, doc)
+	if status != 200 || body["models"] != float64(1) {
+		t.Fatalf("YAML apply = %d %v", status, body)
+	}
+	var input string
+	if err := e.g.Store.Pool.QueryRow(context.Background(), `SELECT input::text FROM prices WHERE model_id = 'yaml-model'`).Scan(&input); err != nil {
+		t.Fatal(err)
+	}
+	if input != "123456789012345.123456789" {
+		t.Errorf("stored amount %s lost precision", input)
+	}
+}

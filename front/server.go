@@ -133,6 +133,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxAdminBody)
+		if p == "/admin/v1/catalog:apply" && isYAML(r.Header.Get("Content-Type")) {
+			if err := yamlToJSON(r); err != nil {
+				writeError(w, r, apierror.New(apierror.InvalidRequest, "catalog document: %v", err))
+				return
+			}
+		}
 		s.adminMux.ServeHTTP(w, r)
 	case p == "/v1/models", strings.HasPrefix(p, "/v1/models/"), p == "/v1/balance",
 		p == "/v1beta/chat-compat/models", p == "/v1beta/openai/models":

@@ -1,0 +1,230 @@
+// Package metering turns what an upstream reports about token use into the one record billing
+// reads: four disjoint categories (spec 1) plus reasoning inside output, and a flag that says
+// whether the numbers can be charged at all (spec 8, rule 2).
+package metering
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Usage is a normalised usage record. Input, CachedInput, CacheWrite and Output are disjoint:
+// their sum is every token the request consumed. Reasoning is part of Output, never added.
+type Usage struct {
+	Input       int64 // uncached input
+	CachedInput int64 // input read from the provider's cache
+	CacheWrite  int64 // input written to the provider's cache
+	Output      int64 // all output, reasoning included
+	Reasoning   int64 // the reasoning part of Output
+	// Reliable is false when the upstream reported no usage, contradictory usage, or the stream
+	// ended before its terminal event. Unreliable usage is never charged.
+	Reliable bool
+	// Why explains an unreliable record, for logs and the request record.
+	Why string
+}
+
+// Unreliable is a record that must not be charged.
+func Unreliable(why string) Usage { return Usage{Why: why} }
+
+// TotalInput is every input token, cached or not.
+func (u Usage) TotalInput() int64 { return u.Input + u.CachedInput + u.CacheWrite }
+
+func contradiction(format string, args ...any) Usage {
+	return Unreliable("contradictory usage: " + fmt.Sprintf(format, args...))
+}
+
+// fromInclusive normalises the convention where the prompt count includes its cached and
+// cache-write subsets (OpenAI chat and responses, Gemini).
+func fromInclusive(prompt, cached, write, output, reasoning int64) Usage {
+	switch {
+	case prompt < 0 || cached < 0 || write < 0 || output < 0 || reasoning < 0:
+		return contradiction("negative count")
+	case cached+write > prompt:
+		return contradiction("cached (%d) and cache-write (%d) tokens exceed the prompt (%d)", cached, write, prompt)
+	case reasoning > output:
+		return contradiction("reasoning (%d) exceeds output (%d)", reasoning, output)
+	}
+	return Usage{Input: prompt - cached - write, CachedInput: cached, CacheWrite: write, Output: output, Reasoning: reasoning, Reliable: true}
+}
+
+// OpenAIChat is the chat-completions and legacy completions usage object.
+type OpenAIChat struct {
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    *int64 `json:"completion_tokens"`
+	TotalTokens         *int64 `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// FromOpenAIChat normalises chat-completions usage: cached tokens are a subset of the prompt.
+func FromOpenAIChat(raw json.RawMessage) Usage {
+	var u OpenAIChat
+	if len(raw) == 0 || string(raw) == "null" {
+		return Unreliable("no usage reported")
+	}
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return Unreliable("usage not decodable: " + err.Error())
+	}
+	if u.PromptTokens == nil || u.CompletionTokens == nil {
+		return Unreliable("usage lacks prompt or completion tokens")
+	}
+	var cached, write, reasoning int64
+	if d := u.PromptTokensDetails; d != nil {
+		cached, write = d.CachedTokens, d.CacheWriteTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		reasoning = d.ReasoningTokens
+	}
+	if u.TotalTokens != nil && *u.TotalTokens != *u.PromptTokens+*u.CompletionTokens {
+		return contradiction("total %d is not prompt %d + completion %d", *u.TotalTokens, *u.PromptTokens, *u.CompletionTokens)
+	}
+	return fromInclusive(*u.PromptTokens, cached, write, *u.CompletionTokens, reasoning)
+}
+
+// OpenAIResponses is the responses usage object.
+type OpenAIResponses struct {
+	InputTokens        *int64 `json:"input_tokens"`
+	OutputTokens       *int64 `json:"output_tokens"`
+	TotalTokens        *int64 `json:"total_tokens"`
+	InputTokensDetails *struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// FromOpenAIResponses normalises responses usage (same inclusive convention as chat).
+func FromOpenAIResponses(raw json.RawMessage) Usage {
+	var u OpenAIResponses
+	if len(raw) == 0 || string(raw) == "null" {
+		return Unreliable("no usage reported")
+	}
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return Unreliable("usage not decodable: " + err.Error())
+	}
+	if u.InputTokens == nil || u.OutputTokens == nil {
+		return Unreliable("usage lacks input or output tokens")
+	}
+	var cached, write, reasoning int64
+	if d := u.InputTokensDetails; d != nil {
+		cached, write = d.CachedTokens, d.CacheWriteTokens
+	}
+	if d := u.OutputTokensDetails; d != nil {
+		reasoning = d.ReasoningTokens
+	}
+	if u.TotalTokens != nil && *u.TotalTokens != *u.InputTokens+*u.OutputTokens {
+		return contradiction("total %d is not input %d + output %d", *u.TotalTokens, *u.InputTokens, *u.OutputTokens)
+	}
+	return fromInclusive(*u.InputTokens, cached, write, *u.OutputTokens, reasoning)
+}
+
+// Anthropic is the messages usage object; its cache buckets are separate from input_tokens.
+type Anthropic struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	OutputTokensDetails      *struct {
+		ThinkingTokens int64 `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// Merge overlays a later usage object of the same stream: message_delta repeats cumulative
+// values, so fields present later overwrite, and are never added.
+func (a *Anthropic) Merge(later Anthropic) {
+	if later.InputTokens != nil {
+		a.InputTokens = later.InputTokens
+	}
+	if later.OutputTokens != nil {
+		a.OutputTokens = later.OutputTokens
+	}
+	if later.CacheCreationInputTokens != nil {
+		a.CacheCreationInputTokens = later.CacheCreationInputTokens
+	}
+	if later.CacheReadInputTokens != nil {
+		a.CacheReadInputTokens = later.CacheReadInputTokens
+	}
+	if later.OutputTokensDetails != nil {
+		a.OutputTokensDetails = later.OutputTokensDetails
+	}
+}
+
+// Usage normalises the merged object.
+func (a Anthropic) Usage() Usage {
+	if a.InputTokens == nil || a.OutputTokens == nil {
+		return Unreliable("usage lacks input or output tokens")
+	}
+	val := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	in, out, write, read := *a.InputTokens, *a.OutputTokens, val(a.CacheCreationInputTokens), val(a.CacheReadInputTokens)
+	var reasoning int64
+	if a.OutputTokensDetails != nil {
+		reasoning = a.OutputTokensDetails.ThinkingTokens
+	}
+	switch {
+	case in < 0 || out < 0 || write < 0 || read < 0 || reasoning < 0:
+		return contradiction("negative count")
+	case reasoning > out:
+		return contradiction("thinking (%d) exceeds output (%d)", reasoning, out)
+	}
+	return Usage{Input: in, CachedInput: read, CacheWrite: write, Output: out, Reasoning: reasoning, Reliable: true}
+}
+
+// FromAnthropic normalises one complete messages usage object.
+func FromAnthropic(raw json.RawMessage) Usage {
+	var a Anthropic
+	if len(raw) == 0 || string(raw) == "null" {
+		return Unreliable("no usage reported")
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return Unreliable("usage not decodable: " + err.Error())
+	}
+	return a.Usage()
+}
+
+// Gemini is the usageMetadata object; every stream chunk carries the cumulative value, so the
+// last one wins.
+type Gemini struct {
+	PromptTokenCount        *int64 `json:"promptTokenCount"`
+	CandidatesTokenCount    *int64 `json:"candidatesTokenCount"`
+	CachedContentTokenCount int64  `json:"cachedContentTokenCount"`
+	ThoughtsTokenCount      int64  `json:"thoughtsTokenCount"`
+	ToolUsePromptTokenCount int64  `json:"toolUsePromptTokenCount"`
+	TotalTokenCount         *int64 `json:"totalTokenCount"`
+}
+
+// FromGemini normalises usageMetadata: cached content is inside promptTokenCount, thoughts are
+// outside candidatesTokenCount, tool-use prompt tokens are extra input.
+func FromGemini(raw json.RawMessage) Usage {
+	var g Gemini
+	if len(raw) == 0 || string(raw) == "null" {
+		return Unreliable("no usage reported")
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return Unreliable("usage not decodable: " + err.Error())
+	}
+	if g.PromptTokenCount == nil {
+		return Unreliable("usage lacks promptTokenCount")
+	}
+	var candidates int64
+	if g.CandidatesTokenCount != nil {
+		candidates = *g.CandidatesTokenCount // absent when the model produced nothing
+	}
+	prompt := *g.PromptTokenCount + g.ToolUsePromptTokenCount
+	output := candidates + g.ThoughtsTokenCount
+	if g.TotalTokenCount != nil && *g.TotalTokenCount != prompt+output {
+		return contradiction("totalTokenCount %d is not prompt %d + output %d", *g.TotalTokenCount, prompt, output)
+	}
+	return fromInclusive(prompt, g.CachedContentTokenCount, 0, output, g.ThoughtsTokenCount)
+}
