@@ -1,0 +1,106 @@
+package sse
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// chunked delivers the stream in random-sized pieces, as a network does.
+type chunked struct {
+	s   string
+	rnd *rand.Rand
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	n := min(1+c.rnd.IntN(7), len(c.s), len(p))
+	copy(p, c.s[:n])
+	c.s = c.s[n:]
+	return n, nil
+}
+
+func readAll(t *testing.T, r io.Reader) ([]Event, error) {
+	t.Helper()
+	rd := NewReader(r)
+	var out []Event
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}
+
+func TestReaderFraming(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, in string
+		want     []Event
+	}{
+		{"named events as messages streams send them",
+			"event: message_start\ndata: {\"a\":1}\n\nevent: ping\ndata: {}\n\n",
+			[]Event{{Name: "message_start", Data: []byte(`{"a":1}`)}, {Name: "ping", Data: []byte(`{}`)}}},
+		{"CRLF and CR line ends", "data: one\r\n\r\ndata: two\r\rdata: three\n\n",
+			[]Event{{Data: []byte("one")}, {Data: []byte("two")}, {Data: []byte("three")}}},
+		{"several data lines join with newline", "data: a\ndata: b\n\n", []Event{{Data: []byte("a\nb")}}},
+		{"comments and keep-alives are skipped", ": keep-alive\n\ndata: x\n\n", []Event{{Data: []byte("x")}}},
+		{"no space after the colon", "data:[DONE]\n\n", []Event{{Data: []byte("[DONE]")}}},
+		{"an event without data is not dispatched", "event: lonely\n\ndata: y\n\n", []Event{{Data: []byte("y")}}},
+		{"an event cut off by the end of the stream is not returned", "data: whole\n\ndata: cut", []Event{{Data: []byte("whole")}}},
+		{"ids are kept", "id: 7\ndata: z\n\n", []Event{{ID: "7", Data: []byte("z")}}},
+	}
+	for _, tc := range cases {
+		for _, mode := range []string{"whole", "one byte", "random chunks"} {
+			var r io.Reader = strings.NewReader(tc.in)
+			switch mode {
+			case "one byte":
+				r = iotest.OneByteReader(r)
+			case "random chunks":
+				r = &chunked{s: tc.in, rnd: rand.New(rand.NewPCG(1, 2))}
+			}
+			got, err := readAll(t, r)
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("%s (%s): %v", tc.name, mode, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (%s) (-want +got):\n%s", tc.name, mode, diff)
+			}
+		}
+	}
+}
+
+func TestWriterFlushesEachEventAndRoundTrips(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	w := NewWriter(rec)
+	if err := w.Event("content_block_delta", []byte("{\"t\":\"a\"}")); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Flushed {
+		t.Error("event not flushed")
+	}
+	if err := w.Event("", []byte("line1\nline2")); err != nil {
+		t.Fatal(err)
+	}
+	want := "event: content_block_delta\ndata: {\"t\":\"a\"}\n\ndata: line1\ndata: line2\n\n"
+	if rec.Body.String() != want {
+		t.Errorf("wire %q, want %q", rec.Body.String(), want)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("content type %q", ct)
+	}
+	got, _ := readAll(t, strings.NewReader(rec.Body.String()))
+	if diff := cmp.Diff([]Event{{Name: "content_block_delta", Data: []byte(`{"t":"a"}`)}, {Data: []byte("line1\nline2")}}, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
