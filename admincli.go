@@ -18,11 +18,13 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
 	"modelgateway/core/catalog"
+	"modelgateway/core/wire/apistatus"
 )
 
 const adminUsage = `usage: gateway admin VERB [--field=value ...] ['{"json":"request"}']
@@ -151,11 +153,17 @@ func buildRequest(desc protoreflect.MessageDescriptor, args []string) (proto.Mes
 }
 
 func newMessage(desc protoreflect.MessageDescriptor) proto.Message {
-	mt, err := protoregistryFind(desc)
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(desc.FullName())
 	if err != nil {
 		panic(err) // generated types are always registered
 	}
 	return mt.New().Interface()
+}
+
+// describeRPCError prints a failed admin call as its spec code and message.
+func describeRPCError(err error) error {
+	e := apistatus.FromError(err)
+	return fmt.Errorf("%s: %s", e.Code, e.Message)
 }
 
 func callAdmin(ctx context.Context, md protoreflect.MethodDescriptor, req proto.Message) (proto.Message, error) {

@@ -52,7 +52,9 @@ func (h *Holder) Reload(ctx context.Context) error {
 // Run listens for change notifications until ctx ends. Notifications are coalesced: a burst
 // of changes costs one reload.
 func (h *Holder) Run(ctx context.Context, databaseURL string) {
-	go h.listen(ctx, databaseURL)
+	listening := make(chan struct{})
+	go func() { defer close(listening); h.listen(ctx, databaseURL) }()
+	defer func() { <-listening }() // no goroutine outlives Run
 	tick := time.NewTicker(h.Interval)
 	defer tick.Stop()
 	for {
