@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
+	catalogv1 "modelgateway/gen/gateway/catalog/v1"
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/catalog"
@@ -132,12 +133,14 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		WithServerStreamInterceptor(rpc.StreamErrorInterceptor(log))
 	for _, reg := range []grpc.ServiceRegistrar{grpcSrv, inproc} {
 		corev1.RegisterCoreServiceServer(reg, coreSrv)
+		catalogv1.RegisterCatalogServiceServer(reg, &rpc.CatalogServer{Snapshots: holder})
 		if cfg.AdminToken != "" {
 			adminv1.RegisterAdminServiceServer(reg, adminSrv)
 		}
 	}
 	fcfg := front.Config{
-		Core: corev1.NewCoreServiceClient(inproc),
+		Core:    corev1.NewCoreServiceClient(inproc),
+		Catalog: catalogv1.NewCatalogServiceClient(inproc),
 		Ready: func(ctx context.Context) error {
 			if holder.Current() == nil {
 				return errors.New("snapshot not loaded")

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
+	catalogv1 "modelgateway/gen/gateway/catalog/v1"
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
@@ -21,8 +22,9 @@ import (
 
 // Config wires the front to core.
 type Config struct {
-	Core  corev1.CoreServiceClient
-	Admin adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
+	Core    corev1.CoreServiceClient
+	Catalog catalogv1.CatalogServiceClient
+	Admin   adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
 	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).
 	Ready func(context.Context) error
 	Log   *slog.Logger
@@ -50,6 +52,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg}
 	s.coreMux = newGatewayMux()
 	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
+		return nil, err
+	}
+	if err := catalogv1.RegisterCatalogServiceHandlerClient(ctx, s.coreMux, cfg.Catalog); err != nil {
 		return nil, err
 	}
 	if cfg.Admin != nil {
@@ -140,6 +145,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.adminMux.ServeHTTP(w, r)
+	case p == "/v1/catalog":
+		s.onlyGET(w, r, s.catalog)
 	case p == "/v1/models", strings.HasPrefix(p, "/v1/models/"), p == "/v1/balance",
 		p == "/v1beta/chat-compat/models", p == "/v1beta/openai/models":
 		s.onlyGET(w, r, s.discovery)

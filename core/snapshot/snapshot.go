@@ -224,5 +224,8 @@ func (s *Snapshot) VisibleModel(k *Key, id string, families ...string) (*Model, 
 	return nil, apierror.New(apierror.ModelNotFound, "the model %q does not exist or is not available to this key", id)
 }
 
+// ActiveModels lists active models in catalogue order (family, priority, id).
+func (s *Snapshot) ActiveModels() []*Model { return s.ordered }
+
 // Model returns any model by id, active or not.
 func (s *Snapshot) Model(id string) *Model { return s.models[id] }

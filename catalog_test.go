@@ -1,0 +1,133 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"modelgateway/core/store/storetest"
+)
+
+const pricedCatalog = `{
+  "currency": "RUB",
+  "families": [{"id": "chat"}, {"id": "img"}],
+  "providers": [{"id": "p", "kind": "simulator", "base_url": "http://127.0.0.1:1/v1"}],
+  "models": [
+    {"id": "m", "display_name": "M", "family": "chat",
+     "routes": [{"endpoint_families": ["chat.completions", "responses", "messages.count_tokens"], "provider": "p"}],
+     "prices": [{"endpoint_families": ["chat.completions", "responses"], "billing_mode": "per_token", "input": "15", "cached_input": "7.5", "output": "60"}],
+     "capabilities": [{"endpoint_family": "chat.completions", "optional_parameters": ["temperature"], "verified_at": "2026-11-01T00:00:00Z"}]},
+    {"id": "pic", "display_name": "Pic", "family": "img",
+     "routes": [{"endpoint_families": ["images.generations"], "provider": "p"}],
+     "prices": [{"endpoint_families": ["images.generations"], "billing_mode": "per_request", "request": "3"}]},
+    {"id": "unpriced", "family": "chat", "routes": [{"endpoint_families": ["chat.completions"], "provider": "p"}]},
+    {"id": "off", "family": "chat", "active": false,
+     "routes": [{"endpoint_families": ["chat.completions"], "provider": "p"}],
+     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1"}]}
+  ]
+}`
+
+func TestPublicCatalog(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	e.admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
+
+	status, hdr, cat := e.do("GET", "/v1/catalog", nil, "")
+	if status != 200 || hdr.Get("Cache-Control") != "public, max-age=60" || hdr.Get("ETag") == "" {
+		t.Fatalf("catalog = %d %v %v", status, hdr, cat)
+	}
+	want := map[string]any{
+		"currency": "RUB",
+		"snapshot": map[string]any{"fetched_at": nil, "effective_date": nil, "fx_status": "unavailable"},
+		"families": []any{
+			map[string]any{"id": "chat", "models": []any{map[string]any{
+				"id": "m", "display_name": "M", "endpoint_families": []any{"chat.completions", "responses"},
+				"prices": []any{map[string]any{
+					"endpoint_families": []any{"chat.completions", "responses"}, "billing_mode": "per_token",
+					"components": map[string]any{
+						"input":        map[string]any{"amount": "15", "unit": "RUB_per_1M_tokens"},
+						"cached_input": map[string]any{"amount": "7.5", "unit": "RUB_per_1M_tokens"},
+						"cache_write":  nil,
+						"output":       map[string]any{"amount": "60", "unit": "RUB_per_1M_tokens"},
+						"request":      nil,
+					}}},
+				"capabilities": []any{map[string]any{"endpoint_family": "chat.completions", "optional_parameters": []any{"temperature"}, "verified_at": "2026-11-01T00:00:00Z"}},
+			}}},
+			map[string]any{"id": "img", "models": []any{map[string]any{
+				"id": "pic", "display_name": "Pic", "endpoint_families": []any{"images.generations"},
+				"prices": []any{map[string]any{
+					"endpoint_families": []any{"images.generations"}, "billing_mode": "per_request",
+					"components": map[string]any{"input": nil, "cached_input": nil, "cache_write": nil, "output": nil,
+						"request": map[string]any{"amount": "3", "unit": "RUB_per_request"}},
+				}},
+				"capabilities": []any{},
+			}}},
+		},
+	}
+	if diff := cmp.Diff(want, cat); diff != "" {
+		t.Errorf("RUB catalogue without FX (-want +got):\n%s", diff)
+	}
+
+	// Without FX rates other currencies have null components, never RUB values.
+	_, _, usd := e.do("GET", "/v1/catalog?currency=USD", nil, "")
+	comps := usd["families"].([]any)[0].(map[string]any)["models"].([]any)[0].(map[string]any)["prices"].([]any)[0].(map[string]any)["components"].(map[string]any)
+	if comps["input"] != nil || usd["snapshot"].(map[string]any)["fx_status"] != "unavailable" {
+		t.Errorf("USD without FX: %v %v", comps, usd["snapshot"])
+	}
+
+	fetched := time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)
+	e.admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-22","fetched_at":"`+fetched+`","rates":{"USD":"0.0105"}}`)
+	_, _, usd = e.do("GET", "/v1/catalog?currency=USD", nil, "")
+	comps = usd["families"].([]any)[0].(map[string]any)["models"].([]any)[0].(map[string]any)["prices"].([]any)[0].(map[string]any)["components"].(map[string]any)
+	if !cmp.Equal(comps["input"], map[string]any{"amount": "0.1575", "unit": "USD_per_1M_tokens"}) || usd["snapshot"].(map[string]any)["fx_status"] != "current" {
+		t.Errorf("USD with fresh FX: %v %v", comps["input"], usd["snapshot"])
+	}
+	_, _, eur := e.do("GET", "/v1/catalog?currency=EUR", nil, "")
+	if c := eur["families"].([]any)[1].(map[string]any)["models"].([]any)[0].(map[string]any)["prices"].([]any)[0].(map[string]any)["components"].(map[string]any); c["request"] != nil {
+		t.Errorf("EUR without an EUR rate must be null, got %v", c["request"])
+	}
+	e.admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-19","fetched_at":"`+time.Now().Add(-37*time.Hour).UTC().Format(time.RFC3339)+`","rates":{"USD":"0.01"}}`)
+	// The newest snapshot by fetched_at is still the fresh one.
+	if _, _, c := e.do("GET", "/v1/catalog?currency=USD", nil, ""); c["snapshot"].(map[string]any)["effective_date"] != "2026-11-22" {
+		t.Errorf("older snapshot replaced the newer one: %v", c["snapshot"])
+	}
+
+	status, _, body := e.do("GET", "/v1/catalog?currency=GBP", map[string]string{"X-Request-Id": "cat-1"}, "")
+	if status != 400 || code(body) != "invalid_catalog_currency" || body["error"].(map[string]any)["request_id"] != "cat-1" {
+		t.Errorf("GBP = %d %v", status, body)
+	}
+}
+
+func TestCatalogRevalidatesWithETag(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	e.admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
+	get := func(inm string) (int, string, []byte) {
+		req, _ := http.NewRequest("GET", e.base+"/v1/catalog", nil)
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("ETag"), b
+	}
+	_, etag, first := get("")
+	_, etag2, second := get("")
+	if etag != etag2 || string(first) != string(second) {
+		t.Fatalf("unchanged data gave different answers: %s vs %s", etag, etag2)
+	}
+	if status, _, b := get(etag); status != 304 || len(b) != 0 {
+		t.Errorf("If-None-Match = %d %q, want 304", status, b)
+	}
+	e.admin("POST", "/admin/v1/catalog:apply", `{"models":[{"id":"pic","family":"img","routes":[{"endpoint_families":["images.generations"],"provider":"p"}],"prices":[{"endpoint_families":["images.generations"],"billing_mode":"per_request","request":"4"}]}]}`)
+	if status, newTag, _ := get(etag); status != 200 || newTag == etag {
+		t.Errorf("after a price change: %d %s (old %s)", status, newTag, etag)
+	}
+}

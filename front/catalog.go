@@ -1,0 +1,70 @@
+package front
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// catalog serves GET /v1/catalog through grpc-gateway, then makes the answer cacheable: the body
+// is compacted (protojson varies its whitespace between builds), so unchanged data gives the
+// same bytes and the same ETag on every replica, and If-None-Match revalidates to 304.
+func (s *Server) catalog(w http.ResponseWriter, r *http.Request) {
+	for _, h := range keyHeaders {
+		r.Header.Del(h) // public route: no credential goes further
+	}
+	rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+	s.coreMux.ServeHTTP(rec, r)
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	if rec.status != http.StatusOK {
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body.Bytes())
+		return
+	}
+	var body bytes.Buffer
+	if err := json.Compact(&body, rec.body.Bytes()); err != nil {
+		body = rec.body
+	}
+	sum := sha256.Sum256(body.Bytes())
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "public, max-age=60")
+	h.Set("Vary", "Accept-Encoding")
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		h.Del("Content-Type")
+		h.Del("Content-Length")
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(body.Len()))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body.Bytes())
+}
+
+func etagMatches(header, etag string) bool {
+	for _, candidate := range strings.Split(header, ",") {
+		c := strings.TrimPrefix(strings.TrimSpace(candidate), "W/")
+		if c == etag || c == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// bufferedResponse holds a small unary answer so headers can be derived from its body.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header         { return b.header }
+func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
+func (b *bufferedResponse) WriteHeader(status int)      { b.status = status }
