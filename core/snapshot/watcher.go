@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,9 +19,12 @@ const Channel = "gateway_snapshot"
 // Holder keeps the current snapshot and reloads it when PostgreSQL says something changed,
 // with a periodic full reload as the safety net for a lost notification.
 type Holder struct {
-	store    *store.Store
-	cur      atomic.Pointer[Snapshot]
-	reloadCh chan struct{}
+	store *store.Store
+	cur   atomic.Pointer[Snapshot]
+	// reloading serialises load-and-swap: without it a reload that read the database before a
+	// change could finish after one that read it afterwards and put the older snapshot back.
+	reloading sync.Mutex
+	reloadCh  chan struct{}
 	// Interval of the safety-net reload.
 	Interval time.Duration
 	Log      *slog.Logger
@@ -41,6 +45,8 @@ func (h *Holder) Current() *Snapshot { return h.cur.Load() }
 // Reload rebuilds the snapshot now; admin calls use it so that their own replica is current
 // the moment they answer.
 func (h *Holder) Reload(ctx context.Context) error {
+	h.reloading.Lock()
+	defer h.reloading.Unlock()
 	d, err := h.store.LoadCatalog(ctx)
 	if err != nil {
 		return fmt.Errorf("load snapshot: %w", err)
