@@ -18,6 +18,8 @@ commands:
   apply -f FILE     apply a catalog document (YAML or JSON) through the admin API
   admin VERB ...    call an admin RPC and print JSON ("gateway admin help" lists verbs)
   dev               local run: throwaway PostgreSQL in .data/, demo catalogue, demo key, serve
+  simulator         serve the upstream simulator alone (-addr, -first-byte, -chunk-delay, -words)
+  bench             measure the gateway against a bare reverse proxy (make bench)
 `
 
 func main() {
@@ -39,6 +41,12 @@ func main() {
 		err = cmdAdmin(ctx, args, os.Stdout)
 	case "dev":
 		err = cmdDev(ctx, args)
+	case "simulator":
+		err = cmdSimulator(ctx, args)
+	case "bench":
+		err = cmdBench(ctx, args)
+	case "bare-proxy":
+		err = cmdBareProxy(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

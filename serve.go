@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/fullstorydev/grpchan/inprocgrpc"
@@ -19,9 +20,15 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/catalog"
+	"modelgateway/core/provider"
+	"modelgateway/core/provider/anthropic"
+	"modelgateway/core/provider/gemini"
+	"modelgateway/core/provider/openai"
+	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
+	"modelgateway/core/tokens"
 	"modelgateway/front"
 )
 
@@ -33,6 +40,11 @@ type Config struct {
 	AdminToken   string
 	CatalogPath  string
 	DrainTimeout time.Duration
+	// Meter receives every generation outcome; nil logs them at debug level. (Billing plugs in
+	// here.)
+	Meter rpc.Meter
+	// Env reads provider credentials; os.Getenv when nil (tests inject their own).
+	Env func(string) string
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -87,6 +99,7 @@ type Gateway struct {
 
 	httpSrv *http.Server
 	grpcSrv *grpc.Server
+	simSrv  *http.Server
 	stop    context.CancelFunc
 	done    chan struct{}
 }
@@ -103,18 +116,40 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	if err != nil {
 		return nil, err
 	}
-	holder, err := snapshot.NewHolder(ctx, st)
-	if err != nil {
+	var closers []func()
+	fail := func(err error) (*Gateway, error) {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
 		st.Close()
 		return nil, err
 	}
+	holder, err := snapshot.NewHolder(ctx, st)
+	if err != nil {
+		return fail(err)
+	}
 	holder.Log = log
-	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st}
+	// The built-in simulator serves providers of kind "simulator" that name no base_url.
+	simLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(fmt.Errorf("listen simulator: %w", err))
+	}
+	simSrv := &http.Server{Handler: simulator.New(simulator.Options{}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = simSrv.Serve(simLn) }()
+	closers = append(closers, func() { _ = simSrv.Close() })
+	meter := cfg.Meter
+	if meter == nil {
+		meter = logMeter{log}
+	}
+	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}}
+	adapters["simulator"] = provider.Native{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
+	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
+		Adapters: adapters, Counter: tokens.Count, Meter: meter, Log: log, Env: cfg.Env,
+	}}
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
-			st.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 
@@ -127,8 +162,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		grpc.ChainStreamInterceptor(rpc.StreamErrorInterceptor(log)),
 	)
 	// The front reaches core over an in-process channel: same generated client, same
-	// interceptors, no socket, no serialisation.
+	// interceptors, no socket, no serialisation. Messages change hands instead of being
+	// deep-copied (neither side touches a message after sending it), so a 32 MiB request body
+	// or a stream of chunks costs no copies.
 	inproc := (&inprocgrpc.Channel{}).
+		WithCloner(inprocgrpc.CloneFunc(func(m any) (any, error) { return m, nil })).
 		WithServerUnaryInterceptor(rpc.Chain(interceptors...)).
 		WithServerStreamInterceptor(rpc.StreamErrorInterceptor(log))
 	for _, reg := range []grpc.ServiceRegistrar{grpcSrv, inproc} {
@@ -153,31 +191,26 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)
 	}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	closers = append(closers, stop)
 	handler, err := front.New(runCtx, fcfg)
 	if err != nil {
-		stop()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		stop()
-		st.Close()
-		return nil, fmt.Errorf("listen http: %w", err)
+		return fail(fmt.Errorf("listen http: %w", err))
 	}
+	closers = append(closers, func() { httpLn.Close() })
 	grpcLn, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
-		httpLn.Close()
-		stop()
-		st.Close()
-		return nil, fmt.Errorf("listen grpc: %w", err)
+		return fail(fmt.Errorf("listen grpc: %w", err))
 	}
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
 		httpSrv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
-		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}),
+		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv,
 	}
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); holder.Run(runCtx, cfg.DatabaseURL) }()
@@ -208,8 +241,18 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	}
 	g.stop()
 	<-g.done
+	_ = g.simSrv.Close()
 	g.Store.Close()
 	return err
+}
+
+// logMeter stands in for billing: it logs every outcome.
+type logMeter struct{ log *slog.Logger }
+
+func (m logMeter) Record(_ context.Context, o rpc.Outcome) {
+	m.log.Debug("generation", "request_id", o.RequestID, "model", o.Model, "family", o.EndpointFamily,
+		"provider", o.Provider, "status", o.Status, "reliable", o.Usage.Reliable,
+		"input", o.Usage.Input, "cached", o.Usage.CachedInput, "cache_write", o.Usage.CacheWrite, "output", o.Usage.Output)
 }
 
 func applyCatalogFile(ctx context.Context, admin *rpc.AdminServer, path string) error {

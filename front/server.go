@@ -35,6 +35,7 @@ type Server struct {
 	cfg      Config
 	coreMux  *runtime.ServeMux
 	adminMux *runtime.ServeMux
+	gen      *generation
 }
 
 // genMIME selects the camelCase marshaler that the content-generation model objects need;
@@ -49,7 +50,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, gen: newGeneration(cfg)}
 	s.coreMux = newGatewayMux()
 	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
 		return nil, err
@@ -123,6 +124,10 @@ func validRequestID(id string) bool {
 // route is the dispatch table. Unknown paths and wrong methods get the envelope too.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
+	if h := s.gen.handler(p); h != nil {
+		s.serveGeneration(w, r, h)
+		return
+	}
 	switch {
 	case p == "/healthz":
 		s.onlyGET(w, r, s.healthz)

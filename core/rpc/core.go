@@ -30,6 +30,7 @@ type CoreServer struct {
 	corev1.UnimplementedCoreServiceServer
 	Snapshots *snapshot.Holder
 	Store     *store.Store
+	Gen       *Generator
 }
 
 // caller authenticates the request's key against the current snapshot.

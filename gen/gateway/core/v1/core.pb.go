@@ -722,7 +722,7 @@ var File_gateway_core_v1_core_proto protoreflect.FileDescriptor
 
 const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\n" +
-	"\x1agateway/core/v1/core.proto\x12\x0fgateway.core.v1\x1a\x1cgoogle/api/annotations.proto\"\x13\n" +
+	"\x1agateway/core/v1/core.proto\x12\x0fgateway.core.v1\x1a\x1egateway/core/v1/generate.proto\x1a\x1cgoogle/api/annotations.proto\"\x13\n" +
 	"\x11ListModelsRequest\"X\n" +
 	"\x12ListModelsResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12*\n" +
@@ -767,7 +767,7 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\n" +
 	"profile_id\x18\x02 \x01(\tR\tprofileId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId2\xcd\x06\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId2\xf7\a\n" +
 	"\vCoreService\x12i\n" +
 	"\n" +
 	"ListModels\x12\".gateway.core.v1.ListModelsRequest\x1a#.gateway.core.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
@@ -778,7 +778,9 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x14ListGenerativeModels\x12,.gateway.core.v1.ListGenerativeModelsRequest\x1a-.gateway.core.v1.ListGenerativeModelsResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1beta/models\x12\x87\x01\n" +
 	"\x12GetGenerativeModel\x12*.gateway.core.v1.GetGenerativeModelRequest\x1a .gateway.core.v1.GenerativeModel\"#\x82\xd3\xe4\x93\x02\x1d\x12\x1b/v1beta/models/{model=*/**}\x12\x9e\x01\n" +
 	"\x10ListCompatModels\x12(.gateway.core.v1.ListCompatModelsRequest\x1a#.gateway.core.v1.ListModelsResponse\";\x82\xd3\xe4\x93\x025Z\x17\x12\x15/v1beta/openai/models\x12\x1a/v1beta/chat-compat/models\x12R\n" +
-	"\tAuthorize\x12!.gateway.core.v1.AuthorizeRequest\x1a\".gateway.core.v1.AuthorizeResponseB)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
+	"\tAuthorize\x12!.gateway.core.v1.AuthorizeRequest\x1a\".gateway.core.v1.AuthorizeResponse\x12N\n" +
+	"\bGenerate\x12 .gateway.core.v1.GenerateRequest\x1a\x1e.gateway.core.v1.GenerateEvent0\x01\x12X\n" +
+	"\vCountTokens\x12#.gateway.core.v1.CountTokensRequest\x1a$.gateway.core.v1.CountTokensResponseB)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
 
 var (
 	file_gateway_core_v1_core_proto_rawDescOnce sync.Once
@@ -807,6 +809,10 @@ var file_gateway_core_v1_core_proto_goTypes = []any{
 	(*ListCompatModelsRequest)(nil),      // 10: gateway.core.v1.ListCompatModelsRequest
 	(*AuthorizeRequest)(nil),             // 11: gateway.core.v1.AuthorizeRequest
 	(*AuthorizeResponse)(nil),            // 12: gateway.core.v1.AuthorizeResponse
+	(*GenerateRequest)(nil),              // 13: gateway.core.v1.GenerateRequest
+	(*CountTokensRequest)(nil),           // 14: gateway.core.v1.CountTokensRequest
+	(*GenerateEvent)(nil),                // 15: gateway.core.v1.GenerateEvent
+	(*CountTokensResponse)(nil),          // 16: gateway.core.v1.CountTokensResponse
 }
 var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	3,  // 0: gateway.core.v1.ListModelsResponse.data:type_name -> gateway.core.v1.Model
@@ -818,15 +824,19 @@ var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	8,  // 6: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
 	10, // 7: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
 	11, // 8: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
-	1,  // 9: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
-	3,  // 10: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
-	5,  // 11: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
-	7,  // 12: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
-	9,  // 13: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
-	1,  // 14: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
-	12, // 15: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
-	9,  // [9:16] is the sub-list for method output_type
-	2,  // [2:9] is the sub-list for method input_type
+	13, // 9: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
+	14, // 10: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
+	1,  // 11: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
+	3,  // 12: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
+	5,  // 13: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
+	7,  // 14: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
+	9,  // 15: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
+	1,  // 16: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
+	12, // 17: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
+	15, // 18: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
+	16, // 19: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
+	11, // [11:20] is the sub-list for method output_type
+	2,  // [2:11] is the sub-list for method input_type
 	2,  // [2:2] is the sub-list for extension type_name
 	2,  // [2:2] is the sub-list for extension extendee
 	0,  // [0:2] is the sub-list for field type_name
@@ -837,6 +847,7 @@ func file_gateway_core_v1_core_proto_init() {
 	if File_gateway_core_v1_core_proto != nil {
 		return
 	}
+	file_gateway_core_v1_generate_proto_init()
 	file_gateway_core_v1_core_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

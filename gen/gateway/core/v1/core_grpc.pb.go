@@ -26,6 +26,8 @@ const (
 	CoreService_GetGenerativeModel_FullMethodName   = "/gateway.core.v1.CoreService/GetGenerativeModel"
 	CoreService_ListCompatModels_FullMethodName     = "/gateway.core.v1.CoreService/ListCompatModels"
 	CoreService_Authorize_FullMethodName            = "/gateway.core.v1.CoreService/Authorize"
+	CoreService_Generate_FullMethodName             = "/gateway.core.v1.CoreService/Generate"
+	CoreService_CountTokens_FullMethodName          = "/gateway.core.v1.CoreService/CountTokens"
 )
 
 // CoreServiceClient is the client API for CoreService service.
@@ -52,6 +54,14 @@ type CoreServiceClient interface {
 	// it before any request body goes upstream; a denial is a status whose ErrorInfo reason is
 	// the spec error code.
 	Authorize(ctx context.Context, in *AuthorizeRequest, opts ...grpc.CallOption) (*AuthorizeResponse, error)
+	// Generate runs one text generation: key, family and model checks, the model's limits and
+	// verified parameters, routing with fallback, the upstream call and usage normalisation.
+	// Events stream back in the canonical form (generate.proto); cancelling the call cancels the
+	// upstream request.
+	Generate(ctx context.Context, in *GenerateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GenerateEvent], error)
+	// CountTokens counts the input of a generation request, asking the upstream when its
+	// protocol can count and counting locally otherwise. It is free.
+	CountTokens(ctx context.Context, in *CountTokensRequest, opts ...grpc.CallOption) (*CountTokensResponse, error)
 }
 
 type coreServiceClient struct {
@@ -132,6 +142,35 @@ func (c *coreServiceClient) Authorize(ctx context.Context, in *AuthorizeRequest,
 	return out, nil
 }
 
+func (c *coreServiceClient) Generate(ctx context.Context, in *GenerateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[GenerateEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CoreService_ServiceDesc.Streams[0], CoreService_Generate_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GenerateRequest, GenerateEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_GenerateClient = grpc.ServerStreamingClient[GenerateEvent]
+
+func (c *coreServiceClient) CountTokens(ctx context.Context, in *CountTokensRequest, opts ...grpc.CallOption) (*CountTokensResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountTokensResponse)
+	err := c.cc.Invoke(ctx, CoreService_CountTokens_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CoreServiceServer is the server API for CoreService service.
 // All implementations must embed UnimplementedCoreServiceServer
 // for forward compatibility.
@@ -156,6 +195,14 @@ type CoreServiceServer interface {
 	// it before any request body goes upstream; a denial is a status whose ErrorInfo reason is
 	// the spec error code.
 	Authorize(context.Context, *AuthorizeRequest) (*AuthorizeResponse, error)
+	// Generate runs one text generation: key, family and model checks, the model's limits and
+	// verified parameters, routing with fallback, the upstream call and usage normalisation.
+	// Events stream back in the canonical form (generate.proto); cancelling the call cancels the
+	// upstream request.
+	Generate(*GenerateRequest, grpc.ServerStreamingServer[GenerateEvent]) error
+	// CountTokens counts the input of a generation request, asking the upstream when its
+	// protocol can count and counting locally otherwise. It is free.
+	CountTokens(context.Context, *CountTokensRequest) (*CountTokensResponse, error)
 	mustEmbedUnimplementedCoreServiceServer()
 }
 
@@ -186,6 +233,12 @@ func (UnimplementedCoreServiceServer) ListCompatModels(context.Context, *ListCom
 }
 func (UnimplementedCoreServiceServer) Authorize(context.Context, *AuthorizeRequest) (*AuthorizeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Authorize not implemented")
+}
+func (UnimplementedCoreServiceServer) Generate(*GenerateRequest, grpc.ServerStreamingServer[GenerateEvent]) error {
+	return status.Error(codes.Unimplemented, "method Generate not implemented")
+}
+func (UnimplementedCoreServiceServer) CountTokens(context.Context, *CountTokensRequest) (*CountTokensResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountTokens not implemented")
 }
 func (UnimplementedCoreServiceServer) mustEmbedUnimplementedCoreServiceServer() {}
 func (UnimplementedCoreServiceServer) testEmbeddedByValue()                     {}
@@ -334,6 +387,35 @@ func _CoreService_Authorize_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CoreService_Generate_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GenerateRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(CoreServiceServer).Generate(m, &grpc.GenericServerStream[GenerateRequest, GenerateEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_GenerateServer = grpc.ServerStreamingServer[GenerateEvent]
+
+func _CoreService_CountTokens_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountTokensRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).CountTokens(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_CountTokens_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).CountTokens(ctx, req.(*CountTokensRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CoreService_ServiceDesc is the grpc.ServiceDesc for CoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -369,7 +451,17 @@ var CoreService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Authorize",
 			Handler:    _CoreService_Authorize_Handler,
 		},
+		{
+			MethodName: "CountTokens",
+			Handler:    _CoreService_CountTokens_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Generate",
+			Handler:       _CoreService_Generate_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "gateway/core/v1/core.proto",
 }

@@ -1,0 +1,144 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Client is the HTTP client every adapter shares: pooled keep-alive connections, no total
+// timeout (a long generation is not a failure), proxy settings from the environment.
+var Client = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	ForceAttemptHTTP2:     true,
+	MaxIdleConns:          1024,
+	MaxIdleConnsPerHost:   256,
+	IdleConnTimeout:       90 * time.Second,
+	TLSHandshakeTimeout:   10 * time.Second,
+	ExpectContinueTimeout: time.Second,
+}}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+var (
+	errFirstByte = errors.New("no answer from the upstream within the first-byte timeout")
+	errIdle      = errors.New("the upstream stream paused longer than the idle timeout")
+)
+
+// maxErrorBody bounds how much of an upstream error body is read.
+const maxErrorBody = 64 << 10
+
+// Do sends req with the call's timeouts. A success status returns the response whose body is
+// guarded by the idle timeout; anything else is an *Error, the body consumed and closed.
+// The first-byte timeout covers the response headers and the first body byte.
+func Do(req *http.Request, t Timeouts) (*http.Response, error) {
+	if t.FirstByte <= 0 {
+		t.FirstByte = DefaultFirstByteTimeout
+	}
+	if t.Idle <= 0 {
+		t.Idle = DefaultIdleTimeout
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	// One timer serves both phases: first-byte until a body byte has arrived, idle after.
+	started := new(atomic.Bool)
+	timer := time.AfterFunc(t.FirstByte, func() {
+		if started.Load() {
+			cancel(errIdle)
+		} else {
+			cancel(errFirstByte)
+		}
+	})
+	resp, err := Client.Do(req.WithContext(ctx))
+	if err != nil {
+		timer.Stop()
+		cause := context.Cause(ctx)
+		cancel(nil)
+		return nil, transportError(req.Context(), cause, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer func() { timer.Stop(); cancel(nil) }()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		return nil, StatusError(resp.StatusCode, raw)
+	}
+	resp.Body = &timedBody{rc: resp.Body, ctx: ctx, cancel: cancel, timer: timer, idle: t.Idle, parent: req.Context(), started: started}
+	return resp, nil
+}
+
+func transportError(parent context.Context, cause, err error) *Error {
+	switch {
+	case errors.Is(cause, errFirstByte):
+		return &Error{Message: "the upstream did not answer in time", Timeout: true, Retryable: true, Err: cause}
+	case parent.Err() != nil:
+		return &Error{Message: "the request was cancelled", Err: parent.Err()}
+	}
+	return &Error{Message: "the upstream could not be reached", Retryable: true, Err: err}
+}
+
+// StatusError classifies a non-success upstream answer. Every protocol we speak puts its
+// message at error.message.
+func StatusError(status int, body []byte) *Error {
+	e := &Error{Status: status, Retryable: status == http.StatusTooManyRequests || status >= 500}
+	msg := gjson.GetBytes(body, "error.message").String()
+	if len(msg) > 500 {
+		msg = msg[:500] + "..."
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// The message may quote the provider credential: never pass it on.
+		e.Message = fmt.Sprintf("the upstream refused the gateway's credentials (status %d)", status)
+	case msg != "":
+		e.Message = fmt.Sprintf("upstream status %d: %s", status, msg)
+	default:
+		e.Message = fmt.Sprintf("upstream status %d", status)
+	}
+	return e
+}
+
+// timedBody re-arms the timer on every read: first-byte until the first byte, idle after it.
+type timedBody struct {
+	rc      io.ReadCloser
+	ctx     context.Context
+	parent  context.Context
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+	idle    time.Duration
+	started *atomic.Bool
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.started.Store(true)
+		b.timer.Reset(b.idle)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		cause := context.Cause(b.ctx)
+		switch {
+		case errors.Is(cause, errFirstByte):
+			return n, &Error{Message: "the upstream did not answer in time", Timeout: true, Retryable: !b.started.Load(), Err: cause}
+		case errors.Is(cause, errIdle):
+			return n, &Error{Message: "the upstream stream stalled", Timeout: true, Err: cause}
+		case b.parent.Err() != nil:
+			return n, &Error{Message: "the request was cancelled", Err: b.parent.Err()}
+		}
+		return n, &Error{Message: "the upstream connection failed mid-answer", Retryable: !b.started.Load(), Err: err}
+	}
+	return n, err
+}
+
+func (b *timedBody) Close() error {
+	b.timer.Stop()
+	err := b.rc.Close()
+	b.cancel(nil)
+	return err
+}

@@ -1,0 +1,169 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func get(t *testing.T, url string, to Timeouts) (*http.Response, error) {
+	t.Helper()
+	req, err := NewRequest(context.Background(), url, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Do(req, to)
+}
+
+func TestDoClassifiesFailures(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		status    int
+		body      string
+		retryable bool
+		message   string // substring; "" = must not contain body text
+	}{
+		{"rate limit keeps the upstream message", 429, `{"error":{"message":"slow down"}}`, true, "slow down"},
+		{"server error is retryable", 503, `{"error":{"message":"overloaded"}}`, true, "overloaded"},
+		{"bad request is final", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"bad field"}}`, false, "bad field"},
+		{"credential refusal hides the message", 401, `{"error":{"message":"Incorrect API key provided: sk-abc***xyz"}}`, false, ""},
+		{"non-JSON body", 502, `<html>bad gateway</html>`, true, "status 502"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			_, err := get(t, srv.URL, Timeouts{})
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not *Error", err)
+			}
+			if pe.Status != tc.status || pe.Retryable != tc.retryable || pe.Timeout {
+				t.Fatalf("got %+v", pe)
+			}
+			if tc.message == "" {
+				if strings.Contains(pe.Message, "sk-") {
+					t.Fatalf("credential leaked: %q", pe.Message)
+				}
+			} else if !strings.Contains(pe.Message, tc.message) {
+				t.Fatalf("message %q lacks %q", pe.Message, tc.message)
+			}
+		})
+	}
+}
+
+func TestDoTimeouts(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Reading the body lets the server notice a closed connection (r.Context ends).
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/slow-headers":
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+			}
+		case "/slow-body", "/pause":
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush() // headers, but no body byte yet
+			if r.URL.Path == "/pause" {
+				io.WriteString(w, "data: 1\n\n")
+				w.(http.Flusher).Flush()
+				time.Sleep(150 * time.Millisecond) // shorter than idle: normal
+				io.WriteString(w, "data: 2\n\n")
+				w.(http.Flusher).Flush()
+			}
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	t.Cleanup(srv.Close) // subtests run in parallel after this function returns
+	to := Timeouts{FirstByte: 100 * time.Millisecond, Idle: 300 * time.Millisecond}
+
+	t.Run("no headers within first byte", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		_, err := get(t, srv.URL+"/slow-headers", to)
+		var pe *Error
+		if !errors.As(err, &pe) || !pe.Timeout || !pe.Retryable {
+			t.Fatalf("got %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("took %v", d)
+		}
+	})
+	t.Run("headers but no body byte within first byte", func(t *testing.T) {
+		t.Parallel()
+		resp, err := get(t, srv.URL+"/slow-body", to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		var pe *Error
+		if !errors.As(err, &pe) || !pe.Timeout || !pe.Retryable {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("a pause shorter than idle is fine, a longer one is not retryable", func(t *testing.T) {
+		t.Parallel()
+		resp, err := get(t, srv.URL+"/pause", to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		var pe *Error
+		if !errors.As(err, &pe) || !pe.Timeout || pe.Retryable {
+			t.Fatalf("got %v", err)
+		}
+		if string(got) != "data: 1\n\ndata: 2\n\n" {
+			t.Fatalf("body before the stall: %q", got)
+		}
+	})
+	t.Run("connection refused is retryable", func(t *testing.T) {
+		t.Parallel()
+		_, err := get(t, "http://127.0.0.1:1/", to)
+		var pe *Error
+		if !errors.As(err, &pe) || !pe.Retryable || pe.Timeout {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+func TestPublicModel(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ in, up, pub, want string }{
+		{`{"id":"x","model":"up-gpt","choices":[]}`, "up-gpt", "gpt", `{"id":"x","model":"gpt","choices":[]}`},
+		{`{"model":"same"}`, "same", "same", `{"model":"same"}`},
+		{`{"model":"up-gpt-2025-08-07"}`, "up-gpt", "gpt", `{"model":"gpt"}`},
+	}
+	for _, tc := range cases {
+		if got := string(PublicModel([]byte(tc.in), tc.up, tc.pub)); got != tc.want {
+			t.Errorf("PublicModel(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSetModelKeepsOtherFields(t *testing.T) {
+	t.Parallel()
+	got, err := SetModel([]byte(`{"model":"pub","x":{"y":[1,2]},"messages":[]}`), "up")
+	if err != nil || string(got) != `{"model":"up","x":{"y":[1,2]},"messages":[]}` {
+		t.Fatalf("%s %v", got, err)
+	}
+	if _, err := SetModel([]byte(`[1]`), "up"); err == nil {
+		t.Fatal("a non-object body was accepted")
+	}
+}

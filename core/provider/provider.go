@@ -1,0 +1,178 @@
+// Package provider is what every upstream adapter shares: the small Adapter interface, the call
+// description core hands an adapter, the HTTP client with first-byte and idle timeouts (never a
+// total one: pauses between chunks are normal, spec 6.2), and the classification of upstream
+// failures into retryable or final. Adapters live in the sub-packages, one per provider kind.
+package provider
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/metering"
+)
+
+// Default timeouts when the catalogue names none.
+const (
+	DefaultFirstByteTimeout = 60 * time.Second
+	DefaultIdleTimeout      = 120 * time.Second
+)
+
+// Call is one attempt at one upstream.
+type Call struct {
+	Request *corev1.GenerateRequest
+	// PublicModel is what the client asked for and sees in answers; UpstreamModel is what the
+	// provider is sent.
+	PublicModel, UpstreamModel string
+	// BaseURL is exactly what the provider's official SDK takes as its base URL (contract.md).
+	BaseURL string
+	// APIKey is the provider credential from the environment; empty sends none.
+	APIKey string
+	// DefaultMaxTokens is the output limit to send to an upstream protocol that requires one
+	// when the client gave none (the model's explicit limit, or a documented default).
+	DefaultMaxTokens int64
+	Timeouts         Timeouts
+}
+
+// Timeouts of one provider.
+type Timeouts struct {
+	// FirstByte bounds the wait for the response headers and the first chunk.
+	FirstByte time.Duration
+	// Idle bounds the pause between two reads of the body.
+	Idle time.Duration
+}
+
+// Adapter speaks one upstream kind.
+type Adapter interface {
+	// Generate sends the request upstream. It returns once the upstream has answered with a
+	// success status; a failure before that is an *Error. The stream's first event is Start.
+	Generate(ctx context.Context, call *Call) (Stream, error)
+	// CountTokens counts the request's input tokens upstream; ErrCannotCount when the upstream
+	// protocol has no counting route, so that core counts locally.
+	CountTokens(ctx context.Context, call *Call) (int64, error)
+}
+
+// Stream is an upstream answer decoded into canonical events.
+type Stream interface {
+	// Next returns the next event, io.EOF after the protocol's terminal event. A stream that
+	// ends before its terminal event returns an *Error (its usage is unreliable).
+	Next() (*corev1.GenerateEvent, error)
+	// Usage is the normalised usage of the whole answer, valid after Next returned io.EOF;
+	// unreliable before that.
+	Usage() metering.Usage
+	// Close releases the upstream connection; safe to call more than once.
+	Close() error
+}
+
+// ErrCannotCount says the upstream protocol has no token-counting route.
+var ErrCannotCount = errors.New("provider: the upstream cannot count tokens")
+
+// Error is an upstream failure.
+type Error struct {
+	// Status is the upstream's HTTP status; 0 for transport failures and timeouts.
+	Status int
+	// Message is safe to show the client: the upstream's own message where it helps (400, 429),
+	// never anything that could carry a credential.
+	Message string
+	// Timeout is true for a first-byte or idle timeout.
+	Timeout bool
+	// Retryable is true when another upstream may succeed: connection failure, 5xx, 429, or a
+	// first-byte timeout.
+	Retryable bool
+	Err       error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// UsageEvent wraps a normalised usage record as an event.
+func UsageEvent(u metering.Usage) *corev1.GenerateEvent {
+	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Usage{Usage: &corev1.Usage{
+		InputTokens: u.Input, CachedInputTokens: u.CachedInput, CacheWriteTokens: u.CacheWrite,
+		OutputTokens: u.Output, ReasoningTokens: u.Reasoning, Reliable: u.Reliable,
+	}}}
+}
+
+// StartEvent is the first event of a stream.
+func StartEvent(s *corev1.Start) *corev1.GenerateEvent {
+	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Start{Start: s}}
+}
+
+// NativeEvent is a passthrough chunk.
+func NativeEvent(name string, data []byte) *corev1.GenerateEvent {
+	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Native{Native: &corev1.Native{Event: name, Data: data}}}
+}
+
+// TextEvent is a text fragment.
+func TextEvent(s string) *corev1.GenerateEvent {
+	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Text{Text: &corev1.TextDelta{Text: s}}}
+}
+
+// ReasoningEvent is a reasoning fragment or signature.
+func ReasoningEvent(text, signature string) *corev1.GenerateEvent {
+	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Reasoning{Reasoning: &corev1.ReasoningDelta{Text: text, Signature: signature}}}
+}
+
+// ToolCallEvent opens tool call number index.
+func ToolCallEvent(index int, id, name, signature string) *corev1.GenerateEvent {
+	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_ToolCall{ToolCall: &corev1.ToolCallStart{Index: int32(index), Id: id, Name: name, Signature: signature}}}
+}
+
+// ToolArgsEvent is a fragment of tool call number index's arguments.
+func ToolArgsEvent(index int, fragment string) *corev1.GenerateEvent {
+	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_ToolArguments{ToolArguments: &corev1.ToolCallDelta{Index: int32(index), Arguments: fragment}}}
+}
+
+// FinishEvent carries the finish reason.
+func FinishEvent(r corev1.FinishReason, stopSequence string) *corev1.GenerateEvent {
+	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Finish{Finish: &corev1.Finish{Reason: r, StopSequence: stopSequence}}}
+}
+
+// Drain reads a stream to its end and collects its events; for tests and non-streaming
+// accumulation.
+func Drain(s Stream) ([]*corev1.GenerateEvent, error) {
+	var out []*corev1.GenerateEvent
+	for {
+		ev, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}
+
+// Header names the adapters set; the client's own headers never reach an upstream except
+// those an adapter copies from GenerateRequest.forward_headers on purpose.
+const (
+	HeaderContentType = "Content-Type"
+	HeaderAccept      = "Accept"
+	HeaderUserAgent   = "User-Agent"
+)
+
+// UserAgent is what the gateway sends upstream instead of the client's User-Agent.
+const UserAgent = "modelgateway/1"
+
+// NewRequest builds an upstream POST with the gateway's own headers only.
+func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytesReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = int64(len(body))
+	req.Header.Set(HeaderContentType, "application/json")
+	req.Header.Set(HeaderUserAgent, UserAgent)
+	return req, nil
+}

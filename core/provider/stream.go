@@ -1,0 +1,170 @@
+package provider
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/tidwall/sjson"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/metering"
+	"modelgateway/core/wire/sse"
+)
+
+// Decoder turns one upstream protocol's SSE events into canonical events. Each adapter has
+// one per stream (state lives in it); SSEStream drives it.
+type Decoder interface {
+	// Decode handles one upstream event. done reports that the protocol's terminal event has
+	// arrived; events after it are not read.
+	Decode(ev sse.Event) (out []*corev1.GenerateEvent, done bool, err error)
+	// End is called when the body ended before a terminal event. Protocols whose stream simply
+	// ends (content generation) finish here; the others return an *Error: a cut stream.
+	End() ([]*corev1.GenerateEvent, error)
+	// Usage is the normalised usage; called once the stream is done.
+	Usage() metering.Usage
+}
+
+// SSEStream is a Stream over an upstream SSE body.
+type SSEStream struct {
+	body    io.ReadCloser
+	r       *sse.Reader
+	dec     Decoder
+	pending []*corev1.GenerateEvent
+	done    bool
+	usage   metering.Usage
+}
+
+// NewSSEStream starts with the given Start event.
+func NewSSEStream(body io.ReadCloser, start *corev1.Start, dec Decoder) *SSEStream {
+	return &SSEStream{body: body, r: sse.NewReader(body), dec: dec, pending: []*corev1.GenerateEvent{StartEvent(start)},
+		usage: metering.Unreliable("the stream did not finish")}
+}
+
+// Next implements Stream. The usage event is appended after the decoder's last event.
+func (s *SSEStream) Next() (*corev1.GenerateEvent, error) {
+	for len(s.pending) == 0 {
+		if s.done {
+			return nil, io.EOF
+		}
+		ev, err := s.r.Next()
+		var out []*corev1.GenerateEvent
+		var done bool
+		switch {
+		case errors.Is(err, io.EOF):
+			out, err = s.dec.End()
+			done = err == nil
+		case err != nil:
+			var pe *Error
+			if !errors.As(err, &pe) {
+				err = &Error{Message: "reading the upstream stream failed", Err: err}
+			}
+		default:
+			out, done, err = s.dec.Decode(ev)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.pending = append(s.pending, out...)
+		if done {
+			s.done = true
+			s.usage = s.dec.Usage()
+			s.pending = append(s.pending, UsageEvent(s.usage))
+		}
+	}
+	ev := s.pending[0]
+	s.pending[0] = nil
+	s.pending = s.pending[1:]
+	return ev, nil
+}
+
+// Usage implements Stream.
+func (s *SSEStream) Usage() metering.Usage { return s.usage }
+
+// Close implements Stream.
+func (s *SSEStream) Close() error { return s.body.Close() }
+
+// StaticStream replays events decoded from a whole (non-streaming) answer.
+type StaticStream struct {
+	events []*corev1.GenerateEvent
+	usage  metering.Usage
+}
+
+// NewStaticStream is Start, the events, then the usage event.
+func NewStaticStream(start *corev1.Start, events []*corev1.GenerateEvent, u metering.Usage) *StaticStream {
+	all := make([]*corev1.GenerateEvent, 0, len(events)+2)
+	all = append(all, StartEvent(start))
+	all = append(all, events...)
+	all = append(all, UsageEvent(u))
+	return &StaticStream{events: all, usage: u}
+}
+
+// Next implements Stream.
+func (s *StaticStream) Next() (*corev1.GenerateEvent, error) {
+	if len(s.events) == 0 {
+		return nil, io.EOF
+	}
+	ev := s.events[0]
+	s.events = s.events[1:]
+	return ev, nil
+}
+
+// Usage implements Stream.
+func (s *StaticStream) Usage() metering.Usage { return s.usage }
+
+// Close implements Stream.
+func (s *StaticStream) Close() error { return nil }
+
+// ReadAll reads a whole success body (bounded by max) and closes it.
+func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, max+1))
+	if err != nil {
+		var pe *Error
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
+		return nil, &Error{Message: "reading the upstream answer failed", Err: err}
+	}
+	if int64(len(b)) > max {
+		return nil, &Error{Message: "the upstream answer is too large"}
+	}
+	return b, nil
+}
+
+// MaxAnswer bounds a non-streaming upstream answer held in memory.
+const MaxAnswer = 64 << 20
+
+// SetModel rewrites the top-level "model" of a JSON body for passthrough, leaving every other
+// byte as the client sent it.
+func SetModel(body []byte, model string) ([]byte, error) {
+	out, err := sjson.SetBytes(body, "model", model)
+	if err != nil {
+		return nil, &Error{Message: "the request body is not a JSON object", Err: err}
+	}
+	return out, nil
+}
+
+// PublicModel replaces the first top-level-looking "model" value of a passthrough chunk with
+// the public id, so that the client sees the model it asked for even when the provider answers
+// with a dated name (gpt-5-mini-2025-08-07 for gpt-5-mini). The chunk is not re-encoded.
+func PublicModel(chunk []byte, upstream, public string) []byte {
+	if upstream == public || upstream == "" {
+		return chunk
+	}
+	key := []byte(`"model":"`)
+	i := bytes.Index(chunk, key)
+	if i < 0 {
+		return chunk
+	}
+	start := i + len(key)
+	end := bytes.IndexByte(chunk[start:], '"')
+	if end < 0 || bytes.Equal(chunk[start:start+end], []byte(public)) {
+		return chunk
+	}
+	out := make([]byte, 0, len(chunk)+len(public))
+	out = append(out, chunk[:start]...)
+	out = append(out, public...)
+	return append(out, chunk[start+end:]...)
+}

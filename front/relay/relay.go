@@ -1,0 +1,229 @@
+// Package relay is the part of every generation route that does not depend on the protocol:
+// read the body within the route's limit, let the protocol decode it, call core's Generate,
+// and pump the events into the protocol's encoder. Protocol packages (front/chatcompletions,
+// front/messages, ...) implement Protocol; the relay owns errors before the first byte, client
+// disconnects, and the request id.
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/grpc/metadata"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/apistatus"
+)
+
+// Protocol is one client protocol's generation route.
+type Protocol interface {
+	// Decode checks the client's body and builds the canonical request, with Protocol,
+	// EndpointFamily, Model, Stream, RawBody, MaxOutputTokens and Parameters filled in. Key,
+	// family, model, limit and capability checks are core's.
+	Decode(r *http.Request, body []byte) (*corev1.GenerateRequest, *apierror.Error)
+	// Encoder renders the answer to one request.
+	Encoder(w http.ResponseWriter, r *http.Request, req *corev1.GenerateRequest) Encoder
+}
+
+// Encoder renders canonical events in one protocol. The relay calls Start once, when an
+// upstream has answered and before anything is written; then Event for every further event;
+// then exactly one of Finish (the stream ended normally) or Fail (it failed after Start).
+// Fail on a non-streaming request is never called: the relay writes the error envelope.
+type Encoder interface {
+	Start(s *corev1.Start) error
+	Event(ev *corev1.GenerateEvent) error
+	Finish() error
+	// Fail writes the protocol's own error event and ends the stream.
+	Fail(e *corev1.StreamError)
+}
+
+// Handler serves a generation route.
+type Handler struct {
+	Core  corev1.CoreServiceClient
+	Proto Protocol
+	// Limit is the route's body limit in bytes (spec 8).
+	Limit int64
+	// Family is the endpoint family, used to check the key when the body is rejected before
+	// core sees it.
+	Family string
+}
+
+// ServeHTTP expects the key already normalised into Authorization: Bearer and the request id
+// set (front.Server does both).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithCancel(OutgoingContext(r))
+	defer cancel() // however the handler ends, the core call and the upstream request end too
+	body, apiErr := ReadBody(w, r, h.Limit)
+	var req *corev1.GenerateRequest
+	if apiErr == nil {
+		req, apiErr = h.Proto.Decode(r, body)
+	}
+	if apiErr != nil {
+		WriteError(w, r, h.keyFirst(ctx, apiErr))
+		return
+	}
+	req.RawBody = body
+	stream, err := h.Core.Generate(ctx, req)
+	if err != nil {
+		WriteError(w, r, apistatus.FromError(err))
+		return
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = apierror.New(apierror.UpstreamError, "the upstream answered nothing")
+		}
+		WriteError(w, r, errorOf(err))
+		return
+	}
+	start := first.GetStart()
+	if start == nil {
+		WriteError(w, r, apierror.New(apierror.Internal, "internal error"))
+		return
+	}
+	enc := h.Proto.Encoder(w, r, req)
+	if err := enc.Start(start); err != nil {
+		return
+	}
+	for {
+		ev, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			if err := enc.Finish(); err != nil && !req.GetStream() {
+				WriteError(w, r, apierror.New(apierror.UpstreamError, "%v", err))
+			}
+			return
+		}
+		if err != nil {
+			h.fail(w, r, req, enc, errorOf(err))
+			return
+		}
+		if se := ev.GetError(); se != nil {
+			h.fail(w, r, req, enc, &apierror.Error{Code: se.GetCode(), Message: se.GetMessage()})
+			return
+		}
+		if err := enc.Event(ev); err != nil {
+			// The client went away or the answer cannot be rendered; dropping the stream
+			// cancels the call, which cancels the upstream request.
+			if !req.GetStream() {
+				WriteError(w, r, apierror.New(apierror.UpstreamError, "%v", err))
+			}
+			return
+		}
+	}
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, req *corev1.GenerateRequest, enc Encoder, e *apierror.Error) {
+	if r.Context().Err() != nil {
+		return // nobody to tell
+	}
+	if !req.GetStream() {
+		WriteError(w, r, e)
+		return
+	}
+	enc.Fail(&corev1.StreamError{Code: e.Code, Message: e.Message})
+}
+
+func errorOf(err error) *apierror.Error {
+	var ae *apierror.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return apistatus.FromError(err)
+}
+
+// keyFirst makes a bad key win over a bad body: a client without a valid key learns that
+// first, whatever else is wrong. It costs a core call only on the error path.
+func (h *Handler) keyFirst(ctx context.Context, bodyErr *apierror.Error) *apierror.Error {
+	if _, err := h.Core.Authorize(ctx, &corev1.AuthorizeRequest{EndpointFamily: h.Family}); err != nil {
+		return apistatus.FromError(err)
+	}
+	return bodyErr
+}
+
+// OutgoingContext carries the key and request id to core as gRPC metadata.
+func OutgoingContext(r *http.Request) context.Context {
+	return metadata.AppendToOutgoingContext(r.Context(),
+		"authorization", r.Header.Get("Authorization"),
+		"x-request-id", r.Header.Get("X-Request-Id"))
+}
+
+// ReadBody reads at most limit bytes; a larger body is payload_too_large, decided while
+// reading (a lying or absent Content-Length does not help).
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierror.Error) {
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	size := r.ContentLength
+	if size < 0 || size > 1<<20 {
+		size = 16 << 10
+	}
+	buf := make([]byte, 0, size+1)
+	lr := &io.LimitedReader{R: r.Body, N: limit + 1}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, apierror.New(apierror.InvalidRequest, "reading the request body: %v", err)
+		}
+	}
+	if int64(len(buf)) > limit {
+		return nil, tooLarge(limit)
+	}
+	return buf, nil
+}
+
+func tooLarge(limit int64) *apierror.Error {
+	return apierror.New(apierror.PayloadTooLarge, "the request body is larger than %s bytes", strconv.FormatInt(limit, 10))
+}
+
+// WriteError renders the spec envelope with the request's id.
+func WriteError(w http.ResponseWriter, r *http.Request, err *apierror.Error) {
+	apierror.Write(w, r.Header.Get("X-Request-Id"), err)
+}
+
+// CountProtocol is a token-counting route.
+type CountProtocol interface {
+	// Decode builds the canonical request whose input is counted.
+	Decode(r *http.Request, body []byte) (*corev1.GenerateRequest, *apierror.Error)
+	// Render writes the protocol's count object.
+	Render(w http.ResponseWriter, r *http.Request, inputTokens int64)
+}
+
+// CountHandler serves a token-counting route; counting is free and never streams.
+type CountHandler struct {
+	Core   corev1.CoreServiceClient
+	Proto  CountProtocol
+	Limit  int64
+	Family string
+}
+
+func (h *CountHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := OutgoingContext(r)
+	body, apiErr := ReadBody(w, r, h.Limit)
+	var req *corev1.GenerateRequest
+	if apiErr == nil {
+		req, apiErr = h.Proto.Decode(r, body)
+	}
+	if apiErr != nil {
+		WriteError(w, r, (&Handler{Core: h.Core, Family: h.Family}).keyFirst(ctx, apiErr))
+		return
+	}
+	req.RawBody = body
+	resp, err := h.Core.CountTokens(ctx, &corev1.CountTokensRequest{Request: req})
+	if err != nil {
+		WriteError(w, r, apistatus.FromError(err))
+		return
+	}
+	h.Proto.Render(w, r, resp.GetInputTokens())
+}
