@@ -1,0 +1,125 @@
+package chatcompletions
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/chatwire"
+)
+
+// answerEncoder collects a non-streaming answer and writes it in Finish: the upstream's own
+// body on passthrough, else a chat.completion built from the events.
+type answerEncoder struct {
+	w           http.ResponseWriter
+	requestID   string
+	passthrough bool
+	native      []byte
+	head        head
+
+	text, reasoning strings.Builder
+	tools           []chatwire.ToolCall
+	toolPos         map[int32]int // canonical tool index → position in tools
+	finish          string
+	usage           *corev1.Usage
+}
+
+// Start implements relay.Encoder.
+func (e *answerEncoder) Start(s *corev1.Start) error {
+	e.passthrough = s.GetPassthrough()
+	e.head = newHead(s)
+	return nil
+}
+
+// Event implements relay.Encoder.
+func (e *answerEncoder) Event(ev *corev1.GenerateEvent) error {
+	if e.passthrough {
+		if n := ev.GetNative(); n != nil {
+			e.native = n.GetData()
+		}
+		return nil
+	}
+	switch x := ev.GetEvent().(type) {
+	case *corev1.GenerateEvent_Text:
+		e.text.WriteString(x.Text.GetText())
+	case *corev1.GenerateEvent_Reasoning:
+		e.reasoning.WriteString(x.Reasoning.GetText())
+	case *corev1.GenerateEvent_ToolCall:
+		if e.toolPos == nil {
+			e.toolPos = map[int32]int{}
+		}
+		tc := x.ToolCall
+		e.toolPos[tc.GetIndex()] = len(e.tools)
+		e.tools = append(e.tools, chatwire.ToolCall{ID: toolCallID(tc.GetId()), Type: "function",
+			Function: chatwire.FunctionCall{Name: tc.GetName()}})
+	case *corev1.GenerateEvent_ToolArguments:
+		i, ok := e.toolPos[x.ToolArguments.GetIndex()]
+		if !ok {
+			return fmt.Errorf("arguments for tool call %d, which never started", x.ToolArguments.GetIndex())
+		}
+		e.tools[i].Function.Arguments += x.ToolArguments.GetArguments()
+	case *corev1.GenerateEvent_Finish:
+		e.finish = FinishReason(x.Finish.GetReason())
+	case *corev1.GenerateEvent_Usage:
+		e.usage = x.Usage
+	}
+	return nil
+}
+
+// Finish implements relay.Encoder.
+func (e *answerEncoder) Finish() error {
+	if e.passthrough {
+		if e.native == nil {
+			return errors.New("the upstream answered nothing")
+		}
+		return e.write(e.native)
+	}
+	msg := chatwire.AnswerMessage{Role: "assistant", ToolCalls: e.tools}
+	// content is null when the answer is only tool calls, as OpenAI sends it.
+	if text := e.text.String(); text != "" || len(e.tools) == 0 {
+		msg.Content = &text
+	}
+	if r := e.reasoning.String(); r != "" {
+		msg.ReasoningContent = &r
+	}
+	for i := range msg.ToolCalls {
+		a := &msg.ToolCalls[i].Function.Arguments
+		*a = cmp.Or(*a, "{}")
+	}
+	u, err := marshal(usage(e.usage))
+	if err != nil {
+		return fmt.Errorf("encoding usage: %w", err)
+	}
+	body, err := marshal(chatwire.Completion{
+		ID: e.head.id, Object: chatwire.ObjectCompletion, Created: e.head.created, Model: e.head.model,
+		Choices: []chatwire.Choice{{Message: msg, FinishReason: cmp.Or(e.finish, chatwire.FinishStop)}},
+		Usage:   u,
+	})
+	if err != nil {
+		return fmt.Errorf("encoding the chat completion: %w", err)
+	}
+	return e.write(body)
+}
+
+// write sends the answer. A failed write means the client has gone; it is not reported,
+// since the status line is out and the relay must not write an error envelope after it.
+func (e *answerEncoder) write(body []byte) error {
+	h := e.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	e.w.WriteHeader(http.StatusOK)
+	_, _ = e.w.Write(body)
+	return nil
+}
+
+// Fail implements relay.Encoder. The relay writes the error envelope itself for
+// non-streaming requests; this only covers a caller that does not.
+func (e *answerEncoder) Fail(se *corev1.StreamError) {
+	apierror.Write(e.w, e.requestID, &apierror.Error{Code: se.GetCode(), Message: se.GetMessage()})
+}

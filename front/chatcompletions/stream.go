@@ -1,0 +1,140 @@
+package chatcompletions
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/sse"
+)
+
+// streamEncoder writes a chat stream. Translated: a role chunk at Start, one chunk per content
+// event, the finish chunk, always a usage chunk with choices [] (spec 6.4: chat streams report
+// usage, whether or not the client set stream_options), then data: [DONE]. Passthrough: the
+// upstream's chunks as they are, then data: [DONE] (the adapter asked the upstream for usage,
+// so its usage chunk is among them).
+type streamEncoder struct {
+	w           http.ResponseWriter
+	requestID   string
+	sw          *sse.Writer
+	passthrough bool
+	head        head
+	finished    bool // the finish chunk has gone
+	usageSent   bool
+}
+
+// Start implements relay.Encoder.
+func (e *streamEncoder) Start(s *corev1.Start) error {
+	e.sw = sse.NewWriter(e.w)
+	if s.GetPassthrough() {
+		e.passthrough = true
+		return nil
+	}
+	e.head = newHead(s)
+	empty := ""
+	return e.delta(chatwire.Delta{Role: "assistant", Content: &empty})
+}
+
+// Event implements relay.Encoder.
+func (e *streamEncoder) Event(ev *corev1.GenerateEvent) error {
+	if e.passthrough {
+		if n := ev.GetNative(); n != nil {
+			return e.sw.Event("", n.GetData())
+		}
+		return nil // the canonical events of a passthrough are for core, not the client
+	}
+	switch x := ev.GetEvent().(type) {
+	case *corev1.GenerateEvent_Text:
+		if t := x.Text.GetText(); t != "" {
+			return e.delta(chatwire.Delta{Content: &t})
+		}
+	case *corev1.GenerateEvent_Reasoning:
+		// Non-standard but widely read; the signature has no chat field and is dropped.
+		if t := x.Reasoning.GetText(); t != "" {
+			return e.delta(chatwire.Delta{ReasoningContent: &t})
+		}
+	case *corev1.GenerateEvent_ToolCall:
+		tc := x.ToolCall
+		return e.delta(chatwire.Delta{ToolCalls: []chatwire.ToolCallDelta{{
+			Index: int(tc.GetIndex()), ID: toolCallID(tc.GetId()), Type: "function",
+			Function: &chatwire.FunctionDelta{Name: tc.GetName()},
+		}}})
+	case *corev1.GenerateEvent_ToolArguments:
+		if a := x.ToolArguments.GetArguments(); a != "" {
+			return e.delta(chatwire.Delta{ToolCalls: []chatwire.ToolCallDelta{{
+				Index: int(x.ToolArguments.GetIndex()), Function: &chatwire.FunctionDelta{Arguments: a},
+			}}})
+		}
+	case *corev1.GenerateEvent_Finish:
+		return e.finish(FinishReason(x.Finish.GetReason()))
+	case *corev1.GenerateEvent_Usage:
+		return e.usage(x.Usage)
+	}
+	return nil
+}
+
+// Finish implements relay.Encoder. A translated stream that lacked its finish or usage event
+// still ends the way chat clients expect.
+func (e *streamEncoder) Finish() error {
+	if !e.passthrough {
+		if err := e.usage(nil); err != nil {
+			return err
+		}
+	}
+	return e.sw.Event("", []byte(chatwire.Done))
+}
+
+// Fail implements relay.Encoder: an error object in the data line, which the SDKs (openai-go
+// ssestream, openai-node Stream) raise as a stream error, then the end of the stream. No
+// [DONE] follows: the SDKs stop at the error, and a [DONE] would tell other clients that the
+// answer was complete.
+func (e *streamEncoder) Fail(se *corev1.StreamError) {
+	if e.sw == nil {
+		e.sw = sse.NewWriter(e.w)
+	}
+	body, _ := json.Marshal(apierror.Envelope{Error: apierror.Body{
+		Message: se.GetMessage(), Type: apierror.Type, Code: se.GetCode(), RequestID: e.requestID,
+	}})
+	_ = e.sw.Event("", body)
+}
+
+func (e *streamEncoder) finish(reason string) error {
+	if e.finished {
+		return nil
+	}
+	e.finished = true
+	return e.write(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{}, FinishReason: &reason}}})
+}
+
+// usage writes the usage chunk once, after the finish chunk; u nil renders zeros.
+func (e *streamEncoder) usage(u *corev1.Usage) error {
+	if e.usageSent {
+		return nil
+	}
+	if err := e.finish(chatwire.FinishStop); err != nil {
+		return err
+	}
+	e.usageSent = true
+	raw, err := marshal(usage(u))
+	if err != nil {
+		return fmt.Errorf("encoding usage: %w", err)
+	}
+	return e.write(chatwire.Chunk{Choices: []chatwire.ChunkChoice{}, Usage: raw})
+}
+
+func (e *streamEncoder) delta(d chatwire.Delta) error {
+	return e.write(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: d}}})
+}
+
+func (e *streamEncoder) write(c chatwire.Chunk) error {
+	c.ID, c.Object, c.Created, c.Model = e.head.id, chatwire.ObjectChunk, e.head.created, e.head.model
+	b, err := marshal(c)
+	if err != nil {
+		return fmt.Errorf("encoding a chat chunk: %w", err)
+	}
+	return e.sw.Event("", b)
+}
