@@ -70,8 +70,15 @@ func cmdDev(ctx context.Context, args []string) error {
   admin token:  %[5]s
 
   curl -s %[1]s/v1/models -H 'Authorization: Bearer %[4]s'
+  curl -N %[1]s/v1/chat/completions -H 'Authorization: Bearer %[4]s' -H 'content-type: application/json' \
+    -d '{"model":"demo-claude","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+  curl -N %[1]s/v1/messages -H 'x-api-key: %[4]s' -H 'anthropic-version: 2023-06-01' -H 'content-type: application/json' \
+    -d '{"model":"demo-gpt","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
+  curl -N %[1]s/v1/responses -H 'Authorization: Bearer %[4]s' -H 'content-type: application/json' \
+    -d '{"model":"demo-gemini","stream":true,"input":"hi"}'
+  curl -N '%[1]s/v1beta/models/demo-gemini:streamGenerateContent?alt=sse' -H 'x-goog-api-key: %[4]s' \
+    -H 'content-type: application/json' -d '{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}'
   curl -s %[1]s/v1/balance -H 'Authorization: Bearer %[4]s'
-  curl -s %[1]s/v1beta/models -H 'x-goog-api-key: %[4]s'
   curl -s %[1]s/admin/v1/profiles:lookup?external_ref=demo -H 'Authorization: Bearer %[5]s'
 
 `, base, g.GRPCAddr, sim, secret, cfg.AdminToken)

@@ -64,9 +64,12 @@ type env struct {
 	base string
 }
 
-func startGateway(t testing.TB, dbURL, token string) *env {
+func startGateway(t testing.TB, dbURL, token string, opts ...func(*Config)) *env {
 	t.Helper()
 	cfg := &Config{DatabaseURL: dbURL, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", AdminToken: token, DrainTimeout: 5 * time.Second}
+	for _, o := range opts {
+		o(cfg)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	g, err := Start(context.Background(), cfg, log)
 	if err != nil {

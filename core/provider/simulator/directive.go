@@ -1,0 +1,79 @@
+package simulator
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// directives are the #sim: instructions found in the last user text.
+type directives struct {
+	fail     int           // HTTP status to fail with, 0 for none
+	cut      bool          // stop the stream half way without its terminal event
+	cutEOF   bool          // end the body cleanly at the cut instead of dropping the connection
+	stall    time.Duration // pause before the second chunk
+	delay    time.Duration // extra first-byte delay
+	cache    int           // cached input tokens to report
+	think    bool          // reasoning part first
+	errorMid string        // "" none; otherwise "1" (default), a status, or "failed" (responses)
+	words    int           // answer length override
+}
+
+var directiveRE = regexp.MustCompile(`#sim:([a-z-]+)(?:=(\S+))?`)
+
+// parseDirectives reads every directive in text; malformed values are ignored so a typo
+// yields a normal answer rather than a confusing one.
+func parseDirectives(text string) directives {
+	var d directives
+	for _, m := range directiveRE.FindAllStringSubmatch(text, -1) {
+		// Trailing punctuation belongs to the prose around the directive ("#sim:fail=429.").
+		name, val := m[1], strings.TrimRight(m[2], ".,;:!?)]}'\"")
+		switch name {
+		case "fail":
+			if n, err := strconv.Atoi(val); err == nil && n >= 400 && n <= 599 {
+				d.fail = n
+			}
+		case "cut":
+			d.cut = true
+			d.cutEOF = val == "eof"
+		case "stall":
+			d.stall = parseDur(val)
+		case "delay":
+			d.delay = parseDur(val)
+		case "cache":
+			if n, err := strconv.Atoi(val); err == nil && n >= 0 {
+				d.cache = n
+			}
+		case "think":
+			d.think = true
+		case "error-mid":
+			d.errorMid = val
+			if val == "" {
+				d.errorMid = "1"
+			}
+		case "words":
+			if n, err := strconv.Atoi(val); err == nil && n > 0 && n <= 100000 {
+				d.words = n
+			}
+		}
+	}
+	return d
+}
+
+func parseDur(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
+
+// midStatus is the HTTP status a mid-stream error imitates: the value of error-mid when it is
+// one, otherwise def.
+func (d directives) midStatus(def int) int {
+	if n, err := strconv.Atoi(d.errorMid); err == nil && n >= 400 && n <= 599 {
+		return n
+	}
+	return def
+}

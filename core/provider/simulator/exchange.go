@@ -1,0 +1,94 @@
+package simulator
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// exchange is one request being answered.
+type exchange struct {
+	sim   *Simulator
+	w     http.ResponseWriter
+	r     *http.Request
+	body  []byte
+	proto protocol
+}
+
+// decode parses the body into v, answering 400 with the protocol's error body on failure.
+func (x *exchange) decode(v any) bool {
+	if err := json.Unmarshal(x.body, v); err != nil {
+		writeError(x.w, x.proto, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// now is the creation time of the answer in unix seconds.
+func (x *exchange) now() int64 { return x.sim.o.Now().Unix() }
+
+// begin sets the request-id header, waits the first-byte delay and answers a #sim:fail. It
+// returns false when the exchange is over (failed on purpose, or the client left).
+func (x *exchange) begin(a *answer) bool {
+	switch x.proto {
+	case protoOpenAI:
+		x.w.Header().Set("X-Request-Id", "req_sim"+a.id)
+	case protoAnthropic:
+		x.w.Header().Set("Request-Id", "req_sim"+a.id)
+	}
+	if !x.sleep(x.sim.o.FirstByteDelay + a.d.delay) {
+		return false
+	}
+	if a.d.fail != 0 {
+		writeError(x.w, x.proto, a.d.fail, failMessage(a.d.fail))
+		return false
+	}
+	return true
+}
+
+// sleep waits d unless the client goes away first; false when it did.
+func (x *exchange) sleep(d time.Duration) bool {
+	ctx := x.r.Context()
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// writeJSON sends a non-streaming answer of a reply with steps pieces: it first waits the time
+// the stream would have taken (the chunk delays and any #sim:stall), and honours #sim:cut by
+// sending half the body.
+func (x *exchange) writeJSON(a *answer, steps int, v any) {
+	wait := time.Duration(max(steps-1, 0)) * x.sim.o.ChunkDelay
+	if a != nil {
+		wait += a.d.stall
+	}
+	if !x.sleep(wait) {
+		return
+	}
+	b := mustJSON(v)
+	x.w.Header().Set("Content-Type", "application/json")
+	if a != nil && a.d.cut {
+		x.w.WriteHeader(http.StatusOK)
+		_, _ = x.w.Write(b[:len(b)/2])
+		cutConnection(x.w, a.d.cutEOF)
+		return
+	}
+	_, _ = x.w.Write(b)
+}
+
+// cutConnection ends a response early: a clean end of body when eof, otherwise the connection
+// is dropped so the client sees a transport error, as when an upstream dies.
+func cutConnection(w http.ResponseWriter, eof bool) {
+	_ = http.NewResponseController(w).Flush()
+	if !eof {
+		panic(http.ErrAbortHandler)
+	}
+}

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"modelgateway/core/provider/simulator"
+	"modelgateway/core/rpc"
+	"modelgateway/core/store/storetest"
+)
+
+// The generation tests run the real gateway against the upstream simulator (which speaks the
+// three upstream wire protocols) behind a recorder, and drive it with the official SDKs.
+
+const upstreamKey = "upstream-secret-key"
+
+// genCatalog: one model per upstream kind serving every text family, plus models that exercise
+// fallback, limits, streaming off, verified parameters and timeouts.
+const genCatalog = `{
+  "currency": "RUB",
+  "families": [{"id": "fam"}],
+  "providers": [
+    {"id": "up-openai", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY"},
+    {"id": "up-anthropic", "kind": "anthropic", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
+    {"id": "up-gemini", "kind": "gemini", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
+    {"id": "dead", "kind": "openai", "base_url": "http://127.0.0.1:1/v1", "api_key_env": "UP_KEY"},
+    {"id": "slow", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY", "timeout": {"first_byte": "400ms", "idle": "400ms"}}
+  ],
+  "models": [
+    {"id": "m-openai", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-openai", "upstream_model": "up-gpt"}],
+     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
+    {"id": "m-anthropic", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-anthropic", "upstream_model": "up-claude"}],
+     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
+    {"id": "m-gemini", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-gemini", "upstream_model": "up-gemini"}],
+     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
+    {"id": "m-fallback", "family": "fam", "routes": [
+       {"endpoint_families": ["chat.completions"], "provider": "dead", "upstream_model": "x"},
+       {"endpoint_families": ["chat.completions"], "provider": "up-openai", "upstream_model": "up-gpt"}],
+     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]},
+    {"id": "m-nostream", "family": "fam", "streaming": false, "routes": [{"endpoint_families": ["chat.completions"], "provider": "up-openai"}],
+     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]},
+    {"id": "m-limited", "family": "fam", "output_token_limit": 100, "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-anthropic"}],
+     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
+    {"id": "m-capable", "family": "fam", "routes": [{"endpoint_families": ["chat.completions"], "provider": "up-openai"}],
+     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}],
+     "capabilities": [{"endpoint_family": "chat.completions", "optional_parameters": ["temperature", "max_tokens", "stream"], "verified_at": "2026-11-01T00:00:00Z"}]},
+    {"id": "m-slow", "family": "fam", "routes": [{"endpoint_families": ["chat.completions"], "provider": "slow", "upstream_model": "up-gpt"}],
+     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]}
+  ]
+}`
+
+const textFamilies = `["chat.completions", "completions", "responses", "responses.compact", "messages", "messages.count_tokens", "content.generate", "content.count_tokens"]`
+const pricedFamilies = `["chat.completions", "completions", "responses", "responses.compact", "messages", "content.generate"]`
+
+// upstreamCall is one request the fake upstream received.
+type upstreamCall struct {
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// recorder wraps the simulator and keeps every request it received.
+type recorder struct {
+	mu    sync.Mutex
+	calls []upstreamCall
+	next  http.Handler
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.calls = append(r.calls, upstreamCall{Path: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body})
+	r.mu.Unlock()
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	r.next.ServeHTTP(w, req)
+}
+
+func (r *recorder) all() []upstreamCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]upstreamCall(nil), r.calls...)
+}
+
+func (r *recorder) last(t testing.TB) upstreamCall {
+	t.Helper()
+	c := r.all()
+	if len(c) == 0 {
+		t.Fatal("the upstream received no request")
+	}
+	return c[len(c)-1]
+}
+
+// meterRec keeps every outcome core reported.
+type meterRec struct {
+	mu  sync.Mutex
+	out map[string]rpc.Outcome
+	ch  chan rpc.Outcome
+}
+
+func (m *meterRec) Record(_ context.Context, o rpc.Outcome) {
+	m.mu.Lock()
+	m.out[o.RequestID] = o
+	m.mu.Unlock()
+	select {
+	case m.ch <- o:
+	default:
+	}
+}
+
+// wait returns the outcome of a request id, waiting for the generation to finish.
+func (m *meterRec) wait(t testing.TB, id string) rpc.Outcome {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		m.mu.Lock()
+		o, ok := m.out[id]
+		m.mu.Unlock()
+		if ok {
+			return o
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no outcome recorded for request %s", id)
+	return rpc.Outcome{}
+}
+
+type genEnv struct {
+	*env
+	key   string
+	up    *recorder
+	meter *meterRec
+	upURL string
+}
+
+func startGen(t *testing.T) *genEnv {
+	t.Helper()
+	rec := &recorder{next: simulator.New(simulator.Options{})}
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) {
+		c.Meter = meter
+		c.Env = func(name string) string {
+			if name == "UP_KEY" {
+				return upstreamKey
+			}
+			return ""
+		}
+	})
+	doc := strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
+	e.admin("POST", "/admin/v1/catalog:apply", doc)
+	p := e.admin("POST", "/admin/v1/profiles", `{"display_name":"Gen","external_ref":"gen"}`)
+	pid := p["id"].(string)
+	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"1000","reason":"topup","idempotency_key":"c1"}`)
+	k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"all","allowed_endpoints":["*"],"allowed_models":["*"]}`)
+	return &genEnv{env: e, key: k["secret"].(string), up: rec, meter: meter, upURL: up.URL}
+}
+
+// post sends a raw JSON request with the key and returns status, headers and body.
+func (g *genEnv) post(t testing.TB, path string, headers map[string]string, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("POST", g.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+g.key)
+	for k, v := range headers {
+		if v == "" {
+			req.Header.Del(k)
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %s: reading: %v", path, err)
+	}
+	return resp.StatusCode, resp.Header, raw
+}
+
+// envelope decodes the spec error envelope.
+func envelope(t testing.TB, raw []byte) (code, message, requestID string) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code, Message, Type string
+			RequestID           string `json:"request_id"`
+		}
+	}
+	if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code == "" {
+		t.Fatalf("not an error envelope: %s", raw)
+	}
+	if e.Error.Type != "service_error" {
+		t.Errorf("error.type = %q, want service_error", e.Error.Type)
+	}
+	return e.Error.Code, e.Error.Message, e.Error.RequestID
+}
+
+// The request checks of spec 4.2, 4.5 and 8 answer with the spec code and the request id, and
+// send nothing upstream.
+func TestGenerationRequestChecks(t *testing.T) {
+	g := startGen(t)
+	anth := map[string]string{"anthropic-version": "2023-06-01"}
+	big := `{"model":"m-openai","messages":[{"role":"user","content":"` + strings.Repeat("a", 32<<20) + `"}]}`
+	cases := []struct {
+		name, path string
+		headers    map[string]string
+		body       string
+		status     int
+		code       string
+	}{
+		{"output limit above the model's", "/v1/chat/completions", nil,
+			`{"model":"m-limited","max_completion_tokens":101,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error"},
+		{"legacy max_tokens above the model's", "/v1/chat/completions", nil,
+			`{"model":"m-limited","max_tokens":101,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error"},
+		{"max_output_tokens above the model's", "/v1/responses", nil,
+			`{"model":"m-limited","max_output_tokens":101,"input":"hi"}`, 400, "invalid_request_error"},
+		{"maxOutputTokens above the model's", "/v1beta/models/m-limited:generateContent", nil,
+			`{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":101}}`, 400, "invalid_request_error"},
+		{"messages max_tokens above the model's", "/v1/messages", anth,
+			`{"model":"m-limited","max_tokens":101,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error"},
+		{"messages without max_tokens", "/v1/messages", anth,
+			`{"model":"m-openai","messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error"},
+		{"messages with zero max_tokens", "/v1/messages", anth,
+			`{"model":"m-openai","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error"},
+		{"messages without a version header", "/v1/messages", nil,
+			`{"model":"m-openai","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error"},
+		{"stream on a model that cannot", "/v1/chat/completions", nil,
+			`{"model":"m-nostream","stream":true,"messages":[{"role":"user","content":"hi"}]}`, 400, "streaming_not_supported"},
+		{"stream on legacy completions", "/v1/completions", nil,
+			`{"model":"m-openai","stream":true,"prompt":"hi"}`, 400, "streaming_not_supported"},
+		{"batch prompt on legacy completions", "/v1/completions", nil,
+			`{"model":"m-openai","prompt":["a","b"]}`, 400, "unsupported_prompt_shape"},
+		{"token prompt on legacy completions", "/v1/completions", nil,
+			`{"model":"m-openai","prompt":[1,2,3]}`, 400, "unsupported_prompt_shape"},
+		{"unverified optional parameter", "/v1/chat/completions", nil,
+			`{"model":"m-capable","top_p":0.5,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error"},
+		{"body model differs from the path model", "/v1beta/models/m-gemini:generateContent", nil,
+			`{"model":"models/m-openai","contents":[{"parts":[{"text":"hi"}]}]}`, 400, "invalid_request_error"},
+		{"not JSON", "/v1/chat/completions", nil, `{"model":`, 400, "invalid_request_error"},
+		{"unknown model", "/v1/chat/completions", nil,
+			`{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, 404, "model_not_found"},
+		{"body over 32 MiB", "/v1/chat/completions", nil, big, 413, "payload_too_large"},
+		{"compaction on a non-OpenAI upstream", "/v1/responses/compact", nil,
+			`{"model":"m-anthropic","input":"hi"}`, 400, "invalid_request_error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(g.up.all())
+			id := "chk-" + strings.ReplaceAll(tc.name, " ", "-")
+			h := map[string]string{"X-Request-Id": id}
+			for k, v := range tc.headers {
+				h[k] = v
+			}
+			status, hdr, raw := g.post(t, tc.path, h, tc.body)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, raw)
+			}
+			code, msg, rid := envelope(t, raw)
+			if code != tc.code || rid != id || hdr.Get("X-Request-Id") != id {
+				t.Fatalf("code %q (want %q), request id %q/%q (want %q): %s", code, tc.code, rid, hdr.Get("X-Request-Id"), id, msg)
+			}
+			if n := len(g.up.all()); n != before {
+				t.Fatalf("the upstream was called %d times for a rejected request", n-before)
+			}
+		})
+	}
+	t.Run("unverified parameter is named", func(t *testing.T) {
+		_, _, raw := g.post(t, "/v1/chat/completions", nil, `{"model":"m-capable","top_p":0.5,"messages":[{"role":"user","content":"hi"}]}`)
+		if _, msg, _ := envelope(t, raw); !strings.Contains(msg, "top_p") {
+			t.Fatalf("message does not name the parameter: %s", msg)
+		}
+	})
+	t.Run("verified parameters and the limit itself pass", func(t *testing.T) {
+		status, _, raw := g.post(t, "/v1/chat/completions", nil, `{"model":"m-capable","temperature":0.5,"max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`)
+		if status != 200 {
+			t.Fatalf("%d %s", status, raw)
+		}
+		status, _, raw = g.post(t, "/v1/chat/completions", nil, `{"model":"m-limited","max_completion_tokens":100,"messages":[{"role":"user","content":"hi"}]}`)
+		if status != 200 {
+			t.Fatalf("%d %s", status, raw)
+		}
+	})
+	t.Run("a bad key wins over a bad body", func(t *testing.T) {
+		status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"Authorization": "Bearer nope"}, `{"model":`)
+		if code, _, _ := envelope(t, raw); status != 401 || code != "invalid_key" {
+			t.Fatalf("%d %s", status, raw)
+		}
+	})
+	t.Run("both version header spellings", func(t *testing.T) {
+		for _, h := range []string{"messages-version", "anthropic-version"} {
+			status, _, raw := g.post(t, "/v1/messages", map[string]string{h: "2023-06-01"}, `{"model":"m-anthropic","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+			if status != 200 {
+				t.Fatalf("%s: %d %s", h, status, raw)
+			}
+		}
+	})
+}
+
+// Passthrough keeps fields the gateway does not know, rewrites only the model, and sends the
+// provider credential from the environment instead of anything the client sent (spec 1, 2.3).
+func TestPassthroughKeepsUnknownFieldsAndNoClientSecrets(t *testing.T) {
+	g := startGen(t)
+	status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"User-Agent": "client-agent/9", "X-Api-Key": g.key},
+		`{"model":"m-openai","messages":[{"role":"user","content":"hi"}],"some_future_field":{"x":[1,2]}}`)
+	if status != 200 {
+		t.Fatalf("%d %s", status, raw)
+	}
+	call := g.up.last(t)
+	var body map[string]any
+	if err := json.Unmarshal(call.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body["model"] != "up-gpt" {
+		t.Errorf("upstream model %v, want up-gpt", body["model"])
+	}
+	if _, ok := body["some_future_field"]; !ok {
+		t.Errorf("unknown field dropped: %s", call.Body)
+	}
+	if got := call.Header.Get("Authorization"); got != "Bearer "+upstreamKey {
+		t.Errorf("upstream Authorization %q", got)
+	}
+	for name, vals := range call.Header {
+		for _, v := range vals {
+			if strings.Contains(v, g.key) || strings.Contains(v, "client-agent") {
+				t.Errorf("client header reached the upstream: %s: %s", name, v)
+			}
+		}
+	}
+	if !strings.Contains(string(raw), `"model":"m-openai"`) {
+		t.Errorf("the client does not see its model id: %s", raw)
+	}
+}
+
+// A route whose first upstream is unreachable falls back to the next one before anything has
+// been sent to the client.
+func TestFallbackToTheNextRoute(t *testing.T) {
+	g := startGen(t)
+	for _, stream := range []string{"false", "true"} {
+		status, _, raw := g.post(t, "/v1/chat/completions", nil, `{"model":"m-fallback","stream":`+stream+`,"messages":[{"role":"user","content":"hi"}]}`)
+		if status != 200 || !strings.Contains(string(raw), "Simulated") {
+			t.Fatalf("stream=%s: %d %s", stream, status, raw)
+		}
+	}
+}
+
+// First-byte and idle timeouts: before the first byte the client gets upstream_timeout; after
+// it, the stream ends with the protocol's error event and the usage is unreliable.
+func TestUpstreamTimeouts(t *testing.T) {
+	g := startGen(t)
+	status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "slow-1"}, `{"model":"m-slow","messages":[{"role":"user","content":"wait #sim:delay=3s"}]}`)
+	if code, _, _ := envelope(t, raw); status != 504 || code != "upstream_timeout" {
+		t.Fatalf("first byte: %d %s", status, raw)
+	}
+	status, _, raw = g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "slow-2"}, `{"model":"m-slow","stream":true,"messages":[{"role":"user","content":"pause #sim:stall=3s"}]}`)
+	if status != 200 || !strings.Contains(string(raw), `"error"`) || strings.Contains(string(raw), "[DONE]") {
+		t.Fatalf("idle: %d %s", status, raw)
+	}
+	if o := g.meter.wait(t, "slow-2"); o.Usage.Reliable {
+		t.Fatalf("a stalled stream was metered as reliable: %+v", o)
+	}
+	// A pause shorter than the idle timeout is normal (spec 6.2).
+	status, _, raw = g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "slow-3"}, `{"model":"m-slow","stream":true,"messages":[{"role":"user","content":"pause #sim:stall=250ms"}]}`)
+	if status != 200 || !strings.Contains(string(raw), "[DONE]") {
+		t.Fatalf("short pause: %d %s", status, raw)
+	}
+	if o := g.meter.wait(t, "slow-3"); !o.Usage.Reliable {
+		t.Fatalf("short pause metered as unreliable: %+v", o)
+	}
+}
+
+// A stream cut by the upstream before its terminal event ends with the client protocol's error
+// event and unreliable usage, in every client protocol.
+func TestCutStreamIsUnreliable(t *testing.T) {
+	g := startGen(t)
+	for _, up := range upstreamKinds {
+		id := "cut-" + up.kind
+		status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": id},
+			`{"model":"`+up.model+`","stream":true,"messages":[{"role":"user","content":"go #sim:cut"}]}`)
+		if status != 200 || strings.Contains(string(raw), "[DONE]") || !strings.Contains(string(raw), `"error"`) {
+			t.Fatalf("%s: %d %s", up.kind, status, raw)
+		}
+		if o := g.meter.wait(t, id); o.Usage.Reliable || o.Status != "upstream_error" {
+			t.Fatalf("%s: cut stream metered %+v", up.kind, o)
+		}
+	}
+}
