@@ -399,3 +399,66 @@ func TestCutStreamIsUnreliable(t *testing.T) {
 		}
 	}
 }
+
+// Token counting asks the upstream when its protocol can count and counts locally otherwise;
+// both routes answer in their own shape (spec 2.5).
+func TestCountTokens(t *testing.T) {
+	g := startGen(t)
+	anth := map[string]string{"anthropic-version": "2023-06-01"}
+	long := strings.Repeat("count these words please ", 20)
+	cases := []struct {
+		name, path string
+		headers    map[string]string
+		body       string
+		field      string
+		upstream   string // path prefix the upstream must have seen, "" = counted locally
+	}{
+		{"messages on a messages upstream", "/v1/messages/count_tokens", anth,
+			`{"model":"m-anthropic","messages":[{"role":"user","content":"` + long + `"}]}`, "input_tokens", "/v1/messages/count_tokens"},
+		{"messages on a chat upstream", "/v1/messages/count_tokens", anth,
+			`{"model":"m-openai","messages":[{"role":"user","content":"` + long + `"}]}`, "input_tokens", ""},
+		{"content on a content upstream", "/v1beta/models/m-gemini:countTokens", nil,
+			`{"contents":[{"parts":[{"text":"` + long + `"}]}]}`, "totalTokens", "/v1beta/models/up-gemini:countTokens"},
+		{"content on a messages upstream", "/v1beta/models/m-anthropic:countTokens", nil,
+			`{"contents":[{"parts":[{"text":"` + long + `"}]}]}`, "totalTokens", "/v1/messages/count_tokens"},
+		{"content on a chat upstream", "/v1beta/models/m-openai:countTokens", nil,
+			`{"contents":[{"parts":[{"text":"` + long + `"}]}]}`, "totalTokens", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(g.up.all())
+			status, _, raw := g.post(t, tc.path, tc.headers, tc.body)
+			if status != 200 {
+				t.Fatalf("%d %s", status, raw)
+			}
+			var got map[string]int64
+			if err := json.Unmarshal(raw, &got); err != nil || len(got) != 1 || got[tc.field] < 50 {
+				t.Fatalf("count body %s", raw)
+			}
+			calls := g.up.all()[before:]
+			switch {
+			case tc.upstream == "" && len(calls) != 0:
+				t.Fatalf("counted upstream at %s, want a local count", calls[0].Path)
+			case tc.upstream != "" && (len(calls) != 1 || !strings.HasPrefix(calls[0].Path, tc.upstream)):
+				t.Fatalf("upstream calls %v, want one to %s", calls, tc.upstream)
+			}
+		})
+	}
+}
+
+// Compaction passes through to an OpenAI upstream; the JSON-array form of
+// streamGenerateContent is one well-formed array.
+func TestCompactAndJSONArrayStream(t *testing.T) {
+	g := startGen(t)
+	status, _, raw := g.post(t, "/v1/responses/compact", nil, `{"model":"m-openai","input":"a long conversation"}`)
+	if status != 200 || !strings.Contains(string(raw), `"object":"response.compaction"`) || g.up.last(t).Path != "/v1/responses/compact" {
+		t.Fatalf("compact: %d %s", status, raw)
+	}
+	for _, model := range []string{"m-gemini", "m-anthropic"} {
+		status, hdr, raw := g.post(t, "/v1beta/models/"+model+":streamGenerateContent", nil, `{"contents":[{"parts":[{"text":"hi"}]}]}`)
+		var chunks []map[string]any
+		if status != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") || json.Unmarshal(raw, &chunks) != nil || len(chunks) < 2 {
+			t.Fatalf("%s: %d %s %s", model, status, hdr.Get("Content-Type"), raw)
+		}
+	}
+}

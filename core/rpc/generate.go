@@ -92,7 +92,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		}
 	}()
 
-	stream, first, route, err := s.open(ctx, snap, m, req)
+	stream, head, route, err := s.open(ctx, snap, m, req)
 	if err != nil {
 		out.Status = "upstream_error"
 		return err
@@ -100,13 +100,15 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	defer stream.Close()
 	out.Provider = route.ProviderID
 
-	for ev := first; ; {
+	for _, ev := range head {
 		if err := srv.Send(ev); err != nil {
 			out.Status = "cancelled"
 			out.Usage = metering.Unreliable("client went away: " + err.Error())
 			return nil
 		}
-		ev, err = stream.Next()
+	}
+	for {
+		ev, err := stream.Next()
 		if errors.Is(err, io.EOF) {
 			out.Usage = stream.Usage()
 			return nil
@@ -123,13 +125,19 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
 			return nil
 		}
+		if err := srv.Send(ev); err != nil {
+			out.Status = "cancelled"
+			out.Usage = metering.Unreliable("client went away: " + err.Error())
+			return nil
+		}
 	}
 }
 
-// open tries the model's routes for the family in order and returns the first stream whose
-// first event arrived. Another route is tried only on a retryable failure, and only here:
-// nothing has reached the client yet.
-func (s *CoreServer) open(ctx context.Context, snap *snapshot.Snapshot, m *snapshot.Model, req *corev1.GenerateRequest) (provider.Stream, *corev1.GenerateEvent, *store.Route, error) {
+// open tries the model's routes for the family in order and returns the first stream that
+// produced its Start event and its first upstream event. Another route is tried only on a
+// retryable failure, and only here: nothing has reached the client yet, and an upstream that
+// answers its headers but then nothing within the first-byte timeout is still a timeout.
+func (s *CoreServer) open(ctx context.Context, snap *snapshot.Snapshot, m *snapshot.Model, req *corev1.GenerateRequest) (provider.Stream, []*corev1.GenerateEvent, *store.Route, error) {
 	var lastErr error
 	for i := range m.Routes {
 		route := &m.Routes[i]
@@ -142,18 +150,13 @@ func (s *CoreServer) open(ctx context.Context, snap *snapshot.Snapshot, m *snaps
 			lastErr = &provider.Error{Message: "no adapter for provider kind " + p.Kind}
 			continue
 		}
-		call := s.Gen.call(m, p, route, req)
-		stream, err := adapter.Generate(ctx, call)
+		stream, err := adapter.Generate(ctx, s.Gen.call(m, p, route, req))
 		if err == nil {
-			var first *corev1.GenerateEvent
-			first, err = stream.Next()
-			if err == nil {
-				return stream, first, route, nil
+			var head []*corev1.GenerateEvent
+			if head, err = firstEvents(stream); err == nil {
+				return stream, head, route, nil
 			}
 			stream.Close()
-			if errors.Is(err, io.EOF) {
-				err = &provider.Error{Message: "the upstream answered with an empty stream", Retryable: true}
-			}
 		}
 		lastErr = err
 		if ctx.Err() != nil {
@@ -171,6 +174,28 @@ func (s *CoreServer) open(ctx context.Context, snap *snapshot.Snapshot, m *snaps
 		return nil, nil, nil, apierror.New(apierror.ModelNotFound, "the model %q has no route for %s", m.ID, req.GetEndpointFamily())
 	}
 	return nil, nil, nil, upstreamError(lastErr)
+}
+
+// firstEvents reads the Start event and the first event after it.
+func firstEvents(stream provider.Stream) ([]*corev1.GenerateEvent, error) {
+	start, err := stream.Next()
+	if errors.Is(err, io.EOF) {
+		return nil, &provider.Error{Message: "the upstream answered with an empty stream", Retryable: true}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if start.GetStart() == nil {
+		return nil, &provider.Error{Message: "the adapter did not start its stream"}
+	}
+	next, err := stream.Next()
+	if errors.Is(err, io.EOF) {
+		return []*corev1.GenerateEvent{start}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*corev1.GenerateEvent{start, next}, nil
 }
 
 func (g *Generator) call(m *snapshot.Model, p *store.Provider, route *store.Route, req *corev1.GenerateRequest) *provider.Call {
