@@ -52,6 +52,8 @@ const genCatalog = `{
     {"id": "m-capable", "family": "fam", "routes": [{"endpoint_families": ["chat.completions"], "provider": "up-openai"}],
      "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}],
      "capabilities": [{"endpoint_family": "chat.completions", "optional_parameters": ["temperature", "max_tokens", "stream"], "verified_at": "2026-11-01T00:00:00Z"}]},
+    {"id": "m-money", "family": "fam", "routes": [{"endpoint_families": ["chat.completions", "responses"], "provider": "up-openai", "upstream_model": "up-gpt"}],
+     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "0", "output": "1000"}]},
     {"id": "m-slow", "family": "fam", "routes": [{"endpoint_families": ["chat.completions"], "provider": "slow", "upstream_model": "up-gpt"}],
      "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]}
   ]
@@ -134,19 +136,29 @@ func (m *meterRec) wait(t testing.TB, id string) rpc.Outcome {
 
 type genEnv struct {
 	*env
-	key   string
-	up    *recorder
-	meter *meterRec
-	upURL string
+	key       string
+	up        *recorder
+	meter     *meterRec
+	upURL     string
+	profileID string
 }
 
 func startGen(t *testing.T) *genEnv {
+	t.Helper()
+	g := startGenOn(t, storetest.DatabaseURL(t), true)
+	g.key, g.profileID = g.newProfile(t, "gen", "1000")
+	return g
+}
+
+// startGenOn starts a gateway instance on a database; the first instance of a database
+// applies the catalogue.
+func startGenOn(t *testing.T, dbURL string, applyCatalog bool) *genEnv {
 	t.Helper()
 	rec := &recorder{next: simulator.New(simulator.Options{})}
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
 	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) {
+	e := startGateway(t, dbURL, adminToken, func(c *Config) {
 		c.Meter = meter
 		c.Env = func(name string) string {
 			if name == "UP_KEY" {
@@ -155,13 +167,23 @@ func startGen(t *testing.T) *genEnv {
 			return ""
 		}
 	})
-	doc := strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
-	e.admin("POST", "/admin/v1/catalog:apply", doc)
-	p := e.admin("POST", "/admin/v1/profiles", `{"display_name":"Gen","external_ref":"gen"}`)
+	if applyCatalog {
+		doc := strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
+		e.admin("POST", "/admin/v1/catalog:apply", doc)
+	}
+	return &genEnv{env: e, up: rec, meter: meter, upURL: up.URL}
+}
+
+// newProfile makes a profile with a credit and a key that may use everything.
+func (g *genEnv) newProfile(t testing.TB, ref, credit string) (key, profileID string) {
+	t.Helper()
+	p := g.admin("POST", "/admin/v1/profiles", `{"display_name":"P","external_ref":"`+ref+`"}`)
 	pid := p["id"].(string)
-	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"1000","reason":"topup","idempotency_key":"c1"}`)
-	k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"all","allowed_endpoints":["*"],"allowed_models":["*"]}`)
-	return &genEnv{env: e, key: k["secret"].(string), up: rec, meter: meter, upURL: up.URL}
+	if credit != "0" {
+		g.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"`+credit+`","reason":"topup","idempotency_key":"c1"}`)
+	}
+	k := g.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"all","allowed_endpoints":["*"],"allowed_models":["*"]}`)
+	return k["secret"].(string), pid
 }
 
 // post sends a raw JSON request with the key and returns status, headers and body.

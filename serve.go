@@ -19,7 +19,9 @@ import (
 	catalogv1 "modelgateway/gen/gateway/catalog/v1"
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/billing"
 	"modelgateway/core/catalog"
+	"modelgateway/core/fx"
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/anthropic"
 	"modelgateway/core/provider/gemini"
@@ -29,6 +31,7 @@ import (
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/tokens"
+	"modelgateway/core/verify"
 	"modelgateway/front"
 )
 
@@ -40,11 +43,13 @@ type Config struct {
 	AdminToken   string
 	CatalogPath  string
 	DrainTimeout time.Duration
-	// Meter receives every generation outcome; nil logs them at debug level. (Billing plugs in
-	// here.)
+	// Meter observes every generation outcome after billing; nil logs them at debug level.
 	Meter rpc.Meter
 	// Env reads provider credentials; os.Getenv when nil (tests inject their own).
 	Env func(string) string
+	// FxURL is a CBR-format daily rates document fetched on a schedule; empty: off.
+	FxURL      string
+	FxInterval time.Duration
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -59,6 +64,12 @@ func configFlags(fs *flag.FlagSet) *Config {
 		drain = 30 * time.Second
 	}
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", drain, "bound on draining in-flight requests at shutdown (GATEWAY_DRAIN_TIMEOUT)")
+	fs.StringVar(&c.FxURL, "fx-url", os.Getenv("GATEWAY_FX_URL"), "CBR-format rates URL, e.g. "+fx.CBRDailyURL+"; off when empty (GATEWAY_FX_URL)")
+	fxEvery, err := time.ParseDuration(envOr("GATEWAY_FX_INTERVAL", "6h"))
+	if err != nil || fxEvery <= 0 {
+		fxEvery = fx.DefaultInterval
+	}
+	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
 	return c
 }
 
@@ -100,8 +111,11 @@ type Gateway struct {
 	httpSrv *http.Server
 	grpcSrv *grpc.Server
 	simSrv  *http.Server
-	stop    context.CancelFunc
-	done    chan struct{}
+	ledger  *billing.Ledger
+	// closed when the ledger's background loop has stopped
+	ledgerDone chan struct{}
+	stop       context.CancelFunc
+	done       chan struct{}
 }
 
 // Start migrates, loads the snapshot and serves; it returns once both listeners are bound.
@@ -143,10 +157,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	}
 	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}}
 	adapters["simulator"] = provider.Native{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
+	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
-		Adapters: adapters, Counter: tokens.Count, Meter: meter, Log: log, Env: cfg.Env,
+		Adapters: adapters, Counter: tokens.Count, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
 	}}
-	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder}
+	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
 			return fail(err)
@@ -214,6 +229,14 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	}
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); holder.Run(runCtx, cfg.DatabaseURL) }()
+	ledgerDone := make(chan struct{})
+	go func() { defer close(ledgerDone); ledger.Run(runCtx) }()
+	if cfg.FxURL != "" {
+		f := &fx.Fetcher{URL: cfg.FxURL, Interval: cfg.FxInterval, Store: st,
+			BillingCurrency: func() string { return holder.Current().Currency }, Log: log.With("component", "fx")}
+		go f.Run(runCtx)
+	}
+	g.ledger, g.ledgerDone = ledger, ledgerDone
 	go func() { _ = grpcSrv.Serve(grpcLn) }()
 	go func() {
 		defer close(g.done)
@@ -241,18 +264,24 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	}
 	g.stop()
 	<-g.done
+	<-g.ledgerDone
+	// Every delivered response is charged before the process lets go of the database.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelFlush()
+	err = errors.Join(err, g.ledger.Close(flushCtx))
 	_ = g.simSrv.Close()
 	g.Store.Close()
 	return err
 }
 
-// logMeter stands in for billing: it logs every outcome.
+// logMeter logs every outcome at debug level.
 type logMeter struct{ log *slog.Logger }
 
 func (m logMeter) Record(_ context.Context, o rpc.Outcome) {
 	m.log.Debug("generation", "request_id", o.RequestID, "model", o.Model, "family", o.EndpointFamily,
 		"provider", o.Provider, "status", o.Status, "reliable", o.Usage.Reliable,
-		"input", o.Usage.Input, "cached", o.Usage.CachedInput, "cache_write", o.Usage.CacheWrite, "output", o.Usage.Output)
+		"input", o.Usage.Input, "cached", o.Usage.CachedInput, "cache_write", o.Usage.CacheWrite, "output", o.Usage.Output,
+		"cost", o.Cost.Decimal, "charged", o.Cost.Valid)
 }
 
 func applyCatalogFile(ctx context.Context, admin *rpc.AdminServer, path string) error {

@@ -18,6 +18,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/front/relay"
 )
 
 // Config wires the front to core.
@@ -103,6 +104,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		id = uuid.Must(uuid.NewV7()).String()
+		r = relay.WithGeneratedID(r)
 	}
 	r.Header.Set("X-Request-Id", id)
 	w.Header().Set("X-Request-Id", id)

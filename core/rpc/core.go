@@ -88,9 +88,15 @@ func (s *CoreServer) GetBalance(ctx context.Context, _ *corev1.GetBalanceRequest
 	if err != nil {
 		return nil, fmt.Errorf("read balance: %w", err)
 	}
+	// Replicas reserve slices of the balance for requests in flight; what they reserved is not
+	// available to a new request elsewhere (contract: insufficient_balance).
+	leased, err := s.Store.Leased(ctx, k.ProfileID)
+	if err != nil {
+		return nil, fmt.Errorf("read leases: %w", err)
+	}
 	return &corev1.Balance{
 		Object: "balance", ProfileId: p.ID.String(), Currency: p.Currency,
-		Balance: p.Balance.String(), Available: p.Balance.String(),
+		Balance: p.Balance.String(), Available: p.Balance.Sub(leased).String(),
 	}, nil
 }
 

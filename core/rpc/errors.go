@@ -19,6 +19,9 @@ import (
 const (
 	MetadataAuthorization = "authorization"
 	MetadataRequestID     = "x-request-id"
+	// MetadataRequestIDGenerated is "1" when the front made the request id itself: such ids
+	// are unique by construction and need no duplicate check.
+	MetadataRequestIDGenerated = "x-request-id-generated"
 )
 
 func firstMD(ctx context.Context, key string) string {
@@ -41,10 +44,16 @@ func bearer(ctx context.Context) string {
 // RequestID is the caller's x-request-id, or a fresh sortable one for gRPC callers that sent
 // none (the HTTP front always sends one).
 func RequestID(ctx context.Context) string {
+	id, _ := requestID(ctx)
+	return id
+}
+
+// requestID also tells whether the id was made by the gateway rather than chosen by the client.
+func requestID(ctx context.Context) (string, bool) {
 	if id := firstMD(ctx, MetadataRequestID); id != "" {
-		return id
+		return id, firstMD(ctx, MetadataRequestIDGenerated) == "1"
 	}
-	return uuid.Must(uuid.NewV7()).String()
+	return uuid.Must(uuid.NewV7()).String(), true
 }
 
 // ErrorInterceptor is the one place where errors become statuses: spec errors keep their

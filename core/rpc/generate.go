@@ -10,8 +10,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
 	"modelgateway/core/snapshot"
@@ -21,10 +24,10 @@ import (
 
 // DefaultMaxTokens is the output limit sent to an upstream protocol that requires one
 // (messages) when neither the client nor the model's explicit limit gives one.
-const DefaultMaxTokens = 8192
+const DefaultMaxTokens = billing.DefaultOutputTokens
 
-// Outcome is what one finished generation leaves for billing: who asked, what for, and the
-// normalised usage. Issue-level note: pricing and charging consume this.
+// Outcome is what one finished generation leaves behind: who asked, what for, the normalised
+// usage and what it cost.
 type Outcome struct {
 	RequestID      string
 	KeyID          string
@@ -32,14 +35,16 @@ type Outcome struct {
 	Model          string
 	EndpointFamily string
 	Provider       string
-	// Status is "ok", "upstream_error", "cancelled", ...
+	// Status is "ok", "upstream_error", "cancelled", or the spec code that refused the request.
 	Status    string
 	Usage     metering.Usage
+	Cost      decimal.NullDecimal
+	Currency  string
 	StartTime time.Time
 	EndTime   time.Time
 }
 
-// Meter receives every outcome exactly once. It must not block the request path for long.
+// Meter observes every outcome once, after billing has queued it.
 type Meter interface {
 	Record(ctx context.Context, o Outcome)
 }
@@ -50,8 +55,10 @@ type Generator struct {
 	Adapters map[string]provider.Adapter
 	// Counter counts tokens locally when the upstream cannot.
 	Counter func(req *corev1.GenerateRequest) int64
-	Meter   Meter
-	Log     *slog.Logger
+	// Ledger holds and charges; every generation goes through it.
+	Ledger *billing.Ledger
+	Meter  Meter
+	Log    *slog.Logger
 	// Env reads provider credentials; os.Getenv when nil.
 	Env func(string) string
 }
@@ -66,7 +73,8 @@ func (g *Generator) env(name string) string {
 	return os.Getenv(name)
 }
 
-// Generate implements the streaming RPC.
+// Generate implements the streaming RPC: checks, price and hold, the upstream call, and the
+// charge of reliable usage, exactly once, when the answer has been delivered.
 func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreService_GenerateServer) error {
 	ctx := srv.Context()
 	snap, k, err := s.caller(ctx)
@@ -77,20 +85,45 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	if apiErr != nil {
 		return apiErr
 	}
-	if apiErr := checkRequest(m, req); apiErr != nil {
-		return apiErr
-	}
+	id, generated := requestID(ctx)
 	out := Outcome{
-		RequestID: RequestID(ctx), KeyID: k.ID.String(), ProfileID: k.ProfileID.String(),
+		RequestID: id, KeyID: k.ID.String(), ProfileID: k.ProfileID.String(), Currency: snap.Currency,
 		Model: m.ID, EndpointFamily: req.GetEndpointFamily(), StartTime: time.Now(), Status: "ok",
 		Usage: metering.Unreliable("no upstream answered"),
 	}
-	defer func() {
-		out.EndTime = time.Now()
-		if s.Gen.Meter != nil {
-			s.Gen.Meter.Record(context.WithoutCancel(ctx), out)
+	// A client's id is used once the key checks have passed, whatever the outcome (contract);
+	// the gateway's own ids are unique by construction and cost no database round trip.
+	if !generated {
+		ok, err := s.Store.ReserveRequestID(ctx, s.record(k, &out))
+		if err != nil {
+			return err
 		}
-	}()
+		if !ok {
+			return apierror.New(apierror.DuplicateRequestID, "the request id %q was already used", id)
+		}
+	}
+	var hold *billing.Hold
+	defer func() { s.finish(ctx, k, hold, &out) }()
+
+	refuse := func(e *apierror.Error) error {
+		out.Status = e.Code
+		return e
+	}
+	if apiErr := checkRequest(m, req); apiErr != nil {
+		return refuse(apiErr)
+	}
+	price, err := billing.Find(m.Prices, req.GetEndpointFamily(), true)
+	if err != nil {
+		return refuse(apierror.New(apierror.PricingUnavailable, "the model %q has no price for %s", m.ID, req.GetEndpointFamily()))
+	}
+	worst := price.WorstCase(billing.InputEstimate(len(req.GetRawBody())), outputLimit(m, req))
+	hold, err = s.Gen.Ledger.Hold(ctx, k.ProfileID, worst)
+	if errors.Is(err, billing.ErrInsufficient) {
+		return refuse(apierror.New(apierror.InsufficientBalance, "the balance cannot cover this request (up to %s %s)", worst, snap.Currency))
+	}
+	if err != nil {
+		return err
+	}
 
 	stream, head, route, err := s.open(ctx, snap, m, req)
 	if err != nil {
@@ -100,21 +133,43 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	defer stream.Close()
 	out.Provider = route.ProviderID
 
-	for _, ev := range head {
+	// charge prices the answer once its terminal usage is known: reliable usage at the token
+	// rates, or the fixed price of a complete answer.
+	charge := func(u metering.Usage) {
+		out.Usage = u
+		if u.Reliable || price.PerRequest {
+			out.Cost = decimal.NullDecimal{Decimal: price.Cost(u), Valid: true}
+		}
+	}
+	send := func(ev *corev1.GenerateEvent) bool {
+		if u := ev.GetUsage(); u != nil {
+			// Only the stream's last event carries usage; price it for the client's headers.
+			charge(stream.Usage())
+			if out.Cost.Valid {
+				u.Cost, u.Currency = out.Cost.Decimal.String(), snap.Currency
+			}
+		}
 		if err := srv.Send(ev); err != nil {
-			out.Status = "cancelled"
+			// Gone before the terminal usage was delivered: nothing may be charged.
+			out.Status, out.Cost = "cancelled", decimal.NullDecimal{}
 			out.Usage = metering.Unreliable("client went away: " + err.Error())
+			return false
+		}
+		return true
+	}
+	for _, ev := range head {
+		if !send(ev) {
 			return nil
 		}
 	}
 	for {
 		ev, err := stream.Next()
 		if errors.Is(err, io.EOF) {
-			out.Usage = stream.Usage()
+			charge(stream.Usage())
 			return nil
 		}
 		if err != nil {
-			out.Usage = metering.Unreliable("stream failed: " + err.Error())
+			out.Usage, out.Cost = metering.Unreliable("stream failed: "+err.Error()), decimal.NullDecimal{}
 			if ctx.Err() != nil {
 				out.Status = "cancelled"
 				return nil
@@ -125,11 +180,40 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
 			return nil
 		}
-		if err := srv.Send(ev); err != nil {
-			out.Status = "cancelled"
-			out.Usage = metering.Unreliable("client went away: " + err.Error())
+		if !send(ev) {
 			return nil
 		}
+	}
+}
+
+// outputLimit is the output side of a hold: the request's limit, else the model's, else the
+// default the translating adapters also send.
+func outputLimit(m *snapshot.Model, req *corev1.GenerateRequest) int64 {
+	switch {
+	case req.MaxOutputTokens != nil:
+		return req.GetMaxOutputTokens()
+	case m.OutputTokenLimit != nil:
+		return int64(*m.OutputTokenLimit)
+	}
+	return billing.DefaultOutputTokens
+}
+
+func (s *CoreServer) record(k *snapshot.Key, o *Outcome) *store.RequestRecord {
+	end := o.EndTime
+	return &store.RequestRecord{
+		ProfileID: k.ProfileID, RequestID: o.RequestID, KeyID: k.ID, Model: o.Model, EndpointFamily: o.EndpointFamily,
+		Status: o.Status, Currency: o.Currency, InputTokens: o.Usage.Input, CachedInputTokens: o.Usage.CachedInput,
+		CacheWriteTokens: o.Usage.CacheWrite, OutputTokens: o.Usage.Output, ReasoningTokens: o.Usage.Reasoning,
+		UsageReliable: o.Usage.Reliable, Cost: o.Cost, StartTime: o.StartTime, EndTime: &end,
+	}
+}
+
+// finish releases the hold and queues the record and its charge for settlement.
+func (s *CoreServer) finish(ctx context.Context, k *snapshot.Key, hold *billing.Hold, o *Outcome) {
+	o.EndTime = time.Now()
+	s.Gen.Ledger.Finish(hold, *s.record(k, o))
+	if s.Gen.Meter != nil {
+		s.Gen.Meter.Record(context.WithoutCancel(ctx), *o)
 	}
 }
 

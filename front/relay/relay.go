@@ -86,17 +86,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, apierror.New(apierror.Internal, "internal error"))
 		return
 	}
-	enc := h.Proto.Encoder(w, r, req)
+	// A non-streaming answer is held until its cost is known, so that it can travel in the
+	// headers (x-request-cost); it is one object in memory anyway.
+	out := w
+	var held *heldResponse
+	if !req.GetStream() {
+		held = &heldResponse{header: w.Header(), status: http.StatusOK}
+		out = held
+	}
+	enc := h.Proto.Encoder(out, r, req)
 	if err := enc.Start(start); err != nil {
+		if held != nil {
+			held.send(w) // whatever the encoder answered, e.g. its own refusal
+		}
 		return
 	}
 	for {
 		ev, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			if err := enc.Finish(); err != nil && !req.GetStream() {
+			if err := enc.Finish(); err != nil && held != nil {
 				WriteError(w, r, apierror.New(apierror.UpstreamError, "%v", err))
+				return
+			}
+			if held != nil {
+				held.send(w)
 			}
 			return
+		}
+		if u := ev.GetUsage(); u != nil && held != nil && u.GetCost() != "" {
+			w.Header().Set("X-Request-Cost", u.GetCost())
+			w.Header().Set("X-Request-Currency", u.GetCurrency())
 		}
 		if err != nil {
 			h.fail(w, r, req, enc, errorOf(err))
@@ -147,9 +166,42 @@ func (h *Handler) keyFirst(ctx context.Context, bodyErr *apierror.Error) *apierr
 
 // OutgoingContext carries the key and request id to core as gRPC metadata.
 func OutgoingContext(r *http.Request) context.Context {
-	return metadata.AppendToOutgoingContext(r.Context(),
+	ctx := metadata.AppendToOutgoingContext(r.Context(),
 		"authorization", r.Header.Get("Authorization"),
 		"x-request-id", r.Header.Get("X-Request-Id"))
+	if generated, _ := r.Context().Value(generatedKey{}).(bool); generated {
+		ctx = metadata.AppendToOutgoingContext(ctx, "x-request-id-generated", "1")
+	}
+	return ctx
+}
+
+type generatedKey struct{}
+
+// WithGeneratedID marks a request whose id the gateway made itself: core need not check such
+// an id for reuse.
+func WithGeneratedID(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), generatedKey{}, true))
+}
+
+// heldResponse collects a non-streaming answer so that headers can still be added after the
+// encoder has rendered it.
+type heldResponse struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (h *heldResponse) Header() http.Header    { return h.header }
+func (h *heldResponse) WriteHeader(status int) { h.status = status }
+func (h *heldResponse) Write(b []byte) (int, error) {
+	h.body = append(h.body, b...)
+	return len(b), nil
+}
+
+func (h *heldResponse) send(w http.ResponseWriter) {
+	w.Header().Del("Content-Length")
+	w.WriteHeader(h.status)
+	_, _ = w.Write(h.body)
 }
 
 // ReadBody reads at most limit bytes; a larger body is payload_too_large, decided while

@@ -1898,7 +1898,10 @@ type Usage struct {
 	OutputTokens      int64                  `protobuf:"varint,4,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
 	ReasoningTokens   int64                  `protobuf:"varint,5,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
 	// False when the upstream gave none, contradictory numbers, or the stream was cut.
-	Reliable      bool `protobuf:"varint,6,opt,name=reliable,proto3" json:"reliable,omitempty"`
+	Reliable bool `protobuf:"varint,6,opt,name=reliable,proto3" json:"reliable,omitempty"`
+	// What the request cost, a decimal string in `currency`; empty when nothing is charged.
+	Cost          string `protobuf:"bytes,7,opt,name=cost,proto3" json:"cost,omitempty"`
+	Currency      string `protobuf:"bytes,8,opt,name=currency,proto3" json:"currency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1973,6 +1976,20 @@ func (x *Usage) GetReliable() bool {
 		return x.Reliable
 	}
 	return false
+}
+
+func (x *Usage) GetCost() string {
+	if x != nil {
+		return x.Cost
+	}
+	return ""
+}
+
+func (x *Usage) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
 }
 
 // StreamError ends a stream after Start: the front renders it as the protocol's own error
@@ -2271,14 +2288,16 @@ const file_gateway_core_v1_generate_proto_rawDesc = "" +
 	"\targuments\x18\x02 \x01(\tR\targuments\"d\n" +
 	"\x06Finish\x125\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x1d.gateway.core.v1.FinishReasonR\x06reason\x12#\n" +
-	"\rstop_sequence\x18\x02 \x01(\tR\fstopSequence\"\xf4\x01\n" +
+	"\rstop_sequence\x18\x02 \x01(\tR\fstopSequence\"\xa4\x02\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12.\n" +
 	"\x13cached_input_tokens\x18\x02 \x01(\x03R\x11cachedInputTokens\x12,\n" +
 	"\x12cache_write_tokens\x18\x03 \x01(\x03R\x10cacheWriteTokens\x12#\n" +
 	"\routput_tokens\x18\x04 \x01(\x03R\foutputTokens\x12)\n" +
 	"\x10reasoning_tokens\x18\x05 \x01(\x03R\x0freasoningTokens\x12\x1a\n" +
-	"\breliable\x18\x06 \x01(\bR\breliable\";\n" +
+	"\breliable\x18\x06 \x01(\bR\breliable\x12\x12\n" +
+	"\x04cost\x18\a \x01(\tR\x04cost\x12\x1a\n" +
+	"\bcurrency\x18\b \x01(\tR\bcurrency\";\n" +
 	"\vStreamError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"P\n" +

@@ -1,0 +1,111 @@
+package billing
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"modelgateway/core/metering"
+	"modelgateway/core/store"
+)
+
+func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+func nd(s string) decimal.NullDecimal {
+	if s == "" {
+		return decimal.NullDecimal{}
+	}
+	return decimal.NullDecimal{Decimal: dec(s), Valid: true}
+}
+
+func TestCostPerCategory(t *testing.T) {
+	t.Parallel()
+	p := Price{Input: dec("15"), CachedInput: dec("7.5"), CacheWrite: dec("18.75"), Output: dec("60")}
+	cases := []struct {
+		name string
+		u    metering.Usage
+		want string
+	}{
+		{"input only", metering.Usage{Input: 1_000_000}, "15"},
+		{"cached input at its own rate", metering.Usage{CachedInput: 1_000_000}, "7.5"},
+		{"cache write at its own rate", metering.Usage{CacheWrite: 1_000_000}, "18.75"},
+		{"output at its own rate, reasoning not added", metering.Usage{Output: 1_000_000, Reasoning: 400_000}, "60"},
+		{"all four summed", metering.Usage{Input: 100, CachedInput: 200, CacheWrite: 300, Output: 400}, "0.032625"},
+		{"one token is exact to nine digits", metering.Usage{Input: 1}, "0.000015"},
+		{"zero usage costs zero", metering.Usage{}, "0"},
+	}
+	for _, tc := range cases {
+		if got := p.Cost(tc.u); !got.Equal(dec(tc.want)) {
+			t.Errorf("%s: cost %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	// 1 token at 0.0000015 per 1M is 1.5e-12: below the ninth digit, rounds to zero; 600
+	// such tokens are 9e-10, which rounds to 1e-9 (half away from zero).
+	tiny := Price{Input: dec("0.0000015"), CachedInput: dec("0.0000015"), CacheWrite: dec("0.0000015"), Output: dec("0")}
+	if got := tiny.Cost(metering.Usage{Input: 1}); !got.IsZero() {
+		t.Errorf("sub-nano cost %s, want 0", got)
+	}
+	if got := tiny.Cost(metering.Usage{Input: 600}); !got.Equal(dec("0.000000001")) {
+		t.Errorf("rounding: %s, want 0.000000001", got)
+	}
+	if got := (Price{PerRequest: true, Request: dec("3.00")}).Cost(metering.Usage{Input: 5}); !got.Equal(dec("3")) {
+		t.Errorf("per request: %s", got)
+	}
+}
+
+func TestWorstCaseCoversEveryCost(t *testing.T) {
+	t.Parallel()
+	p := Price{Input: dec("3"), CachedInput: dec("0.3"), CacheWrite: dec("3.75"), Output: dec("15")}
+	in, out := int64(1000), int64(500)
+	worst := p.WorstCase(in, out)
+	for _, u := range []metering.Usage{
+		{Input: in, Output: out}, {CachedInput: in, Output: out}, {CacheWrite: in, Output: out},
+		{Input: in / 3, CachedInput: in / 3, CacheWrite: in / 3, Output: out},
+	} {
+		if c := p.Cost(u); c.GreaterThan(worst) {
+			t.Errorf("cost %s of %+v exceeds the hold %s", c, u, worst)
+		}
+	}
+	// Rounded up: a hold of 1 input token at 0.0000015 per 1M is one nano-unit, not zero.
+	tiny := Price{Input: dec("0.0000015"), CachedInput: dec("0.0000015"), CacheWrite: dec("0.0000015")}
+	if got := tiny.WorstCase(1, 0); !got.Equal(dec("0.000000001")) {
+		t.Errorf("worst case %s, want 0.000000001", got)
+	}
+}
+
+func TestFindPrice(t *testing.T) {
+	t.Parallel()
+	fam := []string{"chat.completions", "responses"}
+	cases := []struct {
+		name    string
+		prices  []store.Price
+		family  string
+		want    Price
+		wantErr bool
+	}{
+		{"explicit zero is a price", []store.Price{{EndpointFamilies: fam, BillingMode: "per_token", Input: nd("0"), Output: nd("0")}},
+			"chat.completions", Price{Input: dec("0"), CachedInput: dec("0"), CacheWrite: dec("0"), Output: dec("0")}, false},
+		{"unpriced cache components fall back to input", []store.Price{{EndpointFamilies: fam, BillingMode: "per_token", Input: nd("2"), Output: nd("8")}},
+			"responses", Price{Input: dec("2"), CachedInput: dec("2"), CacheWrite: dec("2"), Output: dec("8")}, false},
+		{"no output price for generation", []store.Price{{EndpointFamilies: fam, BillingMode: "per_token", Input: nd("2")}},
+			"chat.completions", Price{}, true},
+		{"family not covered", []store.Price{{EndpointFamilies: fam, BillingMode: "per_token", Input: nd("2"), Output: nd("8")}},
+			"messages", Price{}, true},
+		{"per request", []store.Price{{EndpointFamilies: []string{"messages"}, BillingMode: "per_request", Request: nd("3")}},
+			"messages", Price{PerRequest: true, Request: dec("3")}, false},
+	}
+	for _, tc := range cases {
+		got, err := Find(tc.prices, tc.family, true)
+		if tc.wantErr {
+			if !errors.Is(err, ErrNoPrice) {
+				t.Errorf("%s: err %v", tc.name, err)
+			}
+			continue
+		}
+		if err != nil || got.PerRequest != tc.want.PerRequest || !got.Input.Equal(tc.want.Input) || !got.CachedInput.Equal(tc.want.CachedInput) ||
+			!got.CacheWrite.Equal(tc.want.CacheWrite) || !got.Output.Equal(tc.want.Output) || !got.Request.Equal(tc.want.Request) {
+			t.Errorf("%s: got %+v %v, want %+v", tc.name, got, err, tc.want)
+		}
+	}
+}

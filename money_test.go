@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"modelgateway/core/store/storetest"
+)
+
+// m-money: output at 1000 per 1M tokens, input free; the simulator answers 12 words, so a
+// request with max_tokens 12 costs exactly 0.012 and its hold is exactly 0.012.
+const moneyBody = `{"model":"m-money","max_tokens":12,"messages":[{"role":"user","content":"hi"}]}`
+
+var moneyCost = decimal.RequireFromString("0.012")
+
+// ledgerOf reads a profile's balance and the sum of its entries.
+func (g *genEnv) ledgerOf(t testing.TB, pid string) (balance, sum decimal.Decimal, charges int) {
+	t.Helper()
+	ctx := context.Background()
+	id := uuid.MustParse(pid)
+	// One statement, one snapshot: a settlement committing in between cannot split the view.
+	if err := g.g.Store.Pool.QueryRow(ctx, `
+		SELECT p.balance, coalesce(sum(e.amount), 0), count(e.id) FILTER (WHERE e.kind = 'charge')
+		FROM profiles p LEFT JOIN ledger_entries e ON e.profile_id = p.id
+		WHERE p.id = $1 GROUP BY p.balance`, id).Scan(&balance, &sum, &charges); err != nil {
+		t.Fatal(err)
+	}
+	return balance, sum, charges
+}
+
+// settled waits until the profile has n charges (the contract allows 2 s).
+func (g *genEnv) settled(t testing.TB, pid string, n int) (balance decimal.Decimal) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		b, sum, charges := g.ledgerOf(t, pid)
+		if !b.Equal(sum) {
+			t.Fatalf("balance %s is not the sum of entries %s", b, sum)
+		}
+		if charges == n {
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d charges settled, want %d", charges, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (g *genEnv) postAs(t testing.TB, key, path string, headers map[string]string, body string) (int, http.Header, []byte) {
+	t.Helper()
+	h := map[string]string{"Authorization": "Bearer " + key}
+	for k, v := range headers {
+		h[k] = v
+	}
+	return g.post(t, path, h, body)
+}
+
+// A delivered answer is charged once, its cost is in the headers and in ListUsage, and the
+// balance shows it within 2 s (spec 8, contract).
+func TestChargeOnceWithCostHeaders(t *testing.T) {
+	g := startGen(t)
+	key, pid := g.newProfile(t, "money-1", "1")
+	status, hdr, raw := g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": "pay-1"}, moneyBody)
+	if status != 200 || hdr.Get("X-Request-Cost") != "0.012" || hdr.Get("X-Request-Currency") != "RUB" {
+		t.Fatalf("%d cost %q %q: %s", status, hdr.Get("X-Request-Cost"), hdr.Get("X-Request-Currency"), raw)
+	}
+	if b := g.settled(t, pid, 1); !b.Equal(decimal.RequireFromString("0.988")) {
+		t.Fatalf("balance %s, want 0.988", b)
+	}
+	usage := g.admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")
+	recs := usage["records"].([]any)
+	r := recs[0].(map[string]any)
+	if len(recs) != 1 || r["request_id"] != "pay-1" || r["cost"] != "0.012" || r["status"] != "ok" || r["usage_reliable"] != true || r["output_tokens"] != "12" {
+		t.Fatalf("usage records %v", recs)
+	}
+	// Streams are charged too, without headers (the status line went before the cost was known).
+	status, _, raw = g.postAs(t, key, "/v1/chat/completions", nil, strings.Replace(moneyBody, `"max_tokens"`, `"stream":true,"max_tokens"`, 1))
+	if status != 200 || !strings.Contains(string(raw), "[DONE]") {
+		t.Fatalf("%d %s", status, raw)
+	}
+	g.settled(t, pid, 2)
+}
+
+// Reusing a request id is refused before anything goes upstream, also for an id whose first
+// request failed; counting tokens and failed answers cost nothing.
+func TestNothingChargedWithoutADeliveredAnswer(t *testing.T) {
+	g := startGen(t)
+	key, pid := g.newProfile(t, "money-2", "1")
+	status, _, raw := g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": "cut-1"},
+		`{"model":"m-money","stream":true,"max_tokens":12,"messages":[{"role":"user","content":"x #sim:cut"}]}`)
+	if status != 200 || strings.Contains(string(raw), "[DONE]") {
+		t.Fatalf("%d %s", status, raw)
+	}
+	status, _, raw = g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": "fail-1"},
+		`{"model":"m-money","max_tokens":12,"messages":[{"role":"user","content":"x #sim:fail=500"}]}`)
+	if status != 502 {
+		t.Fatalf("%d %s", status, raw)
+	}
+	calls := len(g.up.all())
+	for _, id := range []string{"cut-1", "fail-1"} {
+		status, _, raw = g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": id}, moneyBody)
+		if code, _, rid := envelope(t, raw); status != 409 || code != "duplicate_request_id" || rid != id {
+			t.Fatalf("reused id %s: %d %s", id, status, raw)
+		}
+	}
+	if len(g.up.all()) != calls {
+		t.Fatal("a duplicate request reached the upstream")
+	}
+	status, _, _ = g.postAs(t, key, "/v1/messages/count_tokens", map[string]string{"anthropic-version": "2023-06-01"},
+		`{"model":"m-anthropic","messages":[{"role":"user","content":"hello"}]}`)
+	if status != 200 || len(g.up.all()) != calls+1 {
+		t.Fatalf("count tokens: %d", status)
+	}
+	time.Sleep(700 * time.Millisecond) // past a settlement
+	if b := g.settled(t, pid, 0); !b.Equal(decimal.RequireFromString("1")) {
+		t.Fatalf("balance %s after answers that were not delivered", b)
+	}
+	usage := g.admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")
+	for _, rec := range usage["records"].([]any) {
+		r := rec.(map[string]any)
+		if r["cost"] != "" || r["status"] != "upstream_error" {
+			t.Errorf("record %v", r)
+		}
+	}
+}
+
+// Refusals before anything goes upstream: no price, not enough balance.
+func TestPriceAndBalanceChecks(t *testing.T) {
+	g := startGen(t)
+	key, _ := g.newProfile(t, "money-3", "0")
+	status, _, raw := g.postAs(t, key, "/v1/chat/completions", nil, moneyBody)
+	if code, _, _ := envelope(t, raw); status != 402 || code != "insufficient_balance" {
+		t.Fatalf("%d %s", status, raw)
+	}
+	status, _, raw = g.post(t, "/v1/responses", nil, `{"model":"m-money","input":"hi"}`)
+	if code, _, _ := envelope(t, raw); status != 403 || code != "pricing_unavailable" {
+		t.Fatalf("%d %s", status, raw)
+	}
+}
+
+// Two gateway replicas on one database serve 200 concurrent requests of one profile whose
+// balance covers 50: never more is spent than the balance, every delivered answer is charged
+// exactly once, and balance = sum(entries).
+func TestTwoReplicasSpendNoMoreThanTheBalance(t *testing.T) {
+	db := storetest.DatabaseURL(t)
+	a := startGenOn(t, db, true)
+	key, pid := a.newProfile(t, "money-4", moneyCost.Mul(decimal.NewFromInt(50)).String())
+	b := startGenOn(t, db, false)
+	replicas := []*genEnv{a, b}
+	var mu sync.Mutex
+	var ok, refused int
+	var costs decimal.Decimal
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, hdr, raw := replicas[i%2].postAs(t, key, "/v1/chat/completions", nil, moneyBody)
+			mu.Lock()
+			defer mu.Unlock()
+			switch status {
+			case 200:
+				ok++
+				costs = costs.Add(decimal.RequireFromString(hdr.Get("X-Request-Cost")))
+			case 402:
+				refused++
+			default:
+				t.Errorf("status %d: %s", status, raw)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok > 50 || ok == 0 || refused == 0 {
+		t.Fatalf("%d answered, %d refused", ok, refused)
+	}
+	balance := a.settled(t, pid, ok)
+	if balance.IsNegative() || !balance.Equal(moneyCost.Mul(decimal.NewFromInt(int64(50-ok)))) || !costs.Equal(moneyCost.Mul(decimal.NewFromInt(int64(ok)))) {
+		t.Fatalf("%d answered: balance %s, costs in headers %s", ok, balance, costs)
+	}
+	t.Logf("%d answered, %d refused, balance %s", ok, refused, balance)
+}
+
+// Two requests with one id racing on two replicas: exactly one proceeds.
+func TestDuplicateRequestIDRaceOnTwoReplicas(t *testing.T) {
+	db := storetest.DatabaseURL(t)
+	a := startGenOn(t, db, true)
+	key, _ := a.newProfile(t, "money-5", "10")
+	b := startGenOn(t, db, false)
+	for round := range 10 {
+		id := fmt.Sprintf("race-%d", round)
+		var wg sync.WaitGroup
+		statuses := make([]int, 2)
+		for i, g := range []*genEnv{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i], _, _ = g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": id}, moneyBody)
+			}()
+		}
+		wg.Wait()
+		if !(statuses[0] == 200 && statuses[1] == 409 || statuses[0] == 409 && statuses[1] == 200) {
+			t.Fatalf("round %d: statuses %v", round, statuses)
+		}
+	}
+	var n int
+	if err := a.g.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM requests WHERE request_id LIKE 'race-%'`).Scan(&n); err != nil || n != 10 {
+		t.Fatalf("%d request records, %v", n, err)
+	}
+}
