@@ -19,6 +19,7 @@ commands:
   admin VERB ...    call an admin RPC and print JSON ("gateway admin help" lists verbs)
   dev               local run: throwaway PostgreSQL in .data/, demo catalogue, demo key, serve
   simulator         serve the upstream simulator alone (-addr, -first-byte, -chunk-delay, -words)
+  verify            probe models for the optional parameters they accept and record them
   bench             measure the gateway against a bare reverse proxy (make bench)
 `
 
@@ -43,6 +44,8 @@ func main() {
 		err = cmdDev(ctx, args)
 	case "simulator":
 		err = cmdSimulator(ctx, args)
+	case "verify":
+		err = cmdVerify(ctx, args)
 	case "bench":
 		err = cmdBench(ctx, args)
 	case "bare-proxy":

@@ -30,6 +30,8 @@ type AdminServer struct {
 	adminv1.UnimplementedAdminServiceServer
 	Store     *store.Store
 	Snapshots *snapshot.Holder
+	// Verifier probes capabilities for VerifyCapabilities (verify.go); nil disables it.
+	Verifier Verifier
 }
 
 // AdminAuth guards the admin service with the operator token, compared in constant time.

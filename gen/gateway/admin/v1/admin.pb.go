@@ -1347,6 +1347,184 @@ func (x *UsageRecord) GetEndTime() *timestamppb.Timestamp {
 	return nil
 }
 
+type VerifyCapabilitiesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Models to probe; empty probes every active model.
+	Models []string `protobuf:"bytes,1,rep,name=models,proto3" json:"models,omitempty"`
+	// Endpoint families to probe; empty probes every family a model is routed on that has a
+	// parameter to verify.
+	EndpointFamilies []string `protobuf:"bytes,2,rep,name=endpoint_families,json=endpointFamilies,proto3" json:"endpoint_families,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *VerifyCapabilitiesRequest) Reset() {
+	*x = VerifyCapabilitiesRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyCapabilitiesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyCapabilitiesRequest) ProtoMessage() {}
+
+func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyCapabilitiesRequest.ProtoReflect.Descriptor instead.
+func (*VerifyCapabilitiesRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *VerifyCapabilitiesRequest) GetModels() []string {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
+func (x *VerifyCapabilitiesRequest) GetEndpointFamilies() []string {
+	if x != nil {
+		return x.EndpointFamilies
+	}
+	return nil
+}
+
+type VerifyCapabilitiesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Capabilities  []*Capability          `protobuf:"bytes,1,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyCapabilitiesResponse) Reset() {
+	*x = VerifyCapabilitiesResponse{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyCapabilitiesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyCapabilitiesResponse) ProtoMessage() {}
+
+func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyCapabilitiesResponse.ProtoReflect.Descriptor instead.
+func (*VerifyCapabilitiesResponse) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *VerifyCapabilitiesResponse) GetCapabilities() []*Capability {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+type Capability struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Model          string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	EndpointFamily string                 `protobuf:"bytes,2,opt,name=endpoint_family,json=endpointFamily,proto3" json:"endpoint_family,omitempty"`
+	// Optional parameters the upstream accepted; empty means verified absence of all of them.
+	OptionalParameters []string               `protobuf:"bytes,3,rep,name=optional_parameters,json=optionalParameters,proto3" json:"optional_parameters,omitempty"`
+	VerifiedAt         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
+	// Parameters whose probe failed for another reason than rejection (network, 5xx): not
+	// verified either way; the recorded list leaves them out.
+	Inconclusive  []string `protobuf:"bytes,5,rep,name=inconclusive,proto3" json:"inconclusive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Capability) Reset() {
+	*x = Capability{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Capability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Capability) ProtoMessage() {}
+
+func (x *Capability) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Capability.ProtoReflect.Descriptor instead.
+func (*Capability) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Capability) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Capability) GetEndpointFamily() string {
+	if x != nil {
+		return x.EndpointFamily
+	}
+	return ""
+}
+
+func (x *Capability) GetOptionalParameters() []string {
+	if x != nil {
+		return x.OptionalParameters
+	}
+	return nil
+}
+
+func (x *Capability) GetVerifiedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.VerifiedAt
+	}
+	return nil
+}
+
+func (x *Capability) GetInconclusive() []string {
+	if x != nil {
+		return x.Inconclusive
+	}
+	return nil
+}
+
 var File_gateway_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_gateway_admin_v1_admin_proto_rawDesc = "" +
@@ -1461,7 +1639,20 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\bcurrency\x18\r \x01(\tR\bcurrency\x129\n" +
 	"\n" +
 	"start_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendTime2\xc7\v\n" +
+	"\bend_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"`\n" +
+	"\x19VerifyCapabilitiesRequest\x12\x16\n" +
+	"\x06models\x18\x01 \x03(\tR\x06models\x12+\n" +
+	"\x11endpoint_families\x18\x02 \x03(\tR\x10endpointFamilies\"^\n" +
+	"\x1aVerifyCapabilitiesResponse\x12@\n" +
+	"\fcapabilities\x18\x01 \x03(\v2\x1c.gateway.admin.v1.CapabilityR\fcapabilities\"\xdd\x01\n" +
+	"\n" +
+	"Capability\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12'\n" +
+	"\x0fendpoint_family\x18\x02 \x01(\tR\x0eendpointFamily\x12/\n" +
+	"\x13optional_parameters\x18\x03 \x03(\tR\x12optionalParameters\x12;\n" +
+	"\vverified_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"verifiedAt\x12\"\n" +
+	"\finconclusive\x18\x05 \x03(\tR\finconclusive2\xe3\f\n" +
 	"\fAdminService\x12q\n" +
 	"\rCreateProfile\x12&.gateway.admin.v1.CreateProfileRequest\x1a\x19.gateway.admin.v1.Profile\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/admin/v1/profiles\x12m\n" +
 	"\n" +
@@ -1476,7 +1667,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\fApplyCatalog\x12%.gateway.admin.v1.ApplyCatalogRequest\x1a&.gateway.admin.v1.ApplyCatalogResponse\")\x82\xd3\xe4\x93\x02#:\bdocument\"\x17/admin/v1/catalog:apply\x12t\n" +
 	"\n" +
 	"SetFxRates\x12#.gateway.admin.v1.SetFxRatesRequest\x1a$.gateway.admin.v1.SetFxRatesResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/admin/v1/fx:set\x12{\n" +
-	"\tListUsage\x12\".gateway.admin.v1.ListUsageRequest\x1a#.gateway.admin.v1.ListUsageResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/admin/v1/profiles/{id}/usageB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
+	"\tListUsage\x12\".gateway.admin.v1.ListUsageRequest\x1a#.gateway.admin.v1.ListUsageResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/admin/v1/profiles/{id}/usage\x12\x99\x01\n" +
+	"\x12VerifyCapabilities\x12+.gateway.admin.v1.VerifyCapabilitiesRequest\x1a,.gateway.admin.v1.VerifyCapabilitiesResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/admin/v1/capabilities:verifyB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_gateway_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -1490,80 +1682,87 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
-	(*Profile)(nil),               // 0: gateway.admin.v1.Profile
-	(*CreateProfileRequest)(nil),  // 1: gateway.admin.v1.CreateProfileRequest
-	(*GetProfileRequest)(nil),     // 2: gateway.admin.v1.GetProfileRequest
-	(*LookupProfileRequest)(nil),  // 3: gateway.admin.v1.LookupProfileRequest
-	(*CreditProfileRequest)(nil),  // 4: gateway.admin.v1.CreditProfileRequest
-	(*Key)(nil),                   // 5: gateway.admin.v1.Key
-	(*CreateKeyRequest)(nil),      // 6: gateway.admin.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),     // 7: gateway.admin.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),       // 8: gateway.admin.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),      // 9: gateway.admin.v1.ListKeysResponse
-	(*UpdateKeyRequest)(nil),      // 10: gateway.admin.v1.UpdateKeyRequest
-	(*RevokeKeyRequest)(nil),      // 11: gateway.admin.v1.RevokeKeyRequest
-	(*RotateKeyRequest)(nil),      // 12: gateway.admin.v1.RotateKeyRequest
-	(*RotateKeyResponse)(nil),     // 13: gateway.admin.v1.RotateKeyResponse
-	(*ApplyCatalogRequest)(nil),   // 14: gateway.admin.v1.ApplyCatalogRequest
-	(*ApplyCatalogResponse)(nil),  // 15: gateway.admin.v1.ApplyCatalogResponse
-	(*SetFxRatesRequest)(nil),     // 16: gateway.admin.v1.SetFxRatesRequest
-	(*SetFxRatesResponse)(nil),    // 17: gateway.admin.v1.SetFxRatesResponse
-	(*ListUsageRequest)(nil),      // 18: gateway.admin.v1.ListUsageRequest
-	(*ListUsageResponse)(nil),     // 19: gateway.admin.v1.ListUsageResponse
-	(*UsageRecord)(nil),           // 20: gateway.admin.v1.UsageRecord
-	nil,                           // 21: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                           // 22: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil), // 24: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
+	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
+	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
+	(*GetProfileRequest)(nil),          // 2: gateway.admin.v1.GetProfileRequest
+	(*LookupProfileRequest)(nil),       // 3: gateway.admin.v1.LookupProfileRequest
+	(*CreditProfileRequest)(nil),       // 4: gateway.admin.v1.CreditProfileRequest
+	(*Key)(nil),                        // 5: gateway.admin.v1.Key
+	(*CreateKeyRequest)(nil),           // 6: gateway.admin.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),          // 7: gateway.admin.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),            // 8: gateway.admin.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),           // 9: gateway.admin.v1.ListKeysResponse
+	(*UpdateKeyRequest)(nil),           // 10: gateway.admin.v1.UpdateKeyRequest
+	(*RevokeKeyRequest)(nil),           // 11: gateway.admin.v1.RevokeKeyRequest
+	(*RotateKeyRequest)(nil),           // 12: gateway.admin.v1.RotateKeyRequest
+	(*RotateKeyResponse)(nil),          // 13: gateway.admin.v1.RotateKeyResponse
+	(*ApplyCatalogRequest)(nil),        // 14: gateway.admin.v1.ApplyCatalogRequest
+	(*ApplyCatalogResponse)(nil),       // 15: gateway.admin.v1.ApplyCatalogResponse
+	(*SetFxRatesRequest)(nil),          // 16: gateway.admin.v1.SetFxRatesRequest
+	(*SetFxRatesResponse)(nil),         // 17: gateway.admin.v1.SetFxRatesResponse
+	(*ListUsageRequest)(nil),           // 18: gateway.admin.v1.ListUsageRequest
+	(*ListUsageResponse)(nil),          // 19: gateway.admin.v1.ListUsageResponse
+	(*UsageRecord)(nil),                // 20: gateway.admin.v1.UsageRecord
+	(*VerifyCapabilitiesRequest)(nil),  // 21: gateway.admin.v1.VerifyCapabilitiesRequest
+	(*VerifyCapabilitiesResponse)(nil), // 22: gateway.admin.v1.VerifyCapabilitiesResponse
+	(*Capability)(nil),                 // 23: gateway.admin.v1.Capability
+	nil,                                // 24: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 25: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 26: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 27: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 28: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	23, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	23, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	26, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	26, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
 	5,  // 2: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
 	5,  // 3: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
 	5,  // 4: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	24, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	27, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
 	5,  // 6: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	25, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	23, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	21, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	23, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	22, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	28, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	26, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	24, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	26, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	25, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
 	20, // 12: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	23, // 13: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	23, // 14: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
-	1,  // 15: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
-	2,  // 16: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
-	3,  // 17: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
-	4,  // 18: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
-	6,  // 19: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
-	8,  // 20: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
-	10, // 21: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
-	11, // 22: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
-	12, // 23: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	14, // 24: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	16, // 25: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	18, // 26: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	0,  // 27: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 28: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 29: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 30: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	7,  // 31: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	9,  // 32: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 33: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 34: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	13, // 35: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	15, // 36: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	17, // 37: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	19, // 38: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	27, // [27:39] is the sub-list for method output_type
-	15, // [15:27] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	26, // 13: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	26, // 14: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	23, // 15: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
+	26, // 16: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	1,  // 17: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
+	2,  // 18: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
+	3,  // 19: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
+	4,  // 20: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
+	6,  // 21: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
+	8,  // 22: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
+	10, // 23: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
+	11, // 24: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
+	12, // 25: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
+	14, // 26: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	16, // 27: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	18, // 28: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	21, // 29: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	0,  // 30: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 31: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 32: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 33: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	7,  // 34: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	9,  // 35: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 36: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 37: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	13, // 38: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	15, // 39: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	17, // 40: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	19, // 41: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	22, // 42: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	30, // [30:43] is the sub-list for method output_type
+	17, // [17:30] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_gateway_admin_v1_admin_proto_init() }
@@ -1577,7 +1776,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

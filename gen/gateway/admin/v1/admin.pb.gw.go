@@ -543,6 +543,33 @@ func local_request_AdminService_ListUsage_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
+func request_AdminService_VerifyCapabilities_0(ctx context.Context, marshaler runtime.Marshaler, client AdminServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq VerifyCapabilitiesRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.VerifyCapabilities(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AdminService_VerifyCapabilities_0(ctx context.Context, marshaler runtime.Marshaler, server AdminServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq VerifyCapabilitiesRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.VerifyCapabilities(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterAdminServiceHandlerServer registers the http handlers for service AdminService to "mux".
 // UnaryRPC     :call AdminServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -789,6 +816,26 @@ func RegisterAdminServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_AdminService_ListUsage_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_AdminService_VerifyCapabilities_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/gateway.admin.v1.AdminService/VerifyCapabilities", runtime.WithHTTPPathPattern("/admin/v1/capabilities:verify"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AdminService_VerifyCapabilities_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminService_VerifyCapabilities_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 
 	return nil
 }
@@ -1033,35 +1080,54 @@ func RegisterAdminServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_AdminService_ListUsage_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_AdminService_VerifyCapabilities_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/gateway.admin.v1.AdminService/VerifyCapabilities", runtime.WithHTTPPathPattern("/admin/v1/capabilities:verify"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AdminService_VerifyCapabilities_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminService_VerifyCapabilities_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_AdminService_CreateProfile_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "profiles"}, ""))
-	pattern_AdminService_GetProfile_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "profiles", "id"}, ""))
-	pattern_AdminService_LookupProfile_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "profiles"}, "lookup"))
-	pattern_AdminService_CreditProfile_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "profiles", "id"}, "credit"))
-	pattern_AdminService_CreateKey_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"admin", "v1", "profiles", "profile_id", "keys"}, ""))
-	pattern_AdminService_ListKeys_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"admin", "v1", "profiles", "profile_id", "keys"}, ""))
-	pattern_AdminService_UpdateKey_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "keys", "key.id"}, ""))
-	pattern_AdminService_RevokeKey_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "keys", "id"}, "revoke"))
-	pattern_AdminService_RotateKey_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "keys", "id"}, "rotate"))
-	pattern_AdminService_ApplyCatalog_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "catalog"}, "apply"))
-	pattern_AdminService_SetFxRates_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "fx"}, "set"))
-	pattern_AdminService_ListUsage_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"admin", "v1", "profiles", "id", "usage"}, ""))
+	pattern_AdminService_CreateProfile_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "profiles"}, ""))
+	pattern_AdminService_GetProfile_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "profiles", "id"}, ""))
+	pattern_AdminService_LookupProfile_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "profiles"}, "lookup"))
+	pattern_AdminService_CreditProfile_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "profiles", "id"}, "credit"))
+	pattern_AdminService_CreateKey_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"admin", "v1", "profiles", "profile_id", "keys"}, ""))
+	pattern_AdminService_ListKeys_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"admin", "v1", "profiles", "profile_id", "keys"}, ""))
+	pattern_AdminService_UpdateKey_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "keys", "key.id"}, ""))
+	pattern_AdminService_RevokeKey_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "keys", "id"}, "revoke"))
+	pattern_AdminService_RotateKey_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"admin", "v1", "keys", "id"}, "rotate"))
+	pattern_AdminService_ApplyCatalog_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "catalog"}, "apply"))
+	pattern_AdminService_SetFxRates_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "fx"}, "set"))
+	pattern_AdminService_ListUsage_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"admin", "v1", "profiles", "id", "usage"}, ""))
+	pattern_AdminService_VerifyCapabilities_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"admin", "v1", "capabilities"}, "verify"))
 )
 
 var (
-	forward_AdminService_CreateProfile_0 = runtime.ForwardResponseMessage
-	forward_AdminService_GetProfile_0    = runtime.ForwardResponseMessage
-	forward_AdminService_LookupProfile_0 = runtime.ForwardResponseMessage
-	forward_AdminService_CreditProfile_0 = runtime.ForwardResponseMessage
-	forward_AdminService_CreateKey_0     = runtime.ForwardResponseMessage
-	forward_AdminService_ListKeys_0      = runtime.ForwardResponseMessage
-	forward_AdminService_UpdateKey_0     = runtime.ForwardResponseMessage
-	forward_AdminService_RevokeKey_0     = runtime.ForwardResponseMessage
-	forward_AdminService_RotateKey_0     = runtime.ForwardResponseMessage
-	forward_AdminService_ApplyCatalog_0  = runtime.ForwardResponseMessage
-	forward_AdminService_SetFxRates_0    = runtime.ForwardResponseMessage
-	forward_AdminService_ListUsage_0     = runtime.ForwardResponseMessage
+	forward_AdminService_CreateProfile_0      = runtime.ForwardResponseMessage
+	forward_AdminService_GetProfile_0         = runtime.ForwardResponseMessage
+	forward_AdminService_LookupProfile_0      = runtime.ForwardResponseMessage
+	forward_AdminService_CreditProfile_0      = runtime.ForwardResponseMessage
+	forward_AdminService_CreateKey_0          = runtime.ForwardResponseMessage
+	forward_AdminService_ListKeys_0           = runtime.ForwardResponseMessage
+	forward_AdminService_UpdateKey_0          = runtime.ForwardResponseMessage
+	forward_AdminService_RevokeKey_0          = runtime.ForwardResponseMessage
+	forward_AdminService_RotateKey_0          = runtime.ForwardResponseMessage
+	forward_AdminService_ApplyCatalog_0       = runtime.ForwardResponseMessage
+	forward_AdminService_SetFxRates_0         = runtime.ForwardResponseMessage
+	forward_AdminService_ListUsage_0          = runtime.ForwardResponseMessage
+	forward_AdminService_VerifyCapabilities_0 = runtime.ForwardResponseMessage
 )

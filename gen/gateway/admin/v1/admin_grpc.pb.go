@@ -19,18 +19,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_CreateProfile_FullMethodName = "/gateway.admin.v1.AdminService/CreateProfile"
-	AdminService_GetProfile_FullMethodName    = "/gateway.admin.v1.AdminService/GetProfile"
-	AdminService_LookupProfile_FullMethodName = "/gateway.admin.v1.AdminService/LookupProfile"
-	AdminService_CreditProfile_FullMethodName = "/gateway.admin.v1.AdminService/CreditProfile"
-	AdminService_CreateKey_FullMethodName     = "/gateway.admin.v1.AdminService/CreateKey"
-	AdminService_ListKeys_FullMethodName      = "/gateway.admin.v1.AdminService/ListKeys"
-	AdminService_UpdateKey_FullMethodName     = "/gateway.admin.v1.AdminService/UpdateKey"
-	AdminService_RevokeKey_FullMethodName     = "/gateway.admin.v1.AdminService/RevokeKey"
-	AdminService_RotateKey_FullMethodName     = "/gateway.admin.v1.AdminService/RotateKey"
-	AdminService_ApplyCatalog_FullMethodName  = "/gateway.admin.v1.AdminService/ApplyCatalog"
-	AdminService_SetFxRates_FullMethodName    = "/gateway.admin.v1.AdminService/SetFxRates"
-	AdminService_ListUsage_FullMethodName     = "/gateway.admin.v1.AdminService/ListUsage"
+	AdminService_CreateProfile_FullMethodName      = "/gateway.admin.v1.AdminService/CreateProfile"
+	AdminService_GetProfile_FullMethodName         = "/gateway.admin.v1.AdminService/GetProfile"
+	AdminService_LookupProfile_FullMethodName      = "/gateway.admin.v1.AdminService/LookupProfile"
+	AdminService_CreditProfile_FullMethodName      = "/gateway.admin.v1.AdminService/CreditProfile"
+	AdminService_CreateKey_FullMethodName          = "/gateway.admin.v1.AdminService/CreateKey"
+	AdminService_ListKeys_FullMethodName           = "/gateway.admin.v1.AdminService/ListKeys"
+	AdminService_UpdateKey_FullMethodName          = "/gateway.admin.v1.AdminService/UpdateKey"
+	AdminService_RevokeKey_FullMethodName          = "/gateway.admin.v1.AdminService/RevokeKey"
+	AdminService_RotateKey_FullMethodName          = "/gateway.admin.v1.AdminService/RotateKey"
+	AdminService_ApplyCatalog_FullMethodName       = "/gateway.admin.v1.AdminService/ApplyCatalog"
+	AdminService_SetFxRates_FullMethodName         = "/gateway.admin.v1.AdminService/SetFxRates"
+	AdminService_ListUsage_FullMethodName          = "/gateway.admin.v1.AdminService/ListUsage"
+	AdminService_VerifyCapabilities_FullMethodName = "/gateway.admin.v1.AdminService/VerifyCapabilities"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -57,6 +58,10 @@ type AdminServiceClient interface {
 	ApplyCatalog(ctx context.Context, in *ApplyCatalogRequest, opts ...grpc.CallOption) (*ApplyCatalogResponse, error)
 	SetFxRates(ctx context.Context, in *SetFxRatesRequest, opts ...grpc.CallOption) (*SetFxRatesResponse, error)
 	ListUsage(ctx context.Context, in *ListUsageRequest, opts ...grpc.CallOption) (*ListUsageResponse, error)
+	// VerifyCapabilities probes each (model, endpoint family) with each optional parameter of
+	// spec 2.6 using the smallest possible requests, and records the verified lists (spec 2.3).
+	// Probes are not charged to any profile.
+	VerifyCapabilities(ctx context.Context, in *VerifyCapabilitiesRequest, opts ...grpc.CallOption) (*VerifyCapabilitiesResponse, error)
 }
 
 type adminServiceClient struct {
@@ -187,6 +192,16 @@ func (c *adminServiceClient) ListUsage(ctx context.Context, in *ListUsageRequest
 	return out, nil
 }
 
+func (c *adminServiceClient) VerifyCapabilities(ctx context.Context, in *VerifyCapabilitiesRequest, opts ...grpc.CallOption) (*VerifyCapabilitiesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VerifyCapabilitiesResponse)
+	err := c.cc.Invoke(ctx, AdminService_VerifyCapabilities_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -211,6 +226,10 @@ type AdminServiceServer interface {
 	ApplyCatalog(context.Context, *ApplyCatalogRequest) (*ApplyCatalogResponse, error)
 	SetFxRates(context.Context, *SetFxRatesRequest) (*SetFxRatesResponse, error)
 	ListUsage(context.Context, *ListUsageRequest) (*ListUsageResponse, error)
+	// VerifyCapabilities probes each (model, endpoint family) with each optional parameter of
+	// spec 2.6 using the smallest possible requests, and records the verified lists (spec 2.3).
+	// Probes are not charged to any profile.
+	VerifyCapabilities(context.Context, *VerifyCapabilitiesRequest) (*VerifyCapabilitiesResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -256,6 +275,9 @@ func (UnimplementedAdminServiceServer) SetFxRates(context.Context, *SetFxRatesRe
 }
 func (UnimplementedAdminServiceServer) ListUsage(context.Context, *ListUsageRequest) (*ListUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUsage not implemented")
+}
+func (UnimplementedAdminServiceServer) VerifyCapabilities(context.Context, *VerifyCapabilitiesRequest) (*VerifyCapabilitiesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method VerifyCapabilities not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -494,6 +516,24 @@ func _AdminService_ListUsage_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_VerifyCapabilities_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VerifyCapabilitiesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).VerifyCapabilities(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_VerifyCapabilities_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).VerifyCapabilities(ctx, req.(*VerifyCapabilitiesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -548,6 +588,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListUsage",
 			Handler:    _AdminService_ListUsage_Handler,
+		},
+		{
+			MethodName: "VerifyCapabilities",
+			Handler:    _AdminService_VerifyCapabilities_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

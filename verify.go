@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"modelgateway/core/wire/apierror"
+)
+
+// verifyPath is the HTTP route of AdminService.VerifyCapabilities.
+const verifyPath = "/admin/v1/capabilities:verify"
+
+// cmdVerify implements `gateway verify [-models a,b] [-families x,y]`: it asks the gateway
+// to probe optional parameters (spec 2.3, 2.6) and prints the recorded capabilities as JSON.
+func cmdVerify(ctx context.Context, args []string) error {
+	return runVerify(ctx, args, os.Stdout, os.Getenv("GATEWAY_ADMIN_TOKEN"))
+}
+
+func runVerify(ctx context.Context, args []string, out io.Writer, token string) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	models := fs.String("models", "", "comma-separated model ids; default: every active model")
+	families := fs.String("families", "", "comma-separated endpoint families; default: every text-generation family a model is routed on")
+	addr := fs.String("addr", envOr("GATEWAY_HTTP_ADDR", "127.0.0.1:8080"), "the gateway's HTTP address or base URL (GATEWAY_HTTP_ADDR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("verify: unexpected argument %q", fs.Arg(0))
+	}
+	if token == "" {
+		return errors.New("GATEWAY_ADMIN_TOKEN is not set")
+	}
+	body, err := json.Marshal(map[string][]string{"models": splitList(*models), "endpoint_families": splitList(*families)})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL(*addr)+verifyPath, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	// No client timeout: probing many models takes a while, and the server bounds each probe.
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("verify: reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var env apierror.Envelope
+		if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
+			return fmt.Errorf("%s: %s", env.Error.Code, env.Error.Message)
+		}
+		return fmt.Errorf("verify: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(raw))
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, raw, "", "  "); err != nil {
+		return fmt.Errorf("verify: the answer is not JSON: %w", err)
+	}
+	pretty.WriteByte('\n')
+	_, err = out.Write(pretty.Bytes())
+	return err
+}
+
+// splitList splits a comma-separated flag, dropping blanks; never nil, so that the JSON says [].
+func splitList(s string) []string {
+	out := []string{}
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// baseURL turns a listener address (127.0.0.1:8080, :8080) or a URL into a base URL.
+func baseURL(addr string) string {
+	if strings.Contains(addr, "://") {
+		return strings.TrimRight(addr, "/")
+	}
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	return "http://" + addr
+}

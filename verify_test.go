@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+
+	"modelgateway/core/provider"
+	"modelgateway/core/provider/openai"
+	"modelgateway/core/provider/simulator"
+	"modelgateway/core/store/storetest"
+	"modelgateway/core/verify"
+)
+
+func TestVerifyCommandCallsTheAdminRoute(t *testing.T) {
+	t.Parallel()
+	var gotBody map[string][]string
+	var gotAuth, gotPath string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotPath = r.Header.Get("Authorization"), r.URL.Path
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &gotBody)
+		if strings.Contains(string(raw), "nope") {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":{"message":"models: \"nope\" is not an active model","type":"service_error","code":"not_found","request_id":"r"}}`)
+			return
+		}
+		io.WriteString(w, `{"capabilities":[{"model":"a","endpoint_family":"chat.completions","optional_parameters":["stop"],"verified_at":"2026-11-01T00:00:00Z","inconclusive":["logit_bias"]}]}`)
+	}))
+	defer srv.Close()
+
+	var out bytes.Buffer
+	err := runVerify(context.Background(), []string{"-addr", srv.URL, "-models", "a, b", "-families", "chat.completions"}, &out, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotPath != "/admin/v1/capabilities:verify" || gotAuth != "Bearer tok" {
+		t.Errorf("path %q, auth %q", gotPath, gotAuth)
+	}
+	if diff := cmp.Diff(map[string][]string{"models": {"a", "b"}, "endpoint_families": {"chat.completions"}}, gotBody); diff != "" {
+		t.Errorf("request body (-want +got):\n%s", diff)
+	}
+	var printed map[string]any
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil || !strings.Contains(out.String(), "\n  ") {
+		t.Errorf("output is not indented JSON (%v):\n%s", err, out.String())
+	}
+
+	// No filter: empty lists, which the server reads as "everything".
+	if err := runVerify(context.Background(), []string{"-addr", srv.URL}, io.Discard, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"models": {}, "endpoint_families": {}}, gotBody); diff != "" {
+		t.Errorf("unfiltered body (-want +got):\n%s", diff)
+	}
+
+	err = runVerify(context.Background(), []string{"-addr", srv.URL, "-models", "nope"}, io.Discard, "tok")
+	if err == nil || !strings.HasPrefix(err.Error(), "not_found: ") {
+		t.Errorf("error answer: got %v, want the envelope's code and message", err)
+	}
+	if err := runVerify(context.Background(), []string{"-addr", srv.URL}, io.Discard, ""); err == nil {
+		t.Error("no admin token: want an error")
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"127.0.0.1:8080":      "http://127.0.0.1:8080",
+		":8080":               "http://127.0.0.1:8080",
+		"https://gw.example/": "https://gw.example",
+		"http://10.0.0.1:80":  "http://10.0.0.1:80",
+	} {
+		if got := baseURL(in); got != want {
+			t.Errorf("baseURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// End to end: `gateway verify` over the admin HTTP route records what the upstream accepts,
+// and from that answer on the catalogue shows it and client requests are checked against it.
+func TestVerifiedCapabilitiesAreInForce(t *testing.T) {
+	t.Parallel()
+	sim := simulator.New(simulator.Options{Words: 3})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		for _, f := range []string{"top_p", "logprobs"} {
+			if gjson.GetBytes(body, f).Exists() {
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"error":{"message":"Unrecognized request argument supplied: %s","type":"invalid_request_error"}}`, f)
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sim.ServeHTTP(w, r)
+	}))
+	defer up.Close()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	if e.g.Admin.Verifier == nil { // until serve.go wires one
+		e.g.Admin.Verifier = &verify.Prober{Adapters: map[string]provider.Adapter{"openai": openai.Adapter{}}}
+	}
+	e.admin("POST", "/admin/v1/catalog:apply", `{"currency":"RUB","families":[{"id":"f"}],
+		"providers":[{"id":"oa","kind":"openai","base_url":"`+up.URL+`/v1","api_key_env":"VERIFY_TEST_KEY"}],
+		"models":[{"id":"vm","display_name":"VM","family":"f","owned_by":"x",
+			"routes":[{"endpoint_families":["chat.completions"],"provider":"oa"}],
+			"prices":[{"endpoint_families":["chat.completions"],"billing_mode":"per_token","input":"1","output":"1"}]}]}`)
+	p := e.admin("POST", "/admin/v1/profiles", `{"display_name":"V","external_ref":"tg:`+uuid.NewString()+`"}`)
+	pid := p["id"].(string)
+	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"100","reason":"t","idempotency_key":"v1"}`)
+	key := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"k","allowed_endpoints":["*"],"allowed_models":["*"]}`)["secret"].(string)
+	chat := func(param string) (int, map[string]any) {
+		status, _, body := e.do("POST", "/v1/chat/completions", bearer(key), `{"model":"vm","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":5,`+param+`}`)
+		return status, body
+	}
+
+	var out bytes.Buffer
+	if err := runVerify(context.Background(), []string{"-addr", e.base, "-models", "vm"}, &out, adminToken); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"temperature", "max_tokens", "frequency_penalty", "presence_penalty", "stop", "seed", "n", "stream", "response_format", "tools", "tool_choice", "user"}
+	res := gjson.GetBytes(out.Bytes(), "capabilities.0")
+	var got []string
+	for _, v := range res.Get("optional_parameters").Array() {
+		got = append(got, v.String())
+	}
+	if diff := cmp.Diff(want, got); diff != "" || res.Get("verified_at").String() == "" {
+		t.Errorf("verify output (-want +got):\n%s\n%s", diff, out.String())
+	}
+
+	_, _, cat := e.do("GET", "/v1/catalog", nil, "")
+	caps, _ := json.Marshal(cat)
+	if entry := gjson.GetBytes(caps, `families.0.models.0.capabilities.#(endpoint_family=="chat.completions")`); len(entry.Get("optional_parameters").Array()) != len(want) {
+		t.Errorf("catalogue capability = %s", entry.Raw)
+	}
+	if status, body := chat(`"top_p":0.5`); status != http.StatusBadRequest || code(body) != "invalid_request_error" {
+		t.Errorf("top_p after verification = %d %v, want invalid_request_error", status, body)
+	}
+	if status, body := chat(`"temperature":0.5`); status != http.StatusOK {
+		t.Errorf("temperature after verification = %d %v, want 200", status, body)
+	}
+}
