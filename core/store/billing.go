@@ -112,15 +112,21 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		currencies                      = make([]string, n)
 		in, cached, write, out, reason  = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		reliable                        = make([]bool, n)
-		costs                           = make([]decimal.NullDecimal, n)
-		starts, ends                    = make([]time.Time, n), make([]time.Time, n)
-		locked                          []uuid.UUID
+		// Text, not decimal values: pgx tries several numeric encodings (each failure building
+		// an error) before it finds one for NullDecimal; the database parses the text exactly.
+		costs        = make([]*string, n)
+		starts, ends = make([]time.Time, n), make([]time.Time, n)
+		locked       []uuid.UUID
 	)
 	for i, st := range batch {
 		r := st.Record
 		profiles[i], keys[i], ids[i], models[i], families[i], statuses[i], currencies[i] = r.ProfileID, r.KeyID, r.RequestID, r.Model, r.EndpointFamily, r.Status, r.Currency
 		in[i], cached[i], write[i], out[i], reason[i] = r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens, r.OutputTokens, r.ReasoningTokens
-		reliable[i], costs[i], starts[i] = r.UsageReliable, r.Cost, r.StartTime
+		reliable[i], starts[i] = r.UsageReliable, r.StartTime
+		if r.Cost.Valid {
+			c := r.Cost.Decimal.String()
+			costs[i] = &c
+		}
 		if r.EndTime != nil {
 			ends[i] = *r.EndTime
 		}

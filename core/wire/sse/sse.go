@@ -26,10 +26,14 @@ const MaxLine = 32 << 20
 var ErrLineTooLong = errors.New("sse: line too long")
 
 // Reader parses the text/event-stream format: LF, CRLF or CR line ends, several data lines
-// joined by "\n", comments ignored, events without data not dispatched.
+// joined by "\n", comments ignored, events without data not dispatched. Lines are found with
+// bufio's ReadSlice, not byte by byte: this is on the per-chunk path of every stream. A lone
+// CR ends a line too, but is only seen once the LF-terminated run containing it has arrived
+// (no provider sends CR-only streams).
 type Reader struct {
-	br      *bufio.Reader
-	pending bool // the previous line ended with CR; a following LF belongs to it
+	br    *bufio.Reader
+	queue [][]byte // complete lines split off a run at lone CRs
+	long  []byte   // a line longer than the bufio buffer, being assembled
 }
 
 // NewReader reads events from r.
@@ -44,14 +48,8 @@ func (r *Reader) Next() (Event, error) {
 	for {
 		line, err := r.line()
 		if err != nil {
-			if errors.Is(err, io.EOF) && len(line) == 0 {
-				return Event{}, io.EOF
-			}
-			if !errors.Is(err, io.EOF) {
-				return Event{}, err
-			}
 			// A final line without its terminator is incomplete; drop it with the event.
-			return Event{}, io.EOF
+			return Event{}, err
 		}
 		if len(line) == 0 {
 			if hasData {
@@ -83,33 +81,55 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-// line reads one line without its terminator; err is io.EOF when the stream ended before a
-// terminator (line may then hold a partial line).
+// line returns the next complete line without its terminator; the slice is valid until the
+// next call. At the end of the stream it returns io.EOF (a partial last line is dropped).
 func (r *Reader) line() ([]byte, error) {
-	var buf []byte
-	for {
-		b, err := r.br.ReadByte()
-		if err != nil {
-			return buf, err
-		}
-		if r.pending {
-			r.pending = false
-			if b == '\n' {
-				continue
-			}
-		}
-		switch b {
-		case '\n':
-			return buf, nil
-		case '\r':
-			r.pending = true
-			return buf, nil
-		}
-		if len(buf) >= MaxLine {
+	if len(r.queue) > 0 {
+		l := r.queue[0]
+		r.queue = r.queue[1:]
+		return l, nil
+	}
+	run, err := r.br.ReadSlice('\n')
+	for errors.Is(err, bufio.ErrBufferFull) {
+		r.long = append(r.long, run...)
+		if len(r.long) > MaxLine {
+			r.long = nil
 			return nil, ErrLineTooLong
 		}
-		buf = append(buf, b)
+		run, err = r.br.ReadSlice('\n')
 	}
+	if r.long != nil {
+		run = append(r.long, run...)
+		r.long = nil
+	}
+	complete := err == nil
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if complete {
+		run = run[:len(run)-1]
+		if n := len(run); n > 0 && run[n-1] == '\r' {
+			run = run[:n-1]
+		}
+	}
+	if bytes.IndexByte(run, '\r') < 0 {
+		if !complete {
+			return nil, io.EOF
+		}
+		return run, nil
+	}
+	// Lone CRs end lines as well; without a final LF the piece after the last CR is partial.
+	pieces := bytes.Split(run, []byte{'\r'})
+	if !complete {
+		pieces = pieces[:len(pieces)-1]
+		if len(pieces) == 0 {
+			return nil, io.EOF
+		}
+		r.queue = append(r.queue, pieces[1:]...)
+		return pieces[0], nil
+	}
+	r.queue = append(r.queue, pieces[1:]...)
+	return pieces[0], nil
 }
 
 // Writer writes events to a client and flushes after each one: a buffered event is a stalled

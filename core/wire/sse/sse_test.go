@@ -104,3 +104,27 @@ func TestWriterFlushesEachEventAndRoundTrips(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
+
+func TestReaderDropsAnEventEndedOnlyByTheStream(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"data: a\n\ndata: x\r", "data: a\n\ndata: x\n", "data: a\n\ndata: x\r\n"} {
+		got, err := readAll(t, strings.NewReader(in))
+		if !errors.Is(err, io.EOF) || len(got) != 1 || string(got[0].Data) != "a" {
+			t.Errorf("%q: %v %v", in, got, err)
+		}
+	}
+}
+
+func BenchmarkReader(b *testing.B) {
+	ev := "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" hello\"}}\n\n"
+	stream := strings.Repeat(ev, 1000)
+	b.SetBytes(int64(len(stream)))
+	for b.Loop() {
+		r := NewReader(strings.NewReader(stream))
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+	}
+}

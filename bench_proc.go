@@ -1,0 +1,362 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// child is a process started by the bench; it dies with the bench (Pdeathsig) even when the
+// bench is killed outright.
+type child struct {
+	name, addr, log string
+	cmd             *exec.Cmd
+	exited          chan struct{}
+	err             error
+}
+
+// start runs the bench's own binary with args, pinned to cpu when pinning works.
+func (b *bench) start(name, cpu string, env []string, args ...string) (*child, error) {
+	logPath := filepath.Join(b.dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s log: %w", name, err)
+	}
+	defer f.Close()
+	argv := append([]string{b.exe}, args...)
+	if b.pinned {
+		argv = append([]string{"taskset", "-c", cpu}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Pdeathsig is tied to the forking thread: keep it fixed while the child starts.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, log: logPath, cmd: cmd, exited: make(chan struct{})}
+	for i, a := range args {
+		if a == "-addr" && i+1 < len(args) {
+			c.addr = args[i+1]
+		}
+	}
+	go func() { c.err = cmd.Wait(); close(c.exited) }()
+	b.children = append(b.children, c)
+	return c, nil
+}
+
+// waitListening waits until the child accepts TCP connections on addr.
+func waitListening(ctx context.Context, c *child, addr string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("%s exited at start-up: %v", c.name, c.err)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not listening on %s within 10s", c.name, addr)
+		}
+	}
+}
+
+// close stops the children (gateway first, so that it drains while its upstream is up), then
+// PostgreSQL, then removes the temporary directory.
+func (b *bench) close() {
+	for _, c := range slices.Backward(b.children) {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.exited:
+		case <-time.After(5 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
+	if b.pg != nil {
+		b.pg.Stop()
+	}
+	os.RemoveAll(b.dir)
+}
+
+// dumpLogs shows the end of every child's output after a failure.
+func (b *bench) dumpLogs() {
+	for _, c := range b.children {
+		data, err := os.ReadFile(c.log)
+		if err != nil || len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(os.Stderr, "--- last lines of %s output ---\n%s\n", c.name, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+	}
+}
+
+// pinSelf moves every thread of this process to CPU 1 (children inherit it until their own
+// taskset); without taskset or a second CPU the bench runs unpinned.
+func (b *bench) pinSelf() bool {
+	if runtime.NumCPU() < 2 {
+		fmt.Fprintln(os.Stderr, "bench: fewer than 2 CPUs, not pinning")
+		return false
+	}
+	out, err := exec.Command("taskset", "-a", "-cp", "1", strconv.Itoa(os.Getpid())).CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: cannot pin (%v: %s), running unpinned\n", err, bytes.TrimSpace(out))
+		return false
+	}
+	// One CPU now; fix GOMAXPROCS so that the runtime does not run two Ps on it.
+	runtime.GOMAXPROCS(1)
+	return true
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// /proc readers.
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times.
+func clockTicks() float64 {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if hz, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && hz > 0 {
+			return hz
+		}
+	}
+	return 100
+}
+
+// cpuTime is utime+stime of a process (all its threads).
+func cpuTime(pid int, hz float64) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cpu time: %w", err)
+	}
+	ticks, err := parseStatTicks(data)
+	if err != nil {
+		return 0, fmt.Errorf("cpu time of %d: %w", pid, err)
+	}
+	return time.Duration(float64(ticks) / hz * float64(time.Second)), nil
+}
+
+// parseStatTicks sums fields 14 (utime) and 15 (stime) of /proc/<pid>/stat.
+func parseStatTicks(stat []byte) (int64, error) {
+	st, err := parseStat(stat)
+	return st.utime + st.stime, err
+}
+
+// procStat is the part of /proc/<pid>/stat the bench reads.
+type procStat struct {
+	comm                         string
+	ppid                         int
+	utime, stime, cutime, cstime int64
+}
+
+// parseStat reads /proc/<pid>/stat. The command name (field 2) may contain spaces and
+// parentheses, so the other fields are counted after its last ')'.
+func parseStat(stat []byte) (procStat, error) {
+	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return procStat{}, errors.New("malformed stat")
+	}
+	f := strings.Fields(string(stat[end+1:])) // f[0] is field 3 (state)
+	if len(f) < 15 {
+		return procStat{}, errors.New("short stat")
+	}
+	var n [5]int64
+	for i, field := range []int{4, 14, 15, 16, 17} {
+		v, err := strconv.ParseInt(f[field-3], 10, 64)
+		if err != nil {
+			return procStat{}, fmt.Errorf("stat field %d: %w", field, err)
+		}
+		n[i] = v
+	}
+	return procStat{comm: string(stat[open+1 : end]), ppid: int(n[0]), utime: n[1], stime: n[2], cutime: n[3], cstime: n[4]}, nil
+}
+
+// postgresCPU is the CPU time of the throwaway PostgreSQL: its postmaster (a child of this
+// process), the reaped backends counted in the postmaster's cutime/cstime, and the live ones.
+func postgresCPU(hz float64) (time.Duration, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("postgres cpu: %w", err)
+	}
+	stats := map[int]procStat{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if st, err := parseStat(data); err == nil {
+			stats[pid] = st
+		}
+	}
+	var ticks int64
+	for pid, st := range stats {
+		if st.comm != "postgres" || st.ppid != os.Getpid() {
+			continue
+		}
+		ticks += st.utime + st.stime + st.cutime + st.cstime
+		for _, c := range stats {
+			if c.ppid == pid {
+				ticks += c.utime + c.stime
+			}
+		}
+	}
+	return time.Duration(float64(ticks) / hz * float64(time.Second)), nil
+}
+
+// memory returns VmHWM (peak resident set) and VmRSS in kB.
+func memory(pid int) (hwm, rss int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("memory: %w", err)
+	}
+	return statusKB(data, "VmHWM"), statusKB(data, "VmRSS"), nil
+}
+
+// procIO counts a process's read-like and write-like system calls (/proc/<pid>/io); zero
+// when the file cannot be read, which only costs the syscall line of the report.
+type procIO struct{ syscr, syscw int64 }
+
+func readProcIO(pid int) procIO {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return procIO{}
+	}
+	return procIO{syscr: max(statusKB(data, "syscr"), 0), syscw: max(statusKB(data, "syscw"), 0)}
+}
+
+// cpuBusy is the non-idle time of CPUs 0 and 1 from /proc/stat.
+func cpuBusy(hz float64) ([2]time.Duration, error) {
+	var busy [2]time.Duration
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return busy, fmt.Errorf("cpu busy: %w", err)
+	}
+	for i := range busy {
+		ticks, err := parseCPUBusy(data, "cpu"+strconv.Itoa(i))
+		if err != nil {
+			return busy, err
+		}
+		busy[i] = time.Duration(float64(ticks) / hz * float64(time.Second))
+	}
+	return busy, nil
+}
+
+// parseCPUBusy sums the times of one "cpuN user nice system idle iowait irq softirq steal ..."
+// line of /proc/stat except idle and iowait (and guest times, already inside user and nice).
+func parseCPUBusy(stat []byte, cpu string) (int64, error) {
+	for line := range strings.Lines(string(stat)) {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != cpu {
+			continue
+		}
+		var busy int64
+		for i, v := range f[1:9] {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/stat %s: %w", cpu, err)
+			}
+			if i != 3 && i != 4 { // idle, iowait
+				busy += n
+			}
+		}
+		return busy, nil
+	}
+	return 0, fmt.Errorf("/proc/stat has no %s line", cpu)
+}
+
+// statusKB reads a "Name:   123 kB" line of /proc/<pid>/status, or "name: 123" of
+// /proc/<pid>/io (-1 when absent).
+func statusKB(status []byte, name string) int64 {
+	for line := range strings.Lines(string(status)) {
+		rest, ok := strings.CutPrefix(line, name+":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return -1
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	return -1
+}
+
+// benchProfileEnv, set by `bench -cpuprofile-dir` in the environment of the proxies it starts,
+// makes SIGUSR1 toggle a CPU profile (gateway-1.pprof, bare-1.pprof, ...): the bench profiles
+// exactly its measured rounds without any code in the gateway proper.
+const benchProfileEnv = "GATEWAY_BENCH_CPUPROFILE_DIR"
+
+func init() {
+	dir := os.Getenv(benchProfileEnv)
+	if dir == "" {
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	go func() {
+		name := "gateway"
+		if len(os.Args) > 1 && os.Args[1] == "bare-proxy" {
+			name = "bare"
+		}
+		var f *os.File
+		n := 0
+		for range sig {
+			if f != nil {
+				pprof.StopCPUProfile()
+				f.Close()
+				f = nil
+				continue
+			}
+			n++
+			var err error
+			if f, err = os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n))); err != nil {
+				fmt.Fprintln(os.Stderr, "bench profile:", err)
+				continue
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fmt.Fprintln(os.Stderr, "bench profile:", err)
+				f.Close()
+				f = nil
+			}
+		}
+	}()
+}
