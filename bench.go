@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"modelgateway/core/store/pgcluster"
 )
 
@@ -116,6 +118,7 @@ type bench struct {
 	children []*child
 	pg       *pgcluster.Cluster
 
+	dbURL                         string
 	sim, bare, gw                 *child
 	simURL, bareURL, gwURL, token string
 	key                           string
@@ -182,6 +185,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	b.token = "bench-admin-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	httpAddr := freeAddr()
 	b.gwURL = "http://" + httpAddr
+	b.dbURL = dbURL
 	env := append(os.Environ(),
 		"DATABASE_URL="+dbURL, "GATEWAY_HTTP_ADDR="+httpAddr, "GATEWAY_GRPC_ADDR="+freeAddr(),
 		"GATEWAY_ADMIN_TOKEN="+b.token, "GATEWAY_CATALOG="+catalogPath, "GATEWAY_DRAIN_TIMEOUT=2s",
@@ -443,6 +447,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	b.header(w)
 	var failed []string
 	profiles := 0
+	tx0, req0, txErr := b.dbCounts(ctx)
 	for i, s := range b.scenarios() {
 		fmt.Fprintf(w, "\n%s\n", s.title)
 		res, err := b.scenario(ctx, s, b.cfg.profileDir != "")
@@ -466,6 +471,20 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 			b.printRSS(w, res)
 		}
 	}
+	if txErr == nil {
+		// Backends report their statistics at most every second when busy and after 10 s when
+		// idle, so the count is read once, over the whole run, after that.
+		fmt.Fprintf(w, "\ndatabase transactions per gateway request (whole run, warmups included): ")
+		if err := sleepCtx(ctx, 11*time.Second); err != nil {
+			return err
+		}
+		if tx1, req1, err := b.dbCounts(ctx); err == nil && req1 > req0 {
+			// Each dbCounts call is one transaction of its own.
+			fmt.Fprintf(w, "%.3f (%d transactions, %d requests)\n", float64(tx1-tx0-1)/float64(req1-req0), tx1-tx0-1, req1-req0)
+		} else {
+			fmt.Fprintf(w, "not measured (%v)\n", err)
+		}
+	}
 	if profiles > 0 {
 		time.Sleep(500 * time.Millisecond) // let the gateway finish writing the last profile
 		fmt.Fprintf(w, "\nCPU profiles of both proxies, one per scenario (numbers above are perturbed by profiling):\n")
@@ -482,6 +501,19 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 }
 
 var proxyNames = [2]string{"bare", "gateway"}
+
+// dbCounts reads the database's committed transactions and the gateway's request records
+// (one per request that passed the key checks).
+func (b *bench) dbCounts(ctx context.Context) (xacts, requests int64, err error) {
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close(ctx)
+	err = conn.QueryRow(ctx, `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),
+		(SELECT count(*) FROM requests)`).Scan(&xacts, &requests)
+	return xacts, requests, err
+}
 
 func (b *bench) header(w io.Writer) {
 	pin := "proxies on CPU 0, load generator + simulator on CPU 1"

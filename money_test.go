@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"fmt"
 	"net/http"
 	"strings"
@@ -214,5 +216,32 @@ func TestDuplicateRequestIDRaceOnTwoReplicas(t *testing.T) {
 	var n int
 	if err := a.g.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM requests WHERE request_id LIKE 'race-%'`).Scan(&n); err != nil || n != 10 {
 		t.Fatalf("%d request records, %v", n, err)
+	}
+}
+
+// A replica that shuts down right after answering has written the charge before Shutdown
+// returns: a delivered response is never lost (flush on SIGTERM).
+func TestShutdownSettlesDeliveredAnswers(t *testing.T) {
+	db := storetest.DatabaseURL(t)
+	a := startGenOn(t, db, true)
+	key, pid := a.newProfile(t, "money-6", "1")
+	cfg := &Config{DatabaseURL: db, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", DrainTimeout: 5 * time.Second,
+		Env: func(string) string { return upstreamKey }}
+	g, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &genEnv{env: &env{t: t, g: g, base: "http://" + g.HTTPAddr}}
+	for i := range 3 {
+		if status, _, raw := b.postAs(t, key, "/v1/chat/completions", nil, moneyBody); status != 200 {
+			t.Fatalf("request %d: %d %s", i, status, raw)
+		}
+	}
+	if err := g.Shutdown(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	bal, sum, charges := a.ledgerOf(t, pid)
+	if charges != 3 || !bal.Equal(sum) || !bal.Equal(decimal.RequireFromString("0.964")) {
+		t.Fatalf("after shutdown: %d charges, balance %s, entries %s", charges, bal, sum)
 	}
 }
