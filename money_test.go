@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
