@@ -191,8 +191,17 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			adminv1.RegisterAdminServiceServer(reg, adminSrv)
 		}
 	}
+	streamErrors := rpc.StreamErrorInterceptor(log)
+	generateInfo := &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Generate_FullMethodName, IsServerStream: true}
 	fcfg := front.Config{
-		Core:    corev1.NewCoreServiceClient(inproc),
+		Core: corev1.NewCoreServiceClient(inproc),
+		// Generation streams call the server in the HTTP handler's goroutine, through the same
+		// interceptor as any stream; unary calls go over the in-process channel.
+		Generate: func(req *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error {
+			return streamErrors(coreSrv, stream, generateInfo, func(_ any, ss grpc.ServerStream) error {
+				return coreSrv.Generate(req, stream)
+			})
+		},
 		Catalog: catalogv1.NewCatalogServiceClient(inproc),
 		Ready: func(ctx context.Context) error {
 			if holder.Current() == nil {

@@ -28,7 +28,7 @@ type generation struct {
 
 func newGeneration(cfg Config) *generation {
 	h := func(p relay.Protocol, family string, limit int64) http.Handler {
-		return &relay.Handler{Core: cfg.Core, Proto: p, Limit: limit, Family: family}
+		return &relay.Handler{Core: cfg.Core, Generate: cfg.Generate, Proto: p, Limit: limit, Family: family}
 	}
 	return &generation{
 		byPath: map[string]http.Handler{

@@ -23,9 +23,11 @@ import (
 
 // Config wires the front to core.
 type Config struct {
-	Core    corev1.CoreServiceClient
-	Catalog catalogv1.CatalogServiceClient
-	Admin   adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
+	Core corev1.CoreServiceClient
+	// Generate runs core's Generate in process (see relay.GenerateFunc).
+	Generate relay.GenerateFunc
+	Catalog  catalogv1.CatalogServiceClient
+	Admin    adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
 	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).
 	Ready func(context.Context) error
 	Log   *slog.Logger

@@ -42,10 +42,17 @@ type Encoder interface {
 	Fail(e *corev1.StreamError)
 }
 
+// GenerateFunc runs core's Generate RPC in process, in the caller's goroutine, pushing the
+// events into stream: the generated server interface, without the per-call goroutine, channel
+// hand-offs and stack growth of a client stream. Interceptors are the caller's to apply.
+type GenerateFunc func(req *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error
+
 // Handler serves a generation route.
 type Handler struct {
-	Core  corev1.CoreServiceClient
-	Proto Protocol
+	// Core serves the unary calls (the key check on the error path).
+	Core     corev1.CoreServiceClient
+	Generate GenerateFunc
+	Proto    Protocol
 	// Limit is the route's body limit in bytes (spec 8).
 	Limit int64
 	// Family is the endpoint family, used to check the key when the body is rejected before
@@ -56,95 +63,129 @@ type Handler struct {
 // ServeHTTP expects the key already normalised into Authorization: Bearer and the request id
 // set (front.Server does both).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithCancel(OutgoingContext(r))
-	defer cancel() // however the handler ends, the core call and the upstream request end too
 	body, apiErr := ReadBody(w, r, h.Limit)
 	var req *corev1.GenerateRequest
 	if apiErr == nil {
 		req, apiErr = h.Proto.Decode(r, body)
 	}
 	if apiErr != nil {
-		WriteError(w, r, h.keyFirst(ctx, apiErr))
+		WriteError(w, r, h.keyFirst(OutgoingContext(r), apiErr))
 		return
 	}
 	req.RawBody = body
-	stream, err := h.Core.Generate(ctx, req)
-	if err != nil {
-		WriteError(w, r, apistatus.FromError(err))
-		return
-	}
-	first, err := stream.Recv()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = apierror.New(apierror.UpstreamError, "the upstream answered nothing")
-		}
+	ctx, cancel := context.WithCancel(IncomingContext(r))
+	defer cancel() // however the handler ends, the upstream request ends too
+	s := &sink{ctx: ctx, h: h, w: w, r: r, req: req}
+	err := h.Generate(req, s)
+	switch {
+	case !s.started && err == nil:
+		WriteError(w, r, apierror.New(apierror.UpstreamError, "the upstream answered nothing"))
+	case !s.started:
 		WriteError(w, r, errorOf(err))
-		return
-	}
-	start := first.GetStart()
-	if start == nil {
-		WriteError(w, r, apierror.New(apierror.Internal, "internal error"))
-		return
-	}
-	// A non-streaming answer is held until its cost is known, so that it can travel in the
-	// headers (x-request-cost); it is one object in memory anyway.
-	out := w
-	var held *heldResponse
-	if !req.GetStream() {
-		held = &heldResponse{header: w.Header(), status: http.StatusOK}
-		out = held
-	}
-	enc := h.Proto.Encoder(out, r, req)
-	if err := enc.Start(start); err != nil {
-		if held != nil {
-			held.send(w) // whatever the encoder answered, e.g. its own refusal
-		}
-		return
-	}
-	for {
-		ev, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			if err := enc.Finish(); err != nil && held != nil {
-				WriteError(w, r, apierror.New(apierror.UpstreamError, "%v", err))
-				return
-			}
-			if held != nil {
-				held.send(w)
-			}
+	case s.done:
+	case err != nil:
+		s.fail(errorOf(err))
+	default:
+		if err := s.enc.Finish(); err != nil && s.held != nil {
+			WriteError(w, r, apierror.New(apierror.UpstreamError, "%v", err))
 			return
 		}
-		if u := ev.GetUsage(); u != nil && held != nil && u.GetCost() != "" {
-			w.Header().Set("X-Request-Cost", u.GetCost())
-			w.Header().Set("X-Request-Currency", u.GetCurrency())
-		}
-		if err != nil {
-			h.fail(w, r, req, enc, errorOf(err))
-			return
-		}
-		if se := ev.GetError(); se != nil {
-			h.fail(w, r, req, enc, &apierror.Error{Code: se.GetCode(), Message: se.GetMessage()})
-			return
-		}
-		if err := enc.Event(ev); err != nil {
-			// The client went away or the answer cannot be rendered; dropping the stream
-			// cancels the call, which cancels the upstream request.
-			if !req.GetStream() {
-				WriteError(w, r, apierror.New(apierror.UpstreamError, "%v", err))
-			}
-			return
+		if s.held != nil {
+			s.held.send(w)
 		}
 	}
 }
 
-func (h *Handler) fail(w http.ResponseWriter, r *http.Request, req *corev1.GenerateRequest, enc Encoder, e *apierror.Error) {
-	if r.Context().Err() != nil {
+// sink is the server side of the in-process Generate stream: every event core sends goes
+// straight into the protocol's encoder.
+type sink struct {
+	ctx     context.Context
+	h       *Handler
+	w       http.ResponseWriter
+	r       *http.Request
+	req     *corev1.GenerateRequest
+	enc     Encoder
+	held    *heldResponse
+	started bool
+	done    bool // the answer has ended (error event written or start refused)
+}
+
+func (s *sink) Context() context.Context     { return s.ctx }
+func (s *sink) SetHeader(metadata.MD) error  { return nil }
+func (s *sink) SendHeader(metadata.MD) error { return nil }
+func (s *sink) SetTrailer(metadata.MD)       {}
+func (s *sink) RecvMsg(any) error            { return errors.New("relay: Generate has no client stream") }
+
+func (s *sink) SendMsg(m any) error {
+	ev, ok := m.(*corev1.GenerateEvent)
+	if !ok {
+		return errors.New("relay: not a GenerateEvent")
+	}
+	return s.Send(ev)
+}
+
+// Send renders one event. An error tells core that the client cannot be reached any more, so
+// that it stops and charges nothing.
+func (s *sink) Send(ev *corev1.GenerateEvent) error {
+	if s.done {
+		return errAnswerEnded
+	}
+	if !s.started {
+		start := ev.GetStart()
+		if start == nil {
+			return errors.New("relay: the first event is not Start")
+		}
+		s.started = true
+		// A non-streaming answer is held until its cost is known, so that it can travel in
+		// the headers (x-request-cost); it is one object in memory anyway.
+		out := s.w
+		if !s.req.GetStream() {
+			s.held = &heldResponse{header: s.w.Header(), status: http.StatusOK}
+			out = s.held
+		}
+		s.enc = s.h.Proto.Encoder(out, s.r, s.req)
+		if err := s.enc.Start(start); err != nil {
+			s.done = true
+			if s.held != nil {
+				s.held.send(s.w) // whatever the encoder answered, e.g. its own refusal
+			}
+			return err
+		}
+		return nil
+	}
+	if se := ev.GetError(); se != nil {
+		s.fail(&apierror.Error{Code: se.GetCode(), Message: se.GetMessage()})
+		return nil
+	}
+	if u := ev.GetUsage(); u != nil && s.held != nil && u.GetCost() != "" {
+		s.w.Header().Set("X-Request-Cost", u.GetCost())
+		s.w.Header().Set("X-Request-Currency", u.GetCurrency())
+	}
+	if err := s.enc.Event(ev); err != nil {
+		// The client went away or the answer cannot be rendered.
+		s.done = true
+		if s.held != nil {
+			WriteError(s.w, s.r, apierror.New(apierror.UpstreamError, "%v", err))
+		}
+		return err
+	}
+	return nil
+}
+
+var errAnswerEnded = errors.New("relay: the answer has already ended")
+
+// fail ends an answer that failed after Start: the protocol's error event on a stream, the
+// envelope otherwise (nothing of a held answer has been written yet).
+func (s *sink) fail(e *apierror.Error) {
+	s.done = true
+	if s.r.Context().Err() != nil {
 		return // nobody to tell
 	}
-	if !req.GetStream() {
-		WriteError(w, r, e)
+	if s.held != nil {
+		WriteError(s.w, s.r, e)
 		return
 	}
-	enc.Fail(&corev1.StreamError{Code: e.Code, Message: e.Message})
+	s.enc.Fail(&corev1.StreamError{Code: e.Code, Message: e.Message})
 }
 
 func errorOf(err error) *apierror.Error {
@@ -162,6 +203,12 @@ func (h *Handler) keyFirst(ctx context.Context, bodyErr *apierror.Error) *apierr
 		return apistatus.FromError(err)
 	}
 	return bodyErr
+}
+
+// IncomingContext is OutgoingContext as the server side of an in-process call sees it.
+func IncomingContext(r *http.Request) context.Context {
+	md, _ := metadata.FromOutgoingContext(OutgoingContext(r))
+	return metadata.NewIncomingContext(r.Context(), md)
 }
 
 // OutgoingContext carries the key and request id to core as gRPC metadata.

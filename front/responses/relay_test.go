@@ -1,14 +1,10 @@
 package responses
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"google.golang.org/grpc"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
@@ -18,34 +14,24 @@ import (
 
 // fakeCore answers Generate with fixed events, as core would after routing.
 type fakeCore struct {
-	corev1.CoreServiceClient
 	events []*corev1.GenerateEvent
 	got    *corev1.GenerateRequest
 }
 
-func (f *fakeCore) Generate(_ context.Context, in *corev1.GenerateRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[corev1.GenerateEvent], error) {
+func (f *fakeCore) generate(in *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error {
 	f.got = in
-	return &fakeStream{events: f.events}, nil
-}
-
-type fakeStream struct {
-	grpc.ClientStream
-	events []*corev1.GenerateEvent
-}
-
-func (s *fakeStream) Recv() (*corev1.GenerateEvent, error) {
-	if len(s.events) == 0 {
-		return nil, io.EOF
+	for _, ev := range f.events {
+		if err := stream.Send(ev); err != nil {
+			return nil // the client went away: core stops quietly
+		}
 	}
-	ev := s.events[0]
-	s.events = s.events[1:]
-	return ev, nil
+	return nil
 }
 
 func serve(t *testing.T, p Protocol, body string, events ...*corev1.GenerateEvent) (*httptest.ResponseRecorder, *fakeCore) {
 	t.Helper()
 	core := &fakeCore{events: events}
-	h := &relay.Handler{Core: core, Proto: p, Limit: 1 << 20, Family: p.Family()}
+	h := &relay.Handler{Generate: core.generate, Proto: p, Limit: 1 << 20, Family: p.Family()}
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(body))
 	r.Header.Set("X-Request-Id", "req-7")
