@@ -6,6 +6,8 @@ package metering
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/tidwall/gjson"
 )
 
 // Usage is a normalised usage record. Input, CachedInput, CacheWrite and Output are disjoint:
@@ -47,43 +49,37 @@ func fromInclusive(prompt, cached, write, output, reasoning int64) Usage {
 	return Usage{Input: prompt - cached - write, CachedInput: cached, CacheWrite: write, Output: output, Reasoning: reasoning, Reliable: true}
 }
 
-// OpenAIChat is the chat-completions and legacy completions usage object.
-type OpenAIChat struct {
-	PromptTokens        *int64 `json:"prompt_tokens"`
-	CompletionTokens    *int64 `json:"completion_tokens"`
-	TotalTokens         *int64 `json:"total_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens     int64 `json:"cached_tokens"`
-		CacheWriteTokens int64 `json:"cache_write_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails *struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
 // FromOpenAIChat normalises chat-completions usage: cached tokens are a subset of the prompt.
+// It reads the few fields it needs without reflection: this runs once per answer on the
+// passthrough path.
 func FromOpenAIChat(raw json.RawMessage) Usage {
-	var u OpenAIChat
 	if len(raw) == 0 || string(raw) == "null" {
 		return Unreliable("no usage reported")
 	}
-	if err := json.Unmarshal(raw, &u); err != nil {
-		return Unreliable("usage not decodable: " + err.Error())
+	if !gjson.ValidBytes(raw) || !gjson.ParseBytes(raw).IsObject() {
+		return Unreliable("usage not decodable")
 	}
-	if u.PromptTokens == nil || u.CompletionTokens == nil {
+	f := gjson.GetManyBytes(raw, "prompt_tokens", "completion_tokens", "total_tokens",
+		"prompt_tokens_details.cached_tokens", "prompt_tokens_details.cache_write_tokens",
+		"completion_tokens_details.reasoning_tokens")
+	var n [6]int64
+	for i, r := range f {
+		switch {
+		case !r.Exists() || r.Type == gjson.Null:
+		case r.Type != gjson.Number || r.Num != float64(int64(r.Num)):
+			return Unreliable("usage not decodable: " + r.Raw + " is not a token count")
+		default:
+			n[i] = int64(r.Num)
+		}
+	}
+	prompt, completion, total := f[0], f[1], f[2]
+	if !prompt.Exists() || prompt.Type == gjson.Null || !completion.Exists() || completion.Type == gjson.Null {
 		return Unreliable("usage lacks prompt or completion tokens")
 	}
-	var cached, write, reasoning int64
-	if d := u.PromptTokensDetails; d != nil {
-		cached, write = d.CachedTokens, d.CacheWriteTokens
+	if total.Exists() && total.Type != gjson.Null && n[2] != n[0]+n[1] {
+		return contradiction("total %d is not prompt %d + completion %d", n[2], n[0], n[1])
 	}
-	if d := u.CompletionTokensDetails; d != nil {
-		reasoning = d.ReasoningTokens
-	}
-	if u.TotalTokens != nil && *u.TotalTokens != *u.PromptTokens+*u.CompletionTokens {
-		return contradiction("total %d is not prompt %d + completion %d", *u.TotalTokens, *u.PromptTokens, *u.CompletionTokens)
-	}
-	return fromInclusive(*u.PromptTokens, cached, write, *u.CompletionTokens, reasoning)
+	return fromInclusive(n[0], n[3], n[4], n[1], n[5])
 }
 
 // OpenAIResponses is the responses usage object.

@@ -107,7 +107,9 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	}
 	n := len(batch)
 	var (
-		profiles, keys                  = make([]uuid.UUID, n), make([]uuid.UUID, n)
+		// [16]byte, not uuid.UUID: pgx writes those as binary uuids directly, while uuid.UUID
+		// goes through its driver.Valuer as text.
+		profiles, keys                  = make([][16]byte, n), make([][16]byte, n)
 		ids, models, families, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		currencies                      = make([]string, n)
 		in, cached, write, out, reason  = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)

@@ -1,6 +1,7 @@
 package chatcompletions
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -25,6 +26,9 @@ type streamEncoder struct {
 	head        head
 	finished    bool // the finish chunk has gone
 	usageSent   bool
+	// textAround is a content chunk split around its (empty) content string: text deltas, most
+	// of a stream, are spliced in instead of encoding a whole chunk each time.
+	textAround [2][]byte
 }
 
 // Start implements relay.Encoder.
@@ -50,7 +54,7 @@ func (e *streamEncoder) Event(ev *corev1.GenerateEvent) error {
 	switch x := ev.GetEvent().(type) {
 	case *corev1.GenerateEvent_Text:
 		if t := x.Text.GetText(); t != "" {
-			return e.delta(chatwire.Delta{Content: &t})
+			return e.text(t)
 		}
 	case *corev1.GenerateEvent_Reasoning:
 		// Non-standard but widely read; the signature has no chat field and is dropped.
@@ -126,13 +130,38 @@ func (e *streamEncoder) usage(u *corev1.Usage) error {
 	return e.write(chatwire.Chunk{Choices: []chatwire.ChunkChoice{}, Usage: raw})
 }
 
+// text writes a content delta: the same bytes as delta(Delta{Content: &t}), at a fraction of
+// the cost.
+func (e *streamEncoder) text(t string) error {
+	if e.textAround[0] == nil {
+		empty := ""
+		b, err := marshal(e.stamp(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{Content: &empty}}}}))
+		if err != nil {
+			return fmt.Errorf("encoding a chat chunk: %w", err)
+		}
+		at := bytes.Index(b, []byte(`"content":""`)) + len(`"content":`)
+		e.textAround = [2][]byte{b[:at], b[at+2:]}
+	}
+	q, err := marshal(t)
+	if err != nil {
+		return fmt.Errorf("encoding a chat chunk: %w", err)
+	}
+	chunk := make([]byte, 0, len(e.textAround[0])+len(q)+len(e.textAround[1]))
+	chunk = append(append(append(chunk, e.textAround[0]...), q...), e.textAround[1]...)
+	return e.sw.Event("", chunk)
+}
+
 func (e *streamEncoder) delta(d chatwire.Delta) error {
 	return e.write(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: d}}})
 }
 
-func (e *streamEncoder) write(c chatwire.Chunk) error {
+func (e *streamEncoder) stamp(c chatwire.Chunk) chatwire.Chunk {
 	c.ID, c.Object, c.Created, c.Model = e.head.id, chatwire.ObjectChunk, e.head.created, e.head.model
-	b, err := marshal(c)
+	return c
+}
+
+func (e *streamEncoder) write(c chatwire.Chunk) error {
+	b, err := marshal(e.stamp(c))
 	if err != nil {
 		return fmt.Errorf("encoding a chat chunk: %w", err)
 	}

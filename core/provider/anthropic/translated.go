@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/metering"
@@ -95,6 +97,15 @@ type streamDecoder struct {
 
 func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
 	d.events++
+	// Deltas are nearly every event of a stream: read their few fields without reflection.
+	if ev.Name == mw.EventContentBlockDelta {
+		if r := gjson.GetManyBytes(ev.Data, "index", "delta.type", "delta.text", "delta.partial_json", "delta.thinking", "delta.signature"); r[1].Exists() {
+			return d.blockDelta(int(r[0].Int()), &mw.Delta{Type: r[1].Str, Text: r[2].Str, PartialJSON: r[3].Str, Thinking: r[4].Str, Signature: r[5].Str}), false, nil
+		}
+	}
+	if ev.Name == mw.EventPing {
+		return nil, false, nil
+	}
 	var se mw.StreamEvent
 	if err := json.Unmarshal(ev.Data, &se); err != nil {
 		return nil, false, &provider.Error{Message: "the upstream sent an unreadable stream event", Err: err}
