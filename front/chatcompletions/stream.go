@@ -29,6 +29,7 @@ type streamEncoder struct {
 	// textAround is a content chunk split around its (empty) content string: text deltas, most
 	// of a stream, are spliced in instead of encoding a whole chunk each time.
 	textAround [2][]byte
+	textBuf    []byte // reused: the writer copies each chunk before returning
 }
 
 // Start implements relay.Encoder.
@@ -40,7 +41,9 @@ func (e *streamEncoder) Start(s *corev1.Start) error {
 	}
 	e.head = newHead(s)
 	empty := ""
-	return e.delta(chatwire.Delta{Role: "assistant", Content: &empty})
+	// Core sends Start together with the first upstream event: the role chunk waits for the
+	// next chunk's flush instead of costing a system call of its own.
+	return e.put(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{Role: "assistant", Content: &empty}}}}, false)
 }
 
 // Event implements relay.Encoder.
@@ -111,7 +114,8 @@ func (e *streamEncoder) finish(reason string) error {
 		return nil
 	}
 	e.finished = true
-	return e.write(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{}, FinishReason: &reason}}})
+	// The usage chunk and [DONE] follow at once; the last of them flushes.
+	return e.put(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{}, FinishReason: &reason}}}, false)
 }
 
 // usage writes the usage chunk once, after the finish chunk; u nil renders zeros.
@@ -127,7 +131,7 @@ func (e *streamEncoder) usage(u *corev1.Usage) error {
 	if err != nil {
 		return fmt.Errorf("encoding usage: %w", err)
 	}
-	return e.write(chatwire.Chunk{Choices: []chatwire.ChunkChoice{}, Usage: raw})
+	return e.put(chatwire.Chunk{Choices: []chatwire.ChunkChoice{}, Usage: raw}, false)
 }
 
 // text writes a content delta: the same bytes as delta(Delta{Content: &t}), at a fraction of
@@ -142,12 +146,9 @@ func (e *streamEncoder) text(t string) error {
 		at := bytes.Index(b, []byte(`"content":""`)) + len(`"content":`)
 		e.textAround = [2][]byte{b[:at], b[at+2:]}
 	}
-	q, err := marshal(t)
-	if err != nil {
-		return fmt.Errorf("encoding a chat chunk: %w", err)
-	}
-	chunk := make([]byte, 0, len(e.textAround[0])+len(q)+len(e.textAround[1]))
-	chunk = append(append(append(chunk, e.textAround[0]...), q...), e.textAround[1]...)
+	chunk := append(e.textBuf[:0], e.textAround[0]...)
+	chunk = append(appendJSONString(chunk, t), e.textAround[1]...)
+	e.textBuf = chunk
 	return e.sw.Event("", chunk)
 }
 
@@ -160,10 +161,16 @@ func (e *streamEncoder) stamp(c chatwire.Chunk) chatwire.Chunk {
 	return c
 }
 
-func (e *streamEncoder) write(c chatwire.Chunk) error {
+func (e *streamEncoder) write(c chatwire.Chunk) error { return e.put(c, true) }
+
+// put writes a chunk, flushed or left for the next flush.
+func (e *streamEncoder) put(c chatwire.Chunk, flush bool) error {
 	b, err := marshal(e.stamp(c))
 	if err != nil {
 		return fmt.Errorf("encoding a chat chunk: %w", err)
+	}
+	if !flush {
+		return e.sw.Write("", b)
 	}
 	return e.sw.Event("", b)
 }

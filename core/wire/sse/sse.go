@@ -135,8 +135,9 @@ func (r *Reader) line() ([]byte, error) {
 // Writer writes events to a client and flushes after each one: a buffered event is a stalled
 // stream from the client's point of view.
 type Writer struct {
-	w  io.Writer
-	rc *http.ResponseController
+	w   io.Writer
+	rc  *http.ResponseController
+	buf []byte // reused for every event: the response writer copies what it is given
 }
 
 // NewWriter sets the streaming headers on w; call it before the first write.
@@ -149,28 +150,36 @@ func NewWriter(w http.ResponseWriter) *Writer {
 	return &Writer{w: w, rc: http.NewResponseController(w)}
 }
 
-// Event writes one event; name may be empty. Data with newlines becomes several data lines.
+// Event writes one event and flushes it; name may be empty. Data with newlines becomes several
+// data lines.
 func (w *Writer) Event(name string, data []byte) error {
-	var b bytes.Buffer
-	b.Grow(len(data) + len(name) + 16)
+	if err := w.Write(name, data); err != nil {
+		return err
+	}
+	return w.rc.Flush()
+}
+
+// Flush sends what Write buffered.
+func (w *Writer) Flush() error { return w.rc.Flush() }
+
+// Write buffers one event without flushing it: for an event that is known to be followed at
+// once by another (a stream's opening chunk, its closing ones), so that they share a packet
+// and a system call.
+func (w *Writer) Write(name string, data []byte) error {
+	b := w.buf[:0]
 	if name != "" {
-		b.WriteString("event: ")
-		b.WriteString(name)
-		b.WriteByte('\n')
+		b = append(append(append(b, "event: "...), name...), '\n')
 	}
 	for {
 		line, rest, more := bytes.Cut(data, []byte("\n"))
-		b.WriteString("data: ")
-		b.Write(bytes.TrimSuffix(line, []byte("\r")))
-		b.WriteByte('\n')
+		b = append(append(append(b, "data: "...), bytes.TrimSuffix(line, []byte("\r"))...), '\n')
 		if !more {
 			break
 		}
 		data = rest
 	}
-	b.WriteByte('\n')
-	if _, err := w.w.Write(b.Bytes()); err != nil {
-		return err
-	}
-	return w.rc.Flush()
+	b = append(b, '\n')
+	w.buf = b
+	_, err := w.w.Write(b)
+	return err
 }
