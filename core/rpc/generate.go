@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"modelgateway/core/provider"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
+	"modelgateway/core/verify"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -61,16 +61,6 @@ type Generator struct {
 	Log    *slog.Logger
 	// Env reads provider credentials; os.Getenv when nil.
 	Env func(string) string
-}
-
-func (g *Generator) env(name string) string {
-	if name == "" {
-		return ""
-	}
-	if g.Env != nil {
-		return g.Env(name)
-	}
-	return os.Getenv(name)
 }
 
 // Generate implements the streaming RPC: checks, price and hold, the upstream call, and the
@@ -283,18 +273,7 @@ func firstEvents(stream provider.Stream) ([]*corev1.GenerateEvent, error) {
 }
 
 func (g *Generator) call(m *snapshot.Model, p *store.Provider, route *store.Route, req *corev1.GenerateRequest) *provider.Call {
-	c := &provider.Call{
-		Request: req, PublicModel: m.ID, UpstreamModel: route.UpstreamModel,
-		BaseURL: p.BaseURL, APIKey: g.env(p.APIKeyEnv), DefaultMaxTokens: DefaultMaxTokens,
-		Timeouts: provider.Timeouts{FirstByte: p.FirstByteTimeout, Idle: p.IdleTimeout},
-	}
-	if c.UpstreamModel == "" {
-		c.UpstreamModel = m.ID
-	}
-	if m.OutputTokenLimit != nil {
-		c.DefaultMaxTokens = int64(*m.OutputTokenLimit)
-	}
-	return c
+	return verify.Call(m, p, route, req, g.Env, DefaultMaxTokens)
 }
 
 // upstreamError is the one map from upstream failures to spec errors: timeouts are
