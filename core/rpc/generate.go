@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -213,12 +214,7 @@ func (s *CoreServer) finish(ctx context.Context, k *snapshot.Key, hold *billing.
 // answers its headers but then nothing within the first-byte timeout is still a timeout.
 func (s *CoreServer) open(ctx context.Context, snap *snapshot.Snapshot, m *snapshot.Model, req *corev1.GenerateRequest) (provider.Stream, []*corev1.GenerateEvent, *store.Route, error) {
 	var lastErr error
-	for i := range m.Routes {
-		route := &m.Routes[i]
-		if !slices.Contains(route.EndpointFamilies, req.GetEndpointFamily()) {
-			continue
-		}
-		p := snap.Providers[route.ProviderID]
+	for route, p := range upstreams(snap, m, req.GetEndpointFamily()) {
 		adapter := s.Gen.Adapters[p.Kind]
 		if adapter == nil {
 			lastErr = &provider.Error{Message: "no adapter for provider kind " + p.Kind}
@@ -248,6 +244,18 @@ func (s *CoreServer) open(ctx context.Context, snap *snapshot.Snapshot, m *snaps
 		return nil, nil, nil, apierror.New(apierror.ModelNotFound, "the model %q has no route for %s", m.ID, req.GetEndpointFamily())
 	}
 	return nil, nil, nil, upstreamError(lastErr)
+}
+
+// upstreams yields the model's routes for a family in fallback order, with their providers.
+func upstreams(snap *snapshot.Snapshot, m *snapshot.Model, family string) iter.Seq2[*store.Route, *store.Provider] {
+	return func(yield func(*store.Route, *store.Provider) bool) {
+		for i := range m.Routes {
+			r := &m.Routes[i]
+			if slices.Contains(r.EndpointFamilies, family) && !yield(r, snap.Providers[r.ProviderID]) {
+				return
+			}
+		}
+	}
 }
 
 // firstEvents reads the Start event and the first event after it.
@@ -333,12 +341,7 @@ func (s *CoreServer) CountTokens(ctx context.Context, creq *corev1.CountTokensRe
 		return nil, apiErr
 	}
 	var lastErr error
-	for i := range m.Routes {
-		route := &m.Routes[i]
-		if !slices.Contains(route.EndpointFamilies, req.GetEndpointFamily()) {
-			continue
-		}
-		p := snap.Providers[route.ProviderID]
+	for route, p := range upstreams(snap, m, req.GetEndpointFamily()) {
 		adapter := s.Gen.Adapters[p.Kind]
 		if adapter == nil {
 			continue

@@ -63,7 +63,7 @@ type Handler struct {
 // ServeHTTP expects the key already normalised into Authorization: Bearer and the request id
 // set (front.Server does both).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, apiErr := ReadBody(w, r, h.Limit)
+	body, apiErr := ReadBody(r, h.Limit)
 	var req *corev1.GenerateRequest
 	if apiErr == nil {
 		req, apiErr = h.Proto.Decode(r, body)
@@ -253,7 +253,7 @@ func (h *heldResponse) send(w http.ResponseWriter) {
 
 // ReadBody reads at most limit bytes; a larger body is payload_too_large, decided while
 // reading (a lying or absent Content-Length does not help).
-func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apierror.Error) {
+func ReadBody(r *http.Request, limit int64) ([]byte, *apierror.Error) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
@@ -309,7 +309,7 @@ type CountHandler struct {
 
 func (h *CountHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := OutgoingContext(r)
-	body, apiErr := ReadBody(w, r, h.Limit)
+	body, apiErr := ReadBody(r, h.Limit)
 	var req *corev1.GenerateRequest
 	if apiErr == nil {
 		req, apiErr = h.Proto.Decode(r, body)
