@@ -26,6 +26,7 @@ import (
 	"modelgateway/core/provider/anthropic"
 	"modelgateway/core/provider/gemini"
 	"modelgateway/core/provider/openai"
+	"modelgateway/core/provider/rerank"
 	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
 	"modelgateway/core/snapshot"
@@ -108,6 +109,7 @@ type Gateway struct {
 	// Core is the in-process client the front uses.
 	Core corev1.CoreServiceClient
 
+	front   *front.Server
 	httpSrv *http.Server
 	grpcSrv *grpc.Server
 	simSrv  *http.Server
@@ -155,11 +157,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	if meter == nil {
 		meter = logMeter{log}
 	}
-	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}}
+	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}, "rerank": rerank.Adapter{}}
 	adapters["simulator"] = provider.Native{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
 	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
-		Adapters: adapters, Counter: tokens.Count, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
+		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
 	}}
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}}
 	if cfg.CatalogPath != "" {
@@ -192,15 +194,23 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		}
 	}
 	streamErrors := rpc.StreamErrorInterceptor(log)
-	generateInfo := &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Generate_FullMethodName, IsServerStream: true}
+	// inHandler runs a streaming RPC in the HTTP handler's goroutine, through the same
+	// interceptor as any stream.
+	inHandler := func(method string, stream grpc.ServerStream, call func() error) error {
+		info := &grpc.StreamServerInfo{FullMethod: method, IsServerStream: true, IsClientStream: method != corev1.CoreService_Generate_FullMethodName}
+		return streamErrors(coreSrv, stream, info, func(any, grpc.ServerStream) error { return call() })
+	}
 	fcfg := front.Config{
 		Core: corev1.NewCoreServiceClient(inproc),
-		// Generation streams call the server in the HTTP handler's goroutine, through the same
-		// interceptor as any stream; unary calls go over the in-process channel.
+		// Streams call the server directly; unary calls go over the in-process channel.
 		Generate: func(req *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error {
-			return streamErrors(coreSrv, stream, generateInfo, func(_ any, ss grpc.ServerStream) error {
-				return coreSrv.Generate(req, stream)
-			})
+			return inHandler(corev1.CoreService_Generate_FullMethodName, stream, func() error { return coreSrv.Generate(req, stream) })
+		},
+		Forward: func(stream corev1.CoreService_ForwardServer) error {
+			return inHandler(corev1.CoreService_Forward_FullMethodName, stream, func() error { return coreSrv.Forward(stream) })
+		},
+		Realtime: func(stream corev1.CoreService_RealtimeServer) error {
+			return inHandler(corev1.CoreService_Realtime_FullMethodName, stream, func() error { return coreSrv.Realtime(stream) })
 		},
 		Catalog: catalogv1.NewCatalogServiceClient(inproc),
 		Ready: func(ctx context.Context) error {
@@ -233,7 +243,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
-		httpSrv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
+		front: handler, httpSrv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
 		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv,
 	}
 	watchDone := make(chan struct{})
@@ -263,7 +273,10 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 func (g *Gateway) Shutdown(drain time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	err := g.httpSrv.Shutdown(ctx)
+	// Upgraded realtime connections are not the HTTP server's to drain: close them alongside.
+	realtimeDone := make(chan error, 1)
+	go func() { realtimeDone <- g.front.Shutdown(ctx) }()
+	err := errors.Join(g.httpSrv.Shutdown(ctx), <-realtimeDone)
 	stopped := make(chan struct{})
 	go func() { g.grpcSrv.GracefulStop(); close(stopped) }()
 	select {

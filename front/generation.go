@@ -1,6 +1,7 @@
 package front
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 
@@ -24,13 +25,14 @@ type generation struct {
 	byPath       map[string]http.Handler
 	content      http.Handler // :generateContent and :streamGenerateContent
 	contentCount http.Handler // :countTokens
+	contentEmbed http.Handler // :embedContent and :batchEmbedContents
 }
 
 func newGeneration(cfg Config) *generation {
 	h := func(p relay.Protocol, family string, limit int64) http.Handler {
 		return &relay.Handler{Core: cfg.Core, Generate: cfg.Generate, Proto: p, Limit: limit, Family: family}
 	}
-	return &generation{
+	g := &generation{
 		byPath: map[string]http.Handler{
 			"/v1/chat/completions":      h(chatcompletions.Protocol{}, "chat.completions", limitJSON),
 			"/v1/completions":           h(completions.Protocol{}, "completions", limitJSON),
@@ -41,7 +43,10 @@ func newGeneration(cfg Config) *generation {
 		},
 		content:      h(contentgen.Protocol{}, "content.generate", limitContent),
 		contentCount: &relay.CountHandler{Core: cfg.Core, Proto: contentgen.CountProtocol{}, Limit: limitContent, Family: "content.count_tokens"},
+		contentEmbed: contentEmbed(cfg),
 	}
+	maps.Copy(g.byPath, mediaRoutes(cfg))
+	return g
 }
 
 // handler finds the generation route of a path; nil when the path is not one.
@@ -59,6 +64,8 @@ func (g *generation) handler(path string) http.Handler {
 		return g.content
 	case action == "countTokens":
 		return g.contentCount
+	case action == "embedContent" || action == "batchEmbedContents":
+		return g.contentEmbed
 	}
 	return nil
 }

@@ -18,7 +18,9 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/front/media"
 	"modelgateway/front/relay"
+	"modelgateway/realtime"
 )
 
 // Config wires the front to core.
@@ -26,6 +28,10 @@ type Config struct {
 	Core corev1.CoreServiceClient
 	// Generate runs core's Generate in process (see relay.GenerateFunc).
 	Generate relay.GenerateFunc
+	// Forward runs core's Forward in process for the media and ranking routes.
+	Forward media.ForwardFunc
+	// Realtime runs core's Realtime in process for each WebSocket session.
+	Realtime realtime.RealtimeFunc
 	Catalog  catalogv1.CatalogServiceClient
 	Admin    adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
 	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).
@@ -39,6 +45,7 @@ type Server struct {
 	coreMux  *runtime.ServeMux
 	adminMux *runtime.ServeMux
 	gen      *generation
+	realtime *realtime.Handler
 }
 
 // genMIME selects the camelCase marshaler that the content-generation model objects need;
@@ -53,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg, gen: newGeneration(cfg)}
+	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime}}
 	s.coreMux = newGatewayMux()
 	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
 		return nil, err
@@ -133,6 +140,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case p == "/v1/realtime":
+		// The realtime front also reads the key from a subprotocol, which browsers must use.
+		if key := ExtractKey(r); key != "" {
+			setBearer(r, key)
+		}
+		s.realtime.ServeHTTP(w, r)
 	case p == "/healthz":
 		s.onlyGET(w, r, s.healthz)
 	case p == "/readyz":

@@ -133,9 +133,12 @@ func (l *Ledger) Finish(h *Hold, rec store.RequestRecord) {
 		h.done = true
 		a := l.account(h.Profile)
 		a.held = a.held.Sub(h.Amount)
-		if rec.Cost.Valid {
-			a.spent = a.spent.Add(rec.Cost.Decimal)
-		}
+	}
+	// Every queued charge is spent until settled, hold or not (a realtime response is charged
+	// after its session's reserve has been used up): Flush subtracts each one again.
+	if rec.Cost.Valid {
+		a := l.account(rec.ProfileID)
+		a.spent = a.spent.Add(rec.Cost.Decimal)
 	}
 	l.pending = append(l.pending, store.Settlement{Record: rec})
 	l.mu.Unlock()

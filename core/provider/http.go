@@ -41,6 +41,17 @@ const maxErrorBody = 64 << 10
 // guarded by the idle timeout; anything else is an *Error, the body consumed and closed.
 // The first-byte timeout covers the response headers and the first body byte.
 func Do(req *http.Request, t Timeouts) (*http.Response, error) {
+	return do(req, t, nil)
+}
+
+// DoUpload is Do for a request whose body streams from the client while it is sent: every
+// piece of the upload restarts the first-byte timeout, so that a large or slow upload is not
+// taken for a silent upstream; the timeout then counts from the upload's last byte.
+func DoUpload(req *http.Request, body io.Reader, t Timeouts) (*http.Response, error) {
+	return do(req, t, body)
+}
+
+func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error) {
 	if t.FirstByte <= 0 {
 		t.FirstByte = DefaultFirstByteTimeout
 	}
@@ -57,6 +68,13 @@ func Do(req *http.Request, t Timeouts) (*http.Response, error) {
 			cancel(errFirstByte)
 		}
 	})
+	if upload != nil {
+		req.Body = io.NopCloser(&uploadReader{r: upload, touch: func() { timer.Reset(t.FirstByte) }})
+		req.ContentLength = -1
+		if br, ok := upload.(*bytes.Reader); ok {
+			req.ContentLength = int64(br.Len())
+		}
+	}
 	resp, err := Client.Do(req.WithContext(ctx))
 	if err != nil {
 		timer.Stop()
@@ -141,4 +159,16 @@ func (b *timedBody) Close() error {
 	err := b.rc.Close()
 	b.cancel(nil)
 	return err
+}
+
+// uploadReader restarts the first-byte timer on every read of an upload.
+type uploadReader struct {
+	r     io.Reader
+	touch func()
+}
+
+func (u *uploadReader) Read(p []byte) (int, error) {
+	n, err := u.r.Read(p)
+	u.touch()
+	return n, err
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -165,5 +166,61 @@ func TestSetModelKeepsOtherFields(t *testing.T) {
 	}
 	if _, err := SetModel([]byte(`[1]`), "up"); err == nil {
 		t.Fatal("a non-object body was accepted")
+	}
+}
+
+// slowReader yields n pieces with a pause before each.
+type slowReader struct {
+	n     int
+	pause time.Duration
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	if s.n == 0 {
+		return 0, io.EOF
+	}
+	s.n--
+	time.Sleep(s.pause)
+	return copy(p, "chunk"), nil
+}
+
+// An upload that takes longer than the first-byte timeout is not a timeout; an upstream that
+// stays silent after the upload's last byte is.
+func TestDoUploadTimesFromTheLastByte(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/silent" {
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+			}
+			return
+		}
+		fmt.Fprintf(w, "%d", n)
+	}))
+	t.Cleanup(srv.Close)
+	to := Timeouts{FirstByte: 150 * time.Millisecond, Idle: time.Second}
+	post := func(path string) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, http.NoBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Eight pieces 60 ms apart: about 480 ms of upload, three first-byte timeouts long.
+		return DoUpload(req, &slowReader{n: 8, pause: 60 * time.Millisecond}, to)
+	}
+	resp, err := post("/echo")
+	if err != nil {
+		t.Fatalf("a slow upload failed: %v", err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != "40" {
+		t.Errorf("upstream read %s bytes, want 40", got)
+	}
+	_, err = post("/silent")
+	var pe *Error
+	if !errors.As(err, &pe) || !pe.Timeout {
+		t.Fatalf("a silent upstream after the upload: got %v, want a timeout", err)
 	}
 }

@@ -17,21 +17,25 @@ type Native struct {
 }
 
 func (n Native) pick(call *Call) (Adapter, *Call) {
-	root := strings.TrimSuffix(strings.TrimRight(call.BaseURL, "/"), "/v1")
+	a, base := n.route(call.BaseURL, call.Request.GetProtocol())
+	c := *call
+	c.BaseURL = base
+	return a, &c
+}
+
+// route is the adapter that speaks the client's protocol and its base URL on the server.
+func (n Native) route(baseURL string, p corev1.Protocol) (Adapter, string) {
+	root := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
 	if root == "" {
 		root = n.DefaultBase
 	}
-	c := *call
-	switch call.Request.GetProtocol() {
+	switch p {
 	case corev1.Protocol_PROTOCOL_MESSAGES:
-		c.BaseURL = root
-		return n.Anthropic, &c
+		return n.Anthropic, root
 	case corev1.Protocol_PROTOCOL_CONTENT_GENERATION:
-		c.BaseURL = root
-		return n.Gemini, &c
+		return n.Gemini, root
 	default:
-		c.BaseURL = root + "/v1"
-		return n.OpenAI, &c
+		return n.OpenAI, root + "/v1"
 	}
 }
 
@@ -45,4 +49,17 @@ func (n Native) Generate(ctx context.Context, call *Call) (Stream, error) {
 func (n Native) CountTokens(ctx context.Context, call *Call) (int64, error) {
 	a, c := n.pick(call)
 	return a.CountTokens(ctx, c)
+}
+
+// Embed implements Embedder: an embeddings client goes to the OpenAI side, a
+// content-generation client to the Gemini side, both passed through.
+func (n Native) Embed(ctx context.Context, call *EmbedCall) (*EmbedResult, error) {
+	a, base := n.route(call.BaseURL, call.Request.GetProtocol())
+	e, ok := a.(Embedder)
+	if !ok {
+		return nil, &Error{Message: "the simulator's adapter for this protocol cannot embed"}
+	}
+	c := *call
+	c.BaseURL = base
+	return e.Embed(ctx, &c)
 }

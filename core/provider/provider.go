@@ -24,18 +24,11 @@ const (
 
 // Call is one attempt at one upstream.
 type Call struct {
+	Upstream
 	Request *corev1.GenerateRequest
-	// PublicModel is what the client asked for and sees in answers; UpstreamModel is what the
-	// provider is sent.
-	PublicModel, UpstreamModel string
-	// BaseURL is exactly what the provider's official SDK takes as its base URL (contract.md).
-	BaseURL string
-	// APIKey is the provider credential from the environment; empty sends none.
-	APIKey string
 	// DefaultMaxTokens is the output limit to send to an upstream protocol that requires one
 	// when the client gave none (the model's explicit limit, or a documented default).
 	DefaultMaxTokens int64
-	Timeouts         Timeouts
 }
 
 // Timeouts of one provider.

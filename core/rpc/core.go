@@ -31,6 +31,8 @@ type CoreServer struct {
 	Snapshots *snapshot.Holder
 	Store     *store.Store
 	Gen       *Generator
+
+	sessions sessionCount
 }
 
 // caller authenticates the request's key against the current snapshot.

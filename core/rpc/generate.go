@@ -56,6 +56,11 @@ type Generator struct {
 	Adapters map[string]provider.Adapter
 	// Counter counts tokens locally when the upstream cannot.
 	Counter func(req *corev1.GenerateRequest) int64
+	// RealtimeSessionsPerKey bounds the realtime sessions of one key on this replica;
+	// DefaultRealtimeSessionsPerKey when 0.
+	RealtimeSessionsPerKey int
+	// TextCounter measures texts whose upstream reports no usage (embeddings, moderations).
+	TextCounter func(texts []string) int64
 	// Ledger holds and charges; every generation goes through it.
 	Ledger *billing.Ledger
 	Meter  Meter
@@ -68,82 +73,40 @@ type Generator struct {
 // charge of reliable usage, exactly once, when the answer has been delivered.
 func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreService_GenerateServer) error {
 	ctx := srv.Context()
-	snap, k, err := s.caller(ctx)
+	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel())
 	if err != nil {
 		return err
 	}
-	m, apiErr := snap.Authorize(k, req.GetEndpointFamily(), req.GetModel())
-	if apiErr != nil {
-		return apiErr
-	}
-	id, generated := requestID(ctx)
-	out := Outcome{
-		RequestID: id, KeyID: k.ID.String(), ProfileID: k.ProfileID.String(), Currency: snap.Currency,
-		Model: m.ID, EndpointFamily: req.GetEndpointFamily(), StartTime: time.Now(), Status: "ok",
-		Usage: metering.Unreliable("no upstream answered"),
-	}
-	// A client's id is used once the key checks have passed, whatever the outcome (contract);
-	// the gateway's own ids are unique by construction and cost no database round trip.
-	if !generated {
-		ok, err := s.Store.ReserveRequestID(ctx, s.record(k, &out))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return apierror.New(apierror.DuplicateRequestID, "the request id %q was already used", id)
-		}
-	}
-	var hold *billing.Hold
-	defer func() { s.finish(ctx, k, hold, &out) }()
-
-	refuse := func(e *apierror.Error) error {
-		out.Status = e.Code
-		return e
-	}
+	defer b.finish()
+	m, out := b.m, &b.out
 	if apiErr := checkRequest(m, req); apiErr != nil {
-		return refuse(apiErr)
+		return b.refuse(apiErr)
 	}
-	price, err := billing.Find(m.Prices, req.GetEndpointFamily(), true)
-	if err != nil {
-		return refuse(apierror.New(apierror.PricingUnavailable, "the model %q has no price for %s", m.ID, req.GetEndpointFamily()))
+	if err := b.checkParameters(req.GetParameters()); err != nil {
+		return err
 	}
-	worst := price.WorstCase(billing.InputEstimate(len(req.GetRawBody())), outputLimit(m, req))
-	hold, err = s.Gen.Ledger.Hold(ctx, k.ProfileID, worst)
-	if errors.Is(err, billing.ErrInsufficient) {
-		return refuse(apierror.New(apierror.InsufficientBalance, "the balance cannot cover this request (up to %s %s)", worst, snap.Currency))
-	}
-	if err != nil {
+	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
+		return p.WorstCase(billing.InputEstimate(len(req.GetRawBody())), outputLimit(m, req))
+	}); err != nil {
 		return err
 	}
 
-	stream, head, route, err := s.open(ctx, snap, m, req)
+	stream, head, err := s.open(b, req)
 	if err != nil {
 		out.Status = "upstream_error"
 		return err
 	}
 	defer stream.Close()
-	out.Provider = route.ProviderID
 
-	// charge prices the answer once its terminal usage is known: reliable usage at the token
-	// rates, or the fixed price of a complete answer.
-	charge := func(u metering.Usage) {
-		out.Usage = u
-		if u.Reliable || price.PerRequest {
-			out.Cost = decimal.NullDecimal{Decimal: price.Cost(u), Valid: true}
-		}
-	}
 	send := func(ev *corev1.GenerateEvent) bool {
 		if u := ev.GetUsage(); u != nil {
 			// Only the stream's last event carries usage; price it for the client's headers.
-			charge(stream.Usage())
-			if out.Cost.Valid {
-				u.Cost, u.Currency = out.Cost.Decimal.String(), snap.Currency
-			}
+			b.charge(stream.Usage())
+			u.Cost, u.Currency = b.costString()
 		}
 		if err := srv.Send(ev); err != nil {
 			// Gone before the terminal usage was delivered: nothing may be charged.
-			out.Status, out.Cost = "cancelled", decimal.NullDecimal{}
-			out.Usage = metering.Unreliable("client went away: " + err.Error())
+			b.uncharged("cancelled", "client went away: "+err.Error())
 			return false
 		}
 		return true
@@ -156,16 +119,15 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	for {
 		ev, err := stream.Next()
 		if errors.Is(err, io.EOF) {
-			charge(stream.Usage())
+			b.charge(stream.Usage())
 			return nil
 		}
 		if err != nil {
-			out.Usage, out.Cost = metering.Unreliable("stream failed: "+err.Error()), decimal.NullDecimal{}
 			if ctx.Err() != nil {
-				out.Status = "cancelled"
+				b.uncharged("cancelled", "stream failed: "+err.Error())
 				return nil
 			}
-			out.Status = "upstream_error"
+			b.uncharged("upstream_error", "stream failed: "+err.Error())
 			ae := upstreamError(err)
 			// The status line has gone: the front renders this as the protocol's error event.
 			_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
@@ -212,38 +174,24 @@ func (s *CoreServer) finish(ctx context.Context, k *snapshot.Key, hold *billing.
 // produced its Start event and its first upstream event. Another route is tried only on a
 // retryable failure, and only here: nothing has reached the client yet, and an upstream that
 // answers its headers but then nothing within the first-byte timeout is still a timeout.
-func (s *CoreServer) open(ctx context.Context, snap *snapshot.Snapshot, m *snapshot.Model, req *corev1.GenerateRequest) (provider.Stream, []*corev1.GenerateEvent, *store.Route, error) {
-	var lastErr error
-	for route, p := range upstreams(snap, m, req.GetEndpointFamily()) {
-		adapter := s.Gen.Adapters[p.Kind]
-		if adapter == nil {
-			lastErr = &provider.Error{Message: "no adapter for provider kind " + p.Kind}
-			continue
+func (s *CoreServer) open(b *billed, req *corev1.GenerateRequest) (provider.Stream, []*corev1.GenerateEvent, error) {
+	type opened struct {
+		stream provider.Stream
+		head   []*corev1.GenerateEvent
+	}
+	o, _, err := firstAnswer(b, always, func(a provider.Adapter, up provider.Upstream) (opened, error) {
+		stream, err := a.Generate(b.ctx, s.Gen.call(b.m, up, req))
+		if err != nil {
+			return opened{}, err
 		}
-		stream, err := adapter.Generate(ctx, s.Gen.call(m, p, route, req))
-		if err == nil {
-			var head []*corev1.GenerateEvent
-			if head, err = firstEvents(stream); err == nil {
-				return stream, head, route, nil
-			}
+		head, err := firstEvents(stream)
+		if err != nil {
 			stream.Close()
+			return opened{}, err
 		}
-		lastErr = err
-		if ctx.Err() != nil {
-			return nil, nil, nil, apierror.New(apierror.InvalidRequest, "the request was cancelled")
-		}
-		var pe *provider.Error
-		if errors.As(err, &pe) && !pe.Retryable {
-			break
-		}
-		if s.Gen.Log != nil {
-			s.Gen.Log.Warn("upstream failed, trying the next route", "model", m.ID, "provider", p.ID, "err", err)
-		}
-	}
-	if lastErr == nil {
-		return nil, nil, nil, apierror.New(apierror.ModelNotFound, "the model %q has no route for %s", m.ID, req.GetEndpointFamily())
-	}
-	return nil, nil, nil, upstreamError(lastErr)
+		return opened{stream, head}, nil
+	})
+	return o.stream, o.head, err
 }
 
 // upstreams yields the model's routes for a family in fallback order, with their providers.
@@ -280,8 +228,8 @@ func firstEvents(stream provider.Stream) ([]*corev1.GenerateEvent, error) {
 	return []*corev1.GenerateEvent{start, next}, nil
 }
 
-func (g *Generator) call(m *snapshot.Model, p *store.Provider, route *store.Route, req *corev1.GenerateRequest) *provider.Call {
-	return verify.Call(m, p, route, req, g.Env, DefaultMaxTokens)
+func (g *Generator) call(m *snapshot.Model, up provider.Upstream, req *corev1.GenerateRequest) *provider.Call {
+	return verify.Call(m, up, req, DefaultMaxTokens)
 }
 
 // upstreamError is the one map from upstream failures to spec errors: timeouts are
@@ -309,21 +257,14 @@ func upstreamError(err error) *apierror.Error {
 	return e
 }
 
-// checkRequest applies the model's catalogue limits: streaming, the explicit output limit
-// (spec 8) and the verified optional parameters (spec 2.3, 2.6).
+// checkRequest applies the model's catalogue limits: streaming and the explicit output limit
+// (spec 8).
 func checkRequest(m *snapshot.Model, req *corev1.GenerateRequest) *apierror.Error {
 	if req.GetStream() && !m.Streaming {
 		return apierror.New(apierror.StreamingNotSupported, "the model %q does not stream", m.ID)
 	}
 	if req.MaxOutputTokens != nil && m.OutputTokenLimit != nil && req.GetMaxOutputTokens() > int64(*m.OutputTokenLimit) {
 		return apierror.New(apierror.InvalidRequest, "the output limit %d is above the model's limit of %d tokens", req.GetMaxOutputTokens(), *m.OutputTokenLimit)
-	}
-	if c, ok := m.Capabilities[req.GetEndpointFamily()]; ok {
-		for _, p := range req.GetParameters() {
-			if !slices.Contains(c.OptionalParameters, p) {
-				return apierror.New(apierror.InvalidRequest, "the parameter %q is not supported by the model %q on %s", p, m.ID, req.GetEndpointFamily())
-			}
-		}
 	}
 	return nil
 }
@@ -346,7 +287,7 @@ func (s *CoreServer) CountTokens(ctx context.Context, creq *corev1.CountTokensRe
 		if adapter == nil {
 			continue
 		}
-		n, err := adapter.CountTokens(ctx, s.Gen.call(m, p, route, req))
+		n, err := adapter.CountTokens(ctx, s.Gen.call(m, verify.Upstream(m, p, route, s.Gen.Env), req))
 		if err == nil {
 			return &corev1.CountTokensResponse{InputTokens: n}, nil
 		}

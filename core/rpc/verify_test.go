@@ -16,7 +16,6 @@ import (
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 	catalogv1 "modelgateway/gen/gateway/catalog/v1"
-	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/catalog"
 	"modelgateway/core/provider"
@@ -159,9 +158,9 @@ func TestVerifyCapabilitiesRecordsAndIsInForceAtOnce(t *testing.T) {
 		{[]string{"top_p"}, true},
 		{[]string{"logit_bias"}, true},
 	} {
-		err := checkRequest(m, &corev1.GenerateRequest{EndpointFamily: "chat.completions", Parameters: tc.params})
+		err := checkParameters(m, "chat.completions", tc.params)
 		if (err != nil) != tc.wantErr || (err != nil && err.Code != apierror.InvalidRequest) {
-			t.Errorf("checkRequest(%v) = %v, want error %v", tc.params, err, tc.wantErr)
+			t.Errorf("checkParameters(%v) = %v, want error %v", tc.params, err, tc.wantErr)
 		}
 	}
 	// ...and the public catalogue.

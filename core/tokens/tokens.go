@@ -38,3 +38,13 @@ func CountText(s string) int {
 
 // estimate is the usual rule of thumb of four bytes of English per token, rounded up.
 func estimate(s string) int { return (len(s) + 3) / 4 }
+
+// CountTexts is the number of tokens of several inputs measured one by one, as embedding and
+// moderation inputs are.
+func CountTexts(texts []string) int64 {
+	var n int64
+	for _, t := range texts {
+		n += int64(CountText(t))
+	}
+	return n
+}

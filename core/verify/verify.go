@@ -139,25 +139,31 @@ func FirstRoute(m *snapshot.Model, family string) *store.Route {
 
 // Call describes one attempt at a route the way core Generate builds it, so that a probe
 // reaches the upstream exactly as a client request would.
-func Call(m *snapshot.Model, p *store.Provider, route *store.Route, req *corev1.GenerateRequest, env func(string) string, defaultMaxTokens int64) *provider.Call {
-	c := &provider.Call{
-		Request: req, PublicModel: m.ID, UpstreamModel: route.UpstreamModel,
-		BaseURL: p.BaseURL, DefaultMaxTokens: defaultMaxTokens,
+func Call(m *snapshot.Model, up provider.Upstream, req *corev1.GenerateRequest, defaultMaxTokens int64) *provider.Call {
+	c := &provider.Call{Request: req, Upstream: up, DefaultMaxTokens: defaultMaxTokens}
+	if m.OutputTokenLimit != nil {
+		c.DefaultMaxTokens = int64(*m.OutputTokenLimit)
+	}
+	return c
+}
+
+// Upstream is where a route of the model sends its calls: the provider's address, its
+// credential from the environment (env, os.Getenv when nil) and both model names.
+func Upstream(m *snapshot.Model, p *store.Provider, route *store.Route, env func(string) string) provider.Upstream {
+	u := provider.Upstream{
+		PublicModel: m.ID, UpstreamModel: route.UpstreamModel, BaseURL: p.BaseURL,
 		Timeouts: provider.Timeouts{FirstByte: p.FirstByteTimeout, Idle: p.IdleTimeout},
 	}
 	if p.APIKeyEnv != "" {
 		if env == nil {
 			env = os.Getenv
 		}
-		c.APIKey = env(p.APIKeyEnv)
+		u.APIKey = env(p.APIKeyEnv)
 	}
-	if c.UpstreamModel == "" {
-		c.UpstreamModel = m.ID
+	if u.UpstreamModel == "" {
+		u.UpstreamModel = m.ID
 	}
-	if m.OutputTokenLimit != nil {
-		c.DefaultMaxTokens = int64(*m.OutputTokenLimit)
-	}
-	return c
+	return u
 }
 
 // Verify probes the pairs that Targets selects and returns one Result per pair, in the same
@@ -300,7 +306,7 @@ func (p *Prober) send(ctx context.Context, t *Target, req *corev1.GenerateReques
 	if adapter == nil {
 		return errors.New("no adapter for provider kind " + t.Provider.Kind)
 	}
-	stream, err := adapter.Generate(ctx, Call(t.Model, t.Provider, t.Route, req, p.Env, ProbeMaxTokens))
+	stream, err := adapter.Generate(ctx, Call(t.Model, Upstream(t.Model, t.Provider, t.Route, p.Env), req, ProbeMaxTokens))
 	if err != nil {
 		return err
 	}

@@ -81,10 +81,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !s.started && err == nil:
 		WriteError(w, r, apierror.New(apierror.UpstreamError, "the upstream answered nothing"))
 	case !s.started:
-		WriteError(w, r, errorOf(err))
+		WriteError(w, r, ErrorOf(err))
 	case s.done:
 	case err != nil:
-		s.fail(errorOf(err))
+		s.fail(ErrorOf(err))
 	default:
 		if err := s.enc.Finish(); err != nil && s.held != nil {
 			WriteError(w, r, apierror.New(apierror.UpstreamError, "%v", err))
@@ -188,7 +188,8 @@ func (s *sink) fail(e *apierror.Error) {
 	s.enc.Fail(&corev1.StreamError{Code: e.Code, Message: e.Message})
 }
 
-func errorOf(err error) *apierror.Error {
+// ErrorOf turns what core returned into the spec error to render.
+func ErrorOf(err error) *apierror.Error {
 	var ae *apierror.Error
 	if errors.As(err, &ae) {
 		return ae
@@ -199,7 +200,13 @@ func errorOf(err error) *apierror.Error {
 // keyFirst makes a bad key win over a bad body: a client without a valid key learns that
 // first, whatever else is wrong. It costs a core call only on the error path.
 func (h *Handler) keyFirst(ctx context.Context, bodyErr *apierror.Error) *apierror.Error {
-	if _, err := h.Core.Authorize(ctx, &corev1.AuthorizeRequest{EndpointFamily: h.Family}); err != nil {
+	return KeyFirst(ctx, h.Core, h.Family, bodyErr)
+}
+
+// KeyFirst returns the key's error when the key may not call the family at all, else
+// bodyErr; ctx is an OutgoingContext.
+func KeyFirst(ctx context.Context, core corev1.CoreServiceClient, family string, bodyErr *apierror.Error) *apierror.Error {
+	if _, err := core.Authorize(ctx, &corev1.AuthorizeRequest{EndpointFamily: family}); err != nil {
 		return apistatus.FromError(err)
 	}
 	return bodyErr

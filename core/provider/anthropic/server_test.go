@@ -95,9 +95,10 @@ func readFile(t *testing.T, name string) []byte {
 
 func newCall(baseURL string, req *corev1.GenerateRequest) *provider.Call {
 	return &provider.Call{
-		Request: req, PublicModel: publicModel, UpstreamModel: upstreamModel,
-		BaseURL: baseURL + "/", APIKey: testKey, DefaultMaxTokens: 8192,
-		Timeouts: provider.Timeouts{FirstByte: 5 * time.Second, Idle: 5 * time.Second},
+		Request: req, DefaultMaxTokens: 8192, Upstream: provider.Upstream{
+			PublicModel: publicModel, UpstreamModel: upstreamModel, BaseURL: baseURL + "/", APIKey: testKey,
+			Timeouts: provider.Timeouts{FirstByte: 5 * time.Second, Idle: 5 * time.Second},
+		},
 	}
 }
 

@@ -85,7 +85,7 @@ func fixture(t *testing.T, name string) []byte {
 }
 
 func newCall(base string, req *corev1.GenerateRequest) *provider.Call {
-	return &provider.Call{Request: req, PublicModel: "flash", UpstreamModel: "gemini-2.5-flash", BaseURL: base + "/", APIKey: "secret"}
+	return &provider.Call{Request: req, Upstream: provider.Upstream{PublicModel: "flash", UpstreamModel: "gemini-2.5-flash", BaseURL: base + "/", APIKey: "secret"}}
 }
 
 // show renders an event as one comparable line.

@@ -92,8 +92,8 @@ func chatReplay(t *testing.T, file string, oneByte bool) *chatUpstream {
 }
 
 func chatCall(base string, req *corev1.GenerateRequest) *provider.Call {
-	return &provider.Call{Request: req, PublicModel: "public-model", UpstreamModel: "gpt-4o-mini",
-		BaseURL: base, APIKey: "sk-upstream", Timeouts: provider.Timeouts{FirstByte: 5 * time.Second, Idle: 5 * time.Second}}
+	return &provider.Call{Request: req, Upstream: provider.Upstream{PublicModel: "public-model", UpstreamModel: "gpt-4o-mini",
+		BaseURL: base, APIKey: "sk-upstream", Timeouts: provider.Timeouts{FirstByte: 5 * time.Second, Idle: 5 * time.Second}}}
 }
 
 // chatTranslatedRequest is what a messages client decodes to: any protocol but the OpenAI ones

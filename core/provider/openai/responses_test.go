@@ -40,11 +40,10 @@ func respCall(baseURL string, protocol corev1.Protocol, stream bool) *provider.C
 		body = strings.Replace(body, `"stream":true`, `"stream":false`, 1)
 	}
 	return &provider.Call{
-		Request:       &corev1.GenerateRequest{Protocol: protocol, Stream: stream, RawBody: []byte(body), Model: respPublicModel},
-		PublicModel:   respPublicModel,
-		UpstreamModel: respUpstreamModel,
-		BaseURL:       baseURL,
-		APIKey:        "sk-upstream",
+		Request: &corev1.GenerateRequest{Protocol: protocol, Stream: stream, RawBody: []byte(body), Model: respPublicModel},
+		Upstream: provider.Upstream{
+			PublicModel: respPublicModel, UpstreamModel: respUpstreamModel, BaseURL: baseURL, APIKey: "sk-upstream",
+		},
 	}
 }
 

@@ -87,6 +87,10 @@ func TestParseDirectives(t *testing.T) {
 		{"#sim:error-mid", directives{errorMid: "1"}},
 		{"#sim:error-mid=failed", directives{errorMid: "failed"}},
 		{"#sim:unknown=1 #sim:cut", directives{cut: true}},
+		{"#sim:audio #sim:close=4001", directives{audio: true, close: 4001}},
+		{"#sim:close=1006 #sim:close=999", directives{}}, // reserved and impossible codes
+		{"#sim:flag", directives{flag: "violence"}},
+		{"#sim:flag=self-harm/intent.", directives{flag: "self-harm/intent"}},
 	}
 	for _, tc := range cases {
 		if got := parseDirectives(tc.text); got != tc.want {

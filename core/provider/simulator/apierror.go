@@ -154,3 +154,25 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+// writeParamError answers 400 with an OpenAI error that names the offending parameter, as the
+// real API does for a missing or invalid field.
+func writeParamError(w http.ResponseWriter, param, code, msg string) {
+	e := newOpenAIError(http.StatusBadRequest, msg)
+	e.Param, e.Code = &param, &code
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(mustJSON(struct {
+		Error openAIError `json:"error"`
+	}{e}))
+}
+
+// missingParam answers the real API's error for a required field that is absent.
+func missingParam(w http.ResponseWriter, param string) {
+	writeParamError(w, param, "missing_required_parameter", fmt.Sprintf("Missing required parameter: '%s'.", param))
+}
+
+// invalidParam answers the real API's error for a field whose value is not accepted.
+func invalidParam(w http.ResponseWriter, param, msg string) {
+	writeParamError(w, param, "invalid_value", msg)
+}

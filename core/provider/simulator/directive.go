@@ -18,6 +18,9 @@ type directives struct {
 	think    bool          // reasoning part first
 	errorMid string        // "" none; otherwise "1" (default), a status, or "failed" (responses)
 	words    int           // answer length override
+	audio    bool          // realtime: answer with audio
+	close    int           // realtime: close the socket with this code after response.created
+	flag     string        // moderations: category to flag
 }
 
 var directiveRE = regexp.MustCompile(`#sim:([a-z-]+)(?:=(\S+))?`)
@@ -56,6 +59,17 @@ func parseDirectives(text string) directives {
 			if n, err := strconv.Atoi(val); err == nil && n > 0 && n <= 100000 {
 				d.words = n
 			}
+		case "audio":
+			d.audio = true
+		case "close":
+			if n, err := strconv.Atoi(val); err == nil && sendableCloseCode(n) {
+				d.close = n
+			}
+		case "flag":
+			d.flag = val
+			if val == "" {
+				d.flag = "violence"
+			}
 		}
 	}
 	return d
@@ -76,4 +90,10 @@ func (d directives) midStatus(def int) int {
 		return n
 	}
 	return def
+}
+
+// sendableCloseCode tells whether a WebSocket close code may appear in a close frame: RFC 6455
+// reserves 1004-1006 and 1015 for local use, and codes below 1000 or above 4999 do not exist.
+func sendableCloseCode(n int) bool {
+	return n >= 1000 && n <= 4999 && (n < 1004 || n > 1006) && n != 1015
 }

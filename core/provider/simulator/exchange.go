@@ -12,6 +12,7 @@ type exchange struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	body  []byte
+	form  *form // the parsed body of a multipart route, which has no body bytes
 	proto protocol
 }
 
@@ -66,6 +67,11 @@ func (x *exchange) sleep(d time.Duration) bool {
 // the stream would have taken (the chunk delays and any #sim:stall), and honours #sim:cut by
 // sending half the body.
 func (x *exchange) writeJSON(a *answer, steps int, v any) {
+	x.writeBody(a, steps, "application/json", mustJSON(v))
+}
+
+// writeBody is writeJSON for a body already encoded, of any content type.
+func (x *exchange) writeBody(a *answer, steps int, contentType string, b []byte) {
 	wait := time.Duration(max(steps-1, 0)) * x.sim.o.ChunkDelay
 	if a != nil {
 		wait += a.d.stall
@@ -73,8 +79,7 @@ func (x *exchange) writeJSON(a *answer, steps int, v any) {
 	if !x.sleep(wait) {
 		return
 	}
-	b := mustJSON(v)
-	x.w.Header().Set("Content-Type", "application/json")
+	x.w.Header().Set("Content-Type", contentType)
 	if a != nil && a.d.cut {
 		x.w.WriteHeader(http.StatusOK)
 		_, _ = x.w.Write(b[:len(b)/2])

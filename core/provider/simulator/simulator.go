@@ -1,16 +1,20 @@
 // Package simulator is the built-in fake upstream: one http.Handler that imitates the OpenAI
-// (chat completions, legacy completions, responses, embeddings), Anthropic (messages) and
-// Gemini (generateContent and friends) APIs byte-compatibly and deterministically. make run
-// points the demo catalogue at it, the end-to-end tests use it as the upstream, and the
-// benchmark uses it as a backend with known latency.
+// (chat completions, legacy completions, responses, embeddings, moderations, images, audio and
+// the realtime WebSocket), Jina/Cohere-v1 (rerank), Anthropic (messages) and Gemini
+// (generateContent and friends) APIs byte-compatibly and deterministically. make run points the
+// demo catalogue at it, the end-to-end tests use it as the upstream, and the benchmark uses it
+// as a backend with known latency.
 //
-// Answers are derived from the request alone (a hash of the last user text), so the same
-// request always gets the same answer. Tests steer it with directives written in the last user
-// text, because the gateway forwards bodies but never client headers:
+// Answers are derived from the request alone (a hash of the last user text, of the prompt, of
+// an uploaded file), so the same request always gets the same answer. Tests steer it with
+// directives written in the last user text, because the gateway forwards bodies but never client
+// headers:
 //
-//	#sim:fail=<status>   answer that HTTP status with the protocol's error body
+//	#sim:fail=<status>   answer that HTTP status with the protocol's error body (realtime: the
+//	                     response ends with status failed)
 //	#sim:cut             stream half the chunks, then drop the connection (no terminal event);
-//	                     #sim:cut=eof ends the body cleanly instead of dropping the connection
+//	                     #sim:cut=eof ends the body cleanly instead of dropping the connection;
+//	                     on the realtime socket the TCP connection drops mid-response
 //	#sim:stall=<dur>     pause that long before the second chunk (a non-streaming answer
 //	                     is that much later)
 //	#sim:delay=<dur>     extra delay before the response headers
@@ -20,12 +24,42 @@
 //	                     (=<status> picks the error; on /v1/responses =failed sends
 //	                     response.failed instead of the error event)
 //	#sim:words=<n>       answer with n words instead of Options.Words
+//	#sim:flag[=<cat>]    moderations: flag the input for that category (default violence)
+//	#sim:audio           realtime: answer with audio (output_audio deltas, audio tokens)
+//	#sim:close=<code>    realtime: send a close frame with that code after response.created
+//
+// The routes other than chat read their directives from the text that plays the user's part:
+// the rerank query, the moderation inputs, the image prompt, the speech input, the transcription
+// prompt field, the latest user item of a realtime conversation.
+//
+// Routes (all POST with a JSON body unless noted):
+//
+//	/v1/chat/completions, /v1/completions          OpenAI chat and legacy completions
+//	/v1/responses, /v1/responses/compact,
+//	/v1/responses/input_tokens                     OpenAI responses
+//	/v1/embeddings                                 OpenAI embeddings
+//	/v1/rerank                                     Jina / Cohere v1 rerank
+//	/v1/moderations                                OpenAI moderations
+//	/v1/images/generations                         OpenAI images; PNG (or JPEG) of at most 16x16
+//	/v1/images/edits, /v1/images/variations        multipart, read as a stream (see LastForm)
+//	/v1/audio/speech                               binary audio streamed in chunks
+//	/v1/audio/transcriptions, /v1/audio/translations  multipart, read as a stream
+//	GET /v1/realtime?model=<m>                     the GA realtime protocol over WebSocket
+//	GET /sim/images/<rrggbb>-<w>x<h>.png           the picture behind an images url answer
+//	/v1/messages, /v1/messages/count_tokens        Anthropic
+//	/v1beta/models/<m>:<method> (or /v1/models/…)  Gemini generateContent,
+//	                                               streamGenerateContent, countTokens,
+//	                                               embedContent, batchEmbedContents
+//
+// On the realtime socket a binary frame from the client is echoed back as a binary frame (the
+// real API never sends one); it lets a proxy's tests check that frames pass both ways intact.
 package simulator
 
 import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -56,7 +90,9 @@ type Simulator struct {
 	requests map[string]int
 	total    int
 	header   http.Header
+	query    url.Values
 	body     []byte
+	form     []FormPart
 }
 
 // New returns a simulator with the given options.
@@ -88,24 +124,57 @@ func (s *Simulator) LastHeaders() http.Header {
 	return s.header.Clone()
 }
 
-// LastBody returns a copy of the body of the last request received.
+// LastBody returns a copy of the body of the last request received; nil after a multipart
+// upload (see LastForm) or a realtime handshake.
 func (s *Simulator) LastBody() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return bytes.Clone(s.body)
 }
 
+// LastQuery returns the query parameters of the last request received (nil before any), e.g.
+// the model of a realtime handshake.
+func (s *Simulator) LastQuery() url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.query == nil {
+		return nil
+	}
+	q := make(url.Values, len(s.query))
+	for k, v := range s.query {
+		q[k] = append([]string(nil), v...)
+	}
+	return q
+}
+
+// record counts a request and keeps its headers, query and body (nil for the routes that do
+// not read the body whole).
 func (s *Simulator) record(r *http.Request, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests[r.URL.Path]++
 	s.total++
 	s.header = r.Header.Clone()
+	s.query = r.URL.Query()
 	s.body = body
 }
 
-// ServeHTTP routes by path; every route takes a JSON POST body.
+// ServeHTTP routes by path. Most routes take a JSON POST body, read whole; multipart uploads
+// are read as a stream and the realtime route upgrades to a WebSocket, so both are routed
+// before the body is read.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/v1/realtime":
+		s.serveRealtime(w, r)
+		return
+	case strings.HasPrefix(r.URL.Path, imageFilePrefix):
+		s.serveImageFile(w, r)
+		return
+	}
+	if h := formRoute(r.URL.Path); h != nil {
+		s.serveForm(w, r, h)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	s.record(r, body)
 	p := familyOf(r.URL.Path)
@@ -144,6 +213,14 @@ func (s *Simulator) route(path string) func(*exchange) {
 		return serveResponsesInputTokens
 	case "/v1/embeddings":
 		return serveEmbeddings
+	case "/v1/rerank":
+		return serveRerank
+	case "/v1/moderations":
+		return serveModerations
+	case "/v1/images/generations":
+		return serveImageGenerations
+	case "/v1/audio/speech":
+		return serveSpeech
 	case "/v1/messages":
 		return serveMessages
 	case "/v1/messages/count_tokens":
@@ -160,6 +237,21 @@ func (s *Simulator) route(path string) func(*exchange) {
 		case "batchEmbedContents":
 			return serveBatchEmbed
 		}
+	}
+	return nil
+}
+
+// formRoute returns the handler of a multipart path, nil for the others.
+func formRoute(path string) func(*exchange) {
+	switch path {
+	case "/v1/images/edits":
+		return serveImageEdits
+	case "/v1/images/variations":
+		return serveImageVariations
+	case "/v1/audio/transcriptions":
+		return serveTranscriptions
+	case "/v1/audio/translations":
+		return serveTranslations
 	}
 	return nil
 }

@@ -28,11 +28,8 @@ func (x *exchange) startStream(a *answer, total int, sep string, midError func(*
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
-	x.w.WriteHeader(http.StatusOK)
-	s := &streamer{x: x, a: a, rc: http.NewResponseController(x.w), sep: sep, total: total, midError: midError}
-	if err := s.rc.Flush(); err != nil {
-		s.done = true
-	}
+	s := x.start(a, total, midError)
+	s.sep = sep
 	return s
 }
 
@@ -40,8 +37,22 @@ func (x *exchange) startStream(a *answer, total int, sep string, midError func(*
 // JSON array whose pretty-printed elements are written as they are produced.
 func (x *exchange) startArray(a *answer, total int, midError func(*streamer)) *streamer {
 	x.w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	s := x.start(a, total, midError)
+	s.array = true
+	return s
+}
+
+// startBody writes the 200 headers of a binary body sent in total chunks with write. A binary
+// body has no error event, so #sim:error-mid drops the connection instead.
+func (x *exchange) startBody(a *answer, total int, contentType string) *streamer {
+	x.w.Header().Set("Content-Type", contentType)
+	return x.start(a, total, func(*streamer) { cutConnection(x.w, false) })
+}
+
+// start writes the status line and the headers set so far, and flushes them.
+func (x *exchange) start(a *answer, total int, midError func(*streamer)) *streamer {
 	x.w.WriteHeader(http.StatusOK)
-	s := &streamer{x: x, a: a, rc: http.NewResponseController(x.w), total: total, midError: midError, array: true}
+	s := &streamer{x: x, a: a, rc: http.NewResponseController(x.w), total: total, midError: midError}
 	if err := s.rc.Flush(); err != nil {
 		s.done = true
 	}

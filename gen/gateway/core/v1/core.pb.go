@@ -722,7 +722,7 @@ var File_gateway_core_v1_core_proto protoreflect.FileDescriptor
 
 const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\n" +
-	"\x1agateway/core/v1/core.proto\x12\x0fgateway.core.v1\x1a\x1egateway/core/v1/generate.proto\x1a\x1cgoogle/api/annotations.proto\"\x13\n" +
+	"\x1agateway/core/v1/core.proto\x12\x0fgateway.core.v1\x1a\x1egateway/core/v1/generate.proto\x1a\x1bgateway/core/v1/media.proto\x1a\x1egateway/core/v1/realtime.proto\x1a\x1cgoogle/api/annotations.proto\"\x13\n" +
 	"\x11ListModelsRequest\"X\n" +
 	"\x12ListModelsResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12*\n" +
@@ -767,7 +767,7 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\n" +
 	"profile_id\x18\x02 \x01(\tR\tprofileId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId2\xf7\a\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId2\xe6\t\n" +
 	"\vCoreService\x12i\n" +
 	"\n" +
 	"ListModels\x12\".gateway.core.v1.ListModelsRequest\x1a#.gateway.core.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
@@ -780,7 +780,10 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x10ListCompatModels\x12(.gateway.core.v1.ListCompatModelsRequest\x1a#.gateway.core.v1.ListModelsResponse\";\x82\xd3\xe4\x93\x025Z\x17\x12\x15/v1beta/openai/models\x12\x1a/v1beta/chat-compat/models\x12R\n" +
 	"\tAuthorize\x12!.gateway.core.v1.AuthorizeRequest\x1a\".gateway.core.v1.AuthorizeResponse\x12N\n" +
 	"\bGenerate\x12 .gateway.core.v1.GenerateRequest\x1a\x1e.gateway.core.v1.GenerateEvent0\x01\x12X\n" +
-	"\vCountTokens\x12#.gateway.core.v1.CountTokensRequest\x1a$.gateway.core.v1.CountTokensResponseB)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
+	"\vCountTokens\x12#.gateway.core.v1.CountTokensRequest\x1a$.gateway.core.v1.CountTokensResponse\x12F\n" +
+	"\x05Embed\x12\x1d.gateway.core.v1.EmbedRequest\x1a\x1e.gateway.core.v1.EmbedResponse\x12P\n" +
+	"\aForward\x12\x1f.gateway.core.v1.ForwardRequest\x1a .gateway.core.v1.ForwardResponse(\x010\x01\x12S\n" +
+	"\bRealtime\x12 .gateway.core.v1.RealtimeRequest\x1a!.gateway.core.v1.RealtimeResponse(\x010\x01B)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
 
 var (
 	file_gateway_core_v1_core_proto_rawDescOnce sync.Once
@@ -811,8 +814,14 @@ var file_gateway_core_v1_core_proto_goTypes = []any{
 	(*AuthorizeResponse)(nil),            // 12: gateway.core.v1.AuthorizeResponse
 	(*GenerateRequest)(nil),              // 13: gateway.core.v1.GenerateRequest
 	(*CountTokensRequest)(nil),           // 14: gateway.core.v1.CountTokensRequest
-	(*GenerateEvent)(nil),                // 15: gateway.core.v1.GenerateEvent
-	(*CountTokensResponse)(nil),          // 16: gateway.core.v1.CountTokensResponse
+	(*EmbedRequest)(nil),                 // 15: gateway.core.v1.EmbedRequest
+	(*ForwardRequest)(nil),               // 16: gateway.core.v1.ForwardRequest
+	(*RealtimeRequest)(nil),              // 17: gateway.core.v1.RealtimeRequest
+	(*GenerateEvent)(nil),                // 18: gateway.core.v1.GenerateEvent
+	(*CountTokensResponse)(nil),          // 19: gateway.core.v1.CountTokensResponse
+	(*EmbedResponse)(nil),                // 20: gateway.core.v1.EmbedResponse
+	(*ForwardResponse)(nil),              // 21: gateway.core.v1.ForwardResponse
+	(*RealtimeResponse)(nil),             // 22: gateway.core.v1.RealtimeResponse
 }
 var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	3,  // 0: gateway.core.v1.ListModelsResponse.data:type_name -> gateway.core.v1.Model
@@ -826,17 +835,23 @@ var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	11, // 8: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
 	13, // 9: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
 	14, // 10: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
-	1,  // 11: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
-	3,  // 12: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
-	5,  // 13: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
-	7,  // 14: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
-	9,  // 15: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
-	1,  // 16: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
-	12, // 17: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
-	15, // 18: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
-	16, // 19: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
-	11, // [11:20] is the sub-list for method output_type
-	2,  // [2:11] is the sub-list for method input_type
+	15, // 11: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
+	16, // 12: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
+	17, // 13: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
+	1,  // 14: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
+	3,  // 15: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
+	5,  // 16: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
+	7,  // 17: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
+	9,  // 18: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
+	1,  // 19: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
+	12, // 20: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
+	18, // 21: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
+	19, // 22: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
+	20, // 23: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
+	21, // 24: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
+	22, // 25: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
+	14, // [14:26] is the sub-list for method output_type
+	2,  // [2:14] is the sub-list for method input_type
 	2,  // [2:2] is the sub-list for extension type_name
 	2,  // [2:2] is the sub-list for extension extendee
 	0,  // [0:2] is the sub-list for field type_name
@@ -848,6 +863,8 @@ func file_gateway_core_v1_core_proto_init() {
 		return
 	}
 	file_gateway_core_v1_generate_proto_init()
+	file_gateway_core_v1_media_proto_init()
+	file_gateway_core_v1_realtime_proto_init()
 	file_gateway_core_v1_core_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

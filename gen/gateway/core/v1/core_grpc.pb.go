@@ -28,6 +28,9 @@ const (
 	CoreService_Authorize_FullMethodName            = "/gateway.core.v1.CoreService/Authorize"
 	CoreService_Generate_FullMethodName             = "/gateway.core.v1.CoreService/Generate"
 	CoreService_CountTokens_FullMethodName          = "/gateway.core.v1.CoreService/CountTokens"
+	CoreService_Embed_FullMethodName                = "/gateway.core.v1.CoreService/Embed"
+	CoreService_Forward_FullMethodName              = "/gateway.core.v1.CoreService/Forward"
+	CoreService_Realtime_FullMethodName             = "/gateway.core.v1.CoreService/Realtime"
 )
 
 // CoreServiceClient is the client API for CoreService service.
@@ -62,6 +65,18 @@ type CoreServiceClient interface {
 	// CountTokens counts the input of a generation request, asking the upstream when its
 	// protocol can count and counting locally otherwise. It is free.
 	CountTokens(ctx context.Context, in *CountTokensRequest, opts ...grpc.CallOption) (*CountTokensResponse, error)
+	// Embed runs one embedding call (/v1/embeddings, :embedContent, :batchEmbedContents) with
+	// the same checks, routing, hold and charge as Generate, translating between the two forms.
+	Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error)
+	// Forward relays one request of the media and ranking routes (rerank, moderations, images,
+	// audio) to the model's upstream: the head is checked, priced and held before any byte goes
+	// upstream; a multipart body streams through part by part; the answer streams back and
+	// its usage, with its cost, comes last.
+	Forward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ForwardRequest, ForwardResponse], error)
+	// Realtime runs one realtime session: the first client message opens it (key, family,
+	// model, balance, then the upstream WebSocket); frames then flow both ways and every
+	// reliable response.done is charged once.
+	Realtime(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RealtimeRequest, RealtimeResponse], error)
 }
 
 type coreServiceClient struct {
@@ -171,6 +186,42 @@ func (c *coreServiceClient) CountTokens(ctx context.Context, in *CountTokensRequ
 	return out, nil
 }
 
+func (c *coreServiceClient) Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmbedResponse)
+	err := c.cc.Invoke(ctx, CoreService_Embed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) Forward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ForwardRequest, ForwardResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CoreService_ServiceDesc.Streams[1], CoreService_Forward_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ForwardRequest, ForwardResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_ForwardClient = grpc.BidiStreamingClient[ForwardRequest, ForwardResponse]
+
+func (c *coreServiceClient) Realtime(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RealtimeRequest, RealtimeResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CoreService_ServiceDesc.Streams[2], CoreService_Realtime_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RealtimeRequest, RealtimeResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_RealtimeClient = grpc.BidiStreamingClient[RealtimeRequest, RealtimeResponse]
+
 // CoreServiceServer is the server API for CoreService service.
 // All implementations must embed UnimplementedCoreServiceServer
 // for forward compatibility.
@@ -203,6 +254,18 @@ type CoreServiceServer interface {
 	// CountTokens counts the input of a generation request, asking the upstream when its
 	// protocol can count and counting locally otherwise. It is free.
 	CountTokens(context.Context, *CountTokensRequest) (*CountTokensResponse, error)
+	// Embed runs one embedding call (/v1/embeddings, :embedContent, :batchEmbedContents) with
+	// the same checks, routing, hold and charge as Generate, translating between the two forms.
+	Embed(context.Context, *EmbedRequest) (*EmbedResponse, error)
+	// Forward relays one request of the media and ranking routes (rerank, moderations, images,
+	// audio) to the model's upstream: the head is checked, priced and held before any byte goes
+	// upstream; a multipart body streams through part by part; the answer streams back and
+	// its usage, with its cost, comes last.
+	Forward(grpc.BidiStreamingServer[ForwardRequest, ForwardResponse]) error
+	// Realtime runs one realtime session: the first client message opens it (key, family,
+	// model, balance, then the upstream WebSocket); frames then flow both ways and every
+	// reliable response.done is charged once.
+	Realtime(grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]) error
 	mustEmbedUnimplementedCoreServiceServer()
 }
 
@@ -239,6 +302,15 @@ func (UnimplementedCoreServiceServer) Generate(*GenerateRequest, grpc.ServerStre
 }
 func (UnimplementedCoreServiceServer) CountTokens(context.Context, *CountTokensRequest) (*CountTokensResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CountTokens not implemented")
+}
+func (UnimplementedCoreServiceServer) Embed(context.Context, *EmbedRequest) (*EmbedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Embed not implemented")
+}
+func (UnimplementedCoreServiceServer) Forward(grpc.BidiStreamingServer[ForwardRequest, ForwardResponse]) error {
+	return status.Error(codes.Unimplemented, "method Forward not implemented")
+}
+func (UnimplementedCoreServiceServer) Realtime(grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]) error {
+	return status.Error(codes.Unimplemented, "method Realtime not implemented")
 }
 func (UnimplementedCoreServiceServer) mustEmbedUnimplementedCoreServiceServer() {}
 func (UnimplementedCoreServiceServer) testEmbeddedByValue()                     {}
@@ -416,6 +488,38 @@ func _CoreService_CountTokens_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CoreService_Embed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmbedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).Embed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_Embed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).Embed(ctx, req.(*EmbedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_Forward_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(CoreServiceServer).Forward(&grpc.GenericServerStream[ForwardRequest, ForwardResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_ForwardServer = grpc.BidiStreamingServer[ForwardRequest, ForwardResponse]
+
+func _CoreService_Realtime_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(CoreServiceServer).Realtime(&grpc.GenericServerStream[RealtimeRequest, RealtimeResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_RealtimeServer = grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]
+
 // CoreService_ServiceDesc is the grpc.ServiceDesc for CoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -455,12 +559,28 @@ var CoreService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "CountTokens",
 			Handler:    _CoreService_CountTokens_Handler,
 		},
+		{
+			MethodName: "Embed",
+			Handler:    _CoreService_Embed_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Generate",
 			Handler:       _CoreService_Generate_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Forward",
+			Handler:       _CoreService_Forward_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Realtime",
+			Handler:       _CoreService_Realtime_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "gateway/core/v1/core.proto",

@@ -38,6 +38,8 @@ const (
 	Protocol_PROTOCOL_MESSAGES Protocol = 5
 	// POST /v1beta/models/{m}:generateContent and :streamGenerateContent
 	Protocol_PROTOCOL_CONTENT_GENERATION Protocol = 6
+	// POST /v1/embeddings
+	Protocol_PROTOCOL_EMBEDDINGS Protocol = 7
 )
 
 // Enum value maps for Protocol.
@@ -50,6 +52,7 @@ var (
 		4: "PROTOCOL_RESPONSES_COMPACT",
 		5: "PROTOCOL_MESSAGES",
 		6: "PROTOCOL_CONTENT_GENERATION",
+		7: "PROTOCOL_EMBEDDINGS",
 	}
 	Protocol_value = map[string]int32{
 		"PROTOCOL_UNSPECIFIED":        0,
@@ -59,6 +62,7 @@ var (
 		"PROTOCOL_RESPONSES_COMPACT":  4,
 		"PROTOCOL_MESSAGES":           5,
 		"PROTOCOL_CONTENT_GENERATION": 6,
+		"PROTOCOL_EMBEDDINGS":         7,
 	}
 )
 
@@ -2304,7 +2308,7 @@ const file_gateway_core_v1_generate_proto_rawDesc = "" +
 	"\x12CountTokensRequest\x12:\n" +
 	"\arequest\x18\x01 \x01(\v2 .gateway.core.v1.GenerateRequestR\arequest\"8\n" +
 	"\x13CountTokensResponse\x12!\n" +
-	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens*\xcd\x01\n" +
+	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens*\xe6\x01\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PROTOCOL_CHAT_COMPLETIONS\x10\x01\x12\x18\n" +
@@ -2312,7 +2316,8 @@ const file_gateway_core_v1_generate_proto_rawDesc = "" +
 	"\x12PROTOCOL_RESPONSES\x10\x03\x12\x1e\n" +
 	"\x1aPROTOCOL_RESPONSES_COMPACT\x10\x04\x12\x15\n" +
 	"\x11PROTOCOL_MESSAGES\x10\x05\x12\x1f\n" +
-	"\x1bPROTOCOL_CONTENT_GENERATION\x10\x06*?\n" +
+	"\x1bPROTOCOL_CONTENT_GENERATION\x10\x06\x12\x17\n" +
+	"\x13PROTOCOL_EMBEDDINGS\x10\a*?\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tROLE_USER\x10\x01\x12\x12\n" +

@@ -1,0 +1,82 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+)
+
+// RealtimeDialer is an adapter that can open a realtime WebSocket session upstream.
+type RealtimeDialer interface {
+	DialRealtime(ctx context.Context, up Upstream, open *corev1.RealtimeOpen) (*websocket.Conn, error)
+}
+
+// realtimeDialer dials with the first-byte timeout bounding the handshake.
+var realtimeDialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: DefaultFirstByteTimeout,
+	ReadBufferSize: 32 << 10, WriteBufferSize: 32 << 10}
+
+// DialOpenAIRealtime opens {base}/realtime?model=<upstream model> (base as the OpenAI SDK
+// takes it, http(s) turned into ws(s)) with the provider's credential and the client's beta
+// choice; the client's other query parameters (e.g. intent) go along.
+func DialOpenAIRealtime(ctx context.Context, base string, up Upstream, open *corev1.RealtimeOpen) (*websocket.Conn, error) {
+	u, err := url.Parse(strings.TrimRight(base, "/") + "/realtime")
+	if err != nil {
+		return nil, &Error{Message: "bad upstream address", Err: err}
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	}
+	q := url.Values{}
+	for k, v := range open.GetQuery() {
+		q.Set(k, v)
+	}
+	q.Set("model", up.UpstreamModel)
+	u.RawQuery = q.Encode()
+	h := http.Header{}
+	h.Set(HeaderUserAgent, UserAgent)
+	if up.APIKey != "" {
+		h.Set("Authorization", "Bearer "+up.APIKey)
+	}
+	if open.GetBeta() {
+		h.Set("OpenAI-Beta", "realtime=v1")
+	}
+	timeout := up.Timeouts.FirstByte
+	if timeout <= 0 {
+		timeout = DefaultFirstByteTimeout
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, resp, err := realtimeDialer.DialContext(dctx, u.String(), h)
+	if err == nil {
+		return conn, nil
+	}
+	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		return nil, StatusError(resp.StatusCode, nil)
+	}
+	if errors.Is(dctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, &Error{Message: "the upstream did not answer in time", Timeout: true, Retryable: true, Err: err}
+	}
+	return nil, &Error{Message: "the upstream could not be reached", Retryable: true, Err: err}
+}
+
+// DialRealtime implements RealtimeDialer for the simulator.
+func (n Native) DialRealtime(ctx context.Context, up Upstream, open *corev1.RealtimeOpen) (*websocket.Conn, error) {
+	root := strings.TrimSuffix(strings.TrimRight(up.BaseURL, "/"), "/v1")
+	if root == "" {
+		root = n.DefaultBase
+	}
+	return DialOpenAIRealtime(ctx, root+"/v1", up, open)
+}
+
+// RealtimeWriteTimeout bounds one frame written to an upstream session.
+const RealtimeWriteTimeout = 10 * time.Second

@@ -1,0 +1,242 @@
+package rpc
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"strings"
+
+	"github.com/shopspring/decimal"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/billing"
+	"modelgateway/core/metering"
+	"modelgateway/core/provider"
+	"modelgateway/core/wire/apierror"
+)
+
+const (
+	// maxJSONAnswer bounds a relayed JSON answer, which is read whole to find its usage.
+	maxJSONAnswer = 256 << 20
+	// chunkSize is the piece a binary answer is relayed in.
+	chunkSize = 32 << 10
+	// multipartUnknownSize is assumed for a form of unknown size when holding (spec 8 limit).
+	multipartUnknownSize = 25 << 20
+	// uploadBytesPerToken estimates the tokens of an uploaded image or audio file for the
+	// hold: generous next to what providers bill (an hour of speech or a 4 MB image is a few
+	// thousand tokens), never close to the bytes/2 of text.
+	uploadBytesPerToken = 1000
+)
+
+// Forward implements the relay RPC of the media and ranking routes: checks, price and hold on
+// the head, then the first route that answers, the body streamed through, and the charge of
+// a complete answer: its reported token usage, or the per-request price.
+func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
+	ctx := srv.Context()
+	first, err := srv.Recv()
+	if err != nil {
+		return err
+	}
+	head := first.GetHead()
+	if head == nil {
+		return apierror.New(apierror.InvalidRequest, "the first Forward message must be the head")
+	}
+	family := head.GetEndpointFamily()
+	if _, ok := provider.FamilyPaths[family]; !ok {
+		return apierror.New(apierror.InvalidRequest, "Forward does not serve %q", family)
+	}
+	b, err := s.admit(ctx, family, head.GetModel())
+	if err != nil {
+		return err
+	}
+	defer b.finish()
+	if head.GetStream() {
+		return b.refuse(apierror.New(apierror.StreamingNotSupported, "%s does not stream", family))
+	}
+	if err := b.checkParameters(head.GetParameters()); err != nil {
+		return err
+	}
+	if err := b.holdWorst(false, func(p billing.Price) decimal.Decimal {
+		in, out := forwardEstimate(head)
+		return p.WorstCase(in, out)
+	}); err != nil {
+		return err
+	}
+
+	var form *formBody
+	resp, _, err := firstAnswer(b, func() bool { return form == nil || !form.started }, func(a provider.Adapter, up provider.Upstream) (*httpAnswer, error) {
+		f, ok := a.(provider.Forwarder)
+		if !ok {
+			return nil, errNoAdapter
+		}
+		call := &provider.ForwardCall{Upstream: up, Family: family, ContentType: "application/json"}
+		if head.GetMultipart() {
+			form = newFormBody(srv, head.GetParts(), up.UpstreamModel)
+			call.Body, call.ContentType = form, form.contentType()
+		} else {
+			body, err := provider.SetModel(head.GetBody(), up.UpstreamModel)
+			if err != nil {
+				return nil, &provider.Error{Status: 400, Message: "the body is not a JSON object"}
+			}
+			call.Body = bytes.NewReader(body)
+		}
+		r, err := f.Forward(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		return &httpAnswer{status: r.StatusCode, contentType: r.Header.Get("Content-Type"), body: r.Body}, nil
+	})
+	if form != nil && form.err != nil {
+		// The client's side failed first (e.g. the upload passed the size limit): its error
+		// is the answer, whatever the upstream made of the broken body.
+		if resp != nil {
+			resp.body.Close()
+		}
+		ae := clientError(form.err)
+		b.uncharged(ae.Code, "the upload failed: "+ae.Message)
+		return ae
+	}
+	if err != nil {
+		b.out.Status = "upstream_error"
+		return err
+	}
+	defer resp.body.Close()
+	if err := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Head{Head: &corev1.ForwardResponseHead{Status: int32(resp.status), ContentType: resp.contentType}}}); err != nil {
+		b.uncharged("cancelled", "client went away: "+err.Error())
+		return nil
+	}
+	if heldWhole(resp.contentType) {
+		return s.relayJSON(b, srv, head, resp)
+	}
+	return relayBinary(b, srv, resp)
+}
+
+// httpAnswer is an upstream's success answer.
+type httpAnswer struct {
+	status      int
+	contentType string
+	body        io.ReadCloser
+}
+
+// relayJSON reads the whole answer to find its usage, puts the public model back where the
+// answer names one (rerank, moderations), and sends it with its cost.
+func (s *CoreServer) relayJSON(b *billed, srv corev1.CoreService_ForwardServer, head *corev1.ForwardHead, resp *httpAnswer) error {
+	body, err := io.ReadAll(io.LimitReader(resp.body, maxJSONAnswer))
+	if err != nil {
+		b.uncharged("upstream_error", "reading the answer: "+err.Error())
+		return upstreamError(err)
+	}
+	u := metering.FromMediaAnswer(b.out.EndpointFamily, body)
+	if !u.Reliable && b.out.EndpointFamily == "moderations" && s.Gen.TextCounter != nil {
+		u = metering.Usage{Input: s.Gen.TextCounter(moderationTexts(head.GetBody())), Reliable: true}
+	}
+	if gjson.GetBytes(body, "model").Type == gjson.String {
+		if public, err := sjson.SetBytes(body, "model", b.m.ID); err == nil {
+			body = public
+		}
+	}
+	return sendAnswer(b, srv, body, u)
+}
+
+// relayBinary streams an answer (speech audio) as it arrives; only a complete one is charged,
+// and such answers carry no usage: they are priced per request.
+func relayBinary(b *billed, srv corev1.CoreService_ForwardServer, resp *httpAnswer) error {
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := resp.body.Read(buf)
+		if n > 0 {
+			if serr := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Data{Data: bytes.Clone(buf[:n])}}); serr != nil {
+				b.uncharged("cancelled", "client went away: "+serr.Error())
+				return nil
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return sendAnswer(b, srv, nil, metering.Unreliable("a binary answer reports no usage"))
+		}
+		if err != nil {
+			status := "upstream_error"
+			if b.ctx.Err() != nil {
+				status = "cancelled"
+			}
+			b.uncharged(status, "answer cut: "+err.Error())
+			return nil // the status line has gone: the front ends the answer
+		}
+	}
+}
+
+// sendAnswer charges the complete answer and sends what is left of it, then its usage.
+func sendAnswer(b *billed, srv corev1.CoreService_ForwardServer, body []byte, u metering.Usage) error {
+	b.charge(u)
+	if body != nil {
+		if err := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Data{Data: body}}); err != nil {
+			b.uncharged("cancelled", "client went away: "+err.Error())
+			return nil
+		}
+	}
+	um := usageMessage(b.out.Usage)
+	um.Cost, um.Currency = b.costString()
+	_ = srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Usage{Usage: um}})
+	return nil
+}
+
+// forwardEstimate is the token estimate behind a hold: text bodies at bytes/2, uploaded files
+// at uploadBytesPerToken, and a full default output where the answer is generated media.
+func forwardEstimate(head *corev1.ForwardHead) (input, output int64) {
+	if head.GetMultipart() {
+		size := head.GetBodySize()
+		if size < 0 {
+			size = multipartUnknownSize
+		}
+		input = size/uploadBytesPerToken + billing.InputEstimate(0)
+		for _, p := range head.GetParts() {
+			input += int64(len(p.GetValue())) / 2
+		}
+	} else {
+		input = billing.InputEstimate(len(head.GetBody()))
+	}
+	switch head.GetEndpointFamily() {
+	case "rerank", "moderations":
+	default:
+		output = billing.DefaultOutputTokens
+	}
+	return input, output
+}
+
+// moderationTexts are the texts of a moderations request, measured when the upstream reports
+// no usage.
+func moderationTexts(body []byte) []string {
+	var texts []string
+	in := gjson.GetBytes(body, "input")
+	if in.Type == gjson.String {
+		return []string{in.String()}
+	}
+	in.ForEach(func(_, v gjson.Result) bool {
+		if v.Type == gjson.String {
+			texts = append(texts, v.String())
+		} else if t := v.Get("text"); t.Exists() {
+			texts = append(texts, t.String())
+		}
+		return true
+	})
+	return texts
+}
+
+// heldWhole tells the answers that are read whole (JSON, and the text formats of
+// transcriptions) from those streamed as they arrive (audio).
+func heldWhole(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == "application/json" || strings.HasSuffix(mt, "+json") || strings.HasPrefix(mt, "text/")
+}
+
+// clientError is what a failure of the client's side of the stream becomes.
+func clientError(err error) *apierror.Error {
+	var ae *apierror.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return apierror.New(apierror.InvalidRequest, "reading the request body: %v", err)
+}

@@ -1,0 +1,328 @@
+package rpc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
+	"github.com/shopspring/decimal"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/billing"
+	"modelgateway/core/metering"
+	"modelgateway/core/provider"
+	"modelgateway/core/wire/apierror"
+)
+
+const (
+	// DefaultRealtimeSessionsPerKey bounds the sessions one key holds open on one replica.
+	DefaultRealtimeSessionsPerKey = 16
+	// A session keeps a reserve held that pays for its worst next response: a full realtime
+	// context of input and a long answer. When the balance cannot renew it after a response,
+	// the session ends.
+	realtimeReserveInput  = 32 << 10
+	realtimeReserveOutput = 4096
+	// realtimeMaxUpstreamMessage bounds one upstream frame (audio deltas are small; a
+	// conversation.item.retrieved may carry a whole item).
+	realtimeMaxUpstreamMessage = 64 << 20
+	// closeGrace is how long a closing side may take to answer the close handshake.
+	closeGrace = 5 * time.Second
+)
+
+// Close codes the gateway itself ends a session with.
+const (
+	closeBalance      = websocket.ClosePolicyViolation // 1008
+	closeUpstreamLost = websocket.CloseInternalServerErr
+)
+
+// Realtime implements the realtime RPC: the open message is checked like any priced request
+// (key, family, model, price, a reserve held on the balance, the per-key session limit), the
+// upstream session is dialled, and only then is the session opened for the client. Frames
+// then flow both ways; every response.done is charged once, by its own usage.
+func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
+	ctx := srv.Context()
+	first, err := srv.Recv()
+	if err != nil {
+		return err
+	}
+	open := first.GetOpen()
+	if open == nil {
+		return apierror.New(apierror.InvalidRequest, "the first Realtime message must open the session")
+	}
+	b, err := s.admit(ctx, "realtime", open.GetModel())
+	if err != nil {
+		return err
+	}
+	b.out.Usage = metering.Unreliable("a realtime session is charged per response")
+	defer b.finish()
+	limit := s.Gen.RealtimeSessionsPerKey
+	if limit <= 0 {
+		limit = DefaultRealtimeSessionsPerKey
+	}
+	if !s.sessions.acquire(b.k.ID, limit) {
+		return b.refuse(&apierror.Error{Code: apierror.InvalidRequest, Status: http.StatusTooManyRequests,
+			Message: fmt.Sprintf("the key already has %d realtime sessions open", limit)})
+	}
+	defer s.sessions.release(b.k.ID)
+	reserve := func(p billing.Price) decimal.Decimal { return p.WorstCase(realtimeReserveInput, realtimeReserveOutput) }
+	if err := b.holdWorst(true, reserve); err != nil {
+		return err
+	}
+	upstreamModel := b.m.ID
+	up, route, err := firstAnswer(b, always, func(a provider.Adapter, u provider.Upstream) (*websocket.Conn, error) {
+		d, ok := a.(provider.RealtimeDialer)
+		if !ok {
+			return nil, errNoAdapter
+		}
+		return d.DialRealtime(ctx, u, open)
+	})
+	if err != nil {
+		b.out.Status = "upstream_error"
+		return err
+	}
+	defer up.Close()
+	if route.UpstreamModel != "" {
+		upstreamModel = route.UpstreamModel
+	}
+	x := &session{b: b, srv: srv, up: up, upstreamModel: upstreamModel, reserve: reserve(b.price), started: time.Now()}
+	if err := x.toClient(&corev1.RealtimeResponse{Msg: &corev1.RealtimeResponse_Opened{Opened: &corev1.RealtimeOpened{SessionId: b.out.RequestID}}}); err != nil {
+		return nil
+	}
+	go x.fromClient()
+	x.fromUpstream()
+	return nil
+}
+
+// session is one proxied realtime session.
+type session struct {
+	b             *billed
+	srv           corev1.CoreService_RealtimeServer
+	up            *websocket.Conn
+	upstreamModel string
+	reserve       decimal.Decimal
+	// started is when the current response began to be metered (the previous one's end).
+	started time.Time
+
+	sendMu sync.Mutex // the client side has two writers: both loops
+	upMu   sync.Mutex // the upstream connection has two writers too
+	events atomic.Int64
+}
+
+func (x *session) toClient(m *corev1.RealtimeResponse) error {
+	x.sendMu.Lock()
+	defer x.sendMu.Unlock()
+	return x.srv.Send(m)
+}
+
+func (x *session) frameToClient(f *corev1.Frame) error {
+	return x.toClient(&corev1.RealtimeResponse{Msg: &corev1.RealtimeResponse_Frame{Frame: f}})
+}
+
+func (x *session) closeClient(code int, reason string) {
+	_ = x.frameToClient(&corev1.Frame{Kind: corev1.FrameKind_FRAME_KIND_CLOSE, CloseCode: int32(code), CloseReason: reason})
+}
+
+func (x *session) writeUp(kind int, data []byte) error {
+	x.upMu.Lock()
+	defer x.upMu.Unlock()
+	_ = x.up.SetWriteDeadline(time.Now().Add(provider.RealtimeWriteTimeout))
+	return x.up.WriteMessage(kind, data)
+}
+
+func (x *session) controlUp(kind int, data []byte) error {
+	return x.up.WriteControl(kind, data, time.Now().Add(provider.RealtimeWriteTimeout))
+}
+
+// fromClient relays the client's frames upstream until the client side ends. A client that
+// goes away without a close handshake takes the upstream connection down with it.
+func (x *session) fromClient() {
+	for {
+		msg, err := x.srv.Recv()
+		if err != nil {
+			x.up.Close()
+			return
+		}
+		f := msg.GetFrame()
+		switch f.GetKind() {
+		case corev1.FrameKind_FRAME_KIND_TEXT:
+			data, refusal := x.clientEvent(f.GetData())
+			if refusal != nil {
+				err = x.frameToClient(&corev1.Frame{Kind: corev1.FrameKind_FRAME_KIND_TEXT, Data: refusal})
+			} else {
+				err = x.writeUp(websocket.TextMessage, data)
+			}
+		case corev1.FrameKind_FRAME_KIND_BINARY:
+			err = x.writeUp(websocket.BinaryMessage, f.GetData())
+		case corev1.FrameKind_FRAME_KIND_PING:
+			err = x.controlUp(websocket.PingMessage, f.GetData())
+		case corev1.FrameKind_FRAME_KIND_PONG:
+			err = x.controlUp(websocket.PongMessage, f.GetData())
+		case corev1.FrameKind_FRAME_KIND_CLOSE:
+			_ = x.controlUp(websocket.CloseMessage, closePayload(int(f.GetCloseCode()), f.GetCloseReason()))
+			// The upstream answers the handshake and the other loop relays its close; if it
+			// does not, the connection goes anyway.
+			time.AfterFunc(closeGrace, func() { x.up.Close() })
+			return
+		}
+		if err != nil {
+			x.up.Close()
+			return
+		}
+	}
+}
+
+// fromUpstream relays the upstream's frames to the client, charging each response.done, until
+// the upstream side ends; its close code and reason reach the client unchanged.
+func (x *session) fromUpstream() {
+	x.up.SetReadLimit(realtimeMaxUpstreamMessage)
+	x.up.SetPingHandler(func(d string) error {
+		return x.frameToClient(&corev1.Frame{Kind: corev1.FrameKind_FRAME_KIND_PING, Data: []byte(d)})
+	})
+	x.up.SetPongHandler(func(d string) error {
+		return x.frameToClient(&corev1.Frame{Kind: corev1.FrameKind_FRAME_KIND_PONG, Data: []byte(d)})
+	})
+	for {
+		kind, data, err := x.up.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			switch {
+			case errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure:
+				x.closeClient(ce.Code, ce.Text)
+			case x.b.ctx.Err() == nil:
+				x.closeClient(closeUpstreamLost, "the upstream connection was lost")
+			}
+			return
+		}
+		exhausted := false
+		if kind == websocket.TextMessage {
+			data, exhausted = x.upstreamEvent(data)
+		}
+		f := &corev1.Frame{Kind: corev1.FrameKind_FRAME_KIND_TEXT, Data: data}
+		if kind == websocket.BinaryMessage {
+			f.Kind = corev1.FrameKind_FRAME_KIND_BINARY
+		}
+		if err := x.frameToClient(f); err != nil {
+			return
+		}
+		if exhausted {
+			reason := "insufficient_balance: the balance cannot pay for another response"
+			x.closeClient(closeBalance, reason)
+			_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
+			return
+		}
+	}
+}
+
+// clientEvent applies the session's fixed model: a session.update that names another model is
+// refused with the protocol's own error event (and not forwarded); one that names the
+// session's model gets the upstream name.
+func (x *session) clientEvent(data []byte) (forward, refusal []byte) {
+	if !bytes.Contains(data, []byte(`"model"`)) {
+		return data, nil
+	}
+	ev := gjson.ParseBytes(data)
+	model := ev.Get("session.model")
+	if ev.Get("type").String() != "session.update" || !model.Exists() {
+		return data, nil
+	}
+	if model.String() != x.b.m.ID && model.String() != x.upstreamModel {
+		msg := fmt.Sprintf("the session's model is fixed to %q by the connection; session.update may not switch it to %q", x.b.m.ID, model.String())
+		refusal, _ = sjson.SetBytes([]byte(`{"type":"error","error":{"type":"invalid_request_error","code":"model_switch_not_allowed","param":"session.model"}}`), "error.message", msg)
+		refusal, _ = sjson.SetBytes(refusal, "event_id", fmt.Sprintf("event_gw_%d", x.events.Add(1)))
+		if id := ev.Get("event_id"); id.Exists() {
+			refusal, _ = sjson.SetBytes(refusal, "error.event_id", id.String())
+		} else {
+			refusal, _ = sjson.SetRawBytes(refusal, "error.event_id", []byte("null"))
+		}
+		return nil, refusal
+	}
+	out, err := sjson.SetBytes(data, "session.model", x.upstreamModel)
+	if err != nil {
+		return data, nil
+	}
+	return out, nil
+}
+
+// upstreamEvent meters response.done and shows the public model in session events. It
+// reports whether the balance can no longer pay for another response.
+func (x *session) upstreamEvent(data []byte) ([]byte, bool) {
+	switch gjson.GetBytes(data, "type").String() {
+	case "response.done":
+		return data, x.charge(data)
+	case "session.created", "session.updated":
+		if gjson.GetBytes(data, "session.model").String() == x.upstreamModel && x.upstreamModel != x.b.m.ID {
+			if out, err := sjson.SetBytes(data, "session.model", x.b.m.ID); err == nil {
+				return out, false
+			}
+		}
+	}
+	return data, false
+}
+
+// charge settles one response: its own request record (the session id and the response id),
+// priced from reliable usage, paid from the session's reserve; then a new reserve is held.
+func (x *session) charge(event []byte) (exhausted bool) {
+	b := x.b
+	u := metering.FromRealtimeResponse(event)
+	id := gjson.GetBytes(event, "response.id").String()
+	if id == "" {
+		id = uuid.NewString()
+	}
+	o := b.out
+	o.RequestID, o.Status, o.Usage, o.Cost = b.out.RequestID+"/"+id, "ok", u, decimal.NullDecimal{}
+	o.StartTime, x.started = x.started, time.Now()
+	if u.Reliable || b.price.PerRequest {
+		o.Cost = decimal.NullDecimal{Decimal: b.price.Cost(u), Valid: true}
+	}
+	b.s.finish(b.ctx, b.k, b.hold, &o)
+	var err error
+	b.hold, err = b.s.Gen.Ledger.Hold(b.ctx, b.k.ProfileID, x.reserve)
+	if err != nil {
+		b.hold = nil
+		return true
+	}
+	return false
+}
+
+func closePayload(code int, reason string) []byte {
+	if code == 0 || code == websocket.CloseNoStatusReceived {
+		return []byte{}
+	}
+	return websocket.FormatCloseMessage(code, reason)
+}
+
+// sessionCount counts open realtime sessions per key on this replica.
+type sessionCount struct {
+	mu sync.Mutex
+	n  map[uuid.UUID]int
+}
+
+func (c *sessionCount) acquire(key uuid.UUID, limit int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[uuid.UUID]int{}
+	}
+	if c.n[key] >= limit {
+		return false
+	}
+	c.n[key]++
+	return true
+}
+
+func (c *sessionCount) release(key uuid.UUID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[key]--; c.n[key] <= 0 {
+		delete(c.n, key)
+	}
+}

@@ -1,0 +1,54 @@
+package rpc
+
+import (
+	"errors"
+
+	"modelgateway/core/provider"
+	"modelgateway/core/store"
+	"modelgateway/core/verify"
+	"modelgateway/core/wire/apierror"
+)
+
+// firstAnswer tries the admitted request's routes in fallback order with attempt, which gets
+// the route's adapter and upstream; another route is tried only after a retryable failure
+// and while again() allows it (a streamed upload cannot be sent twice). Adapters of kinds
+// that cannot serve the call are skipped: attempt says so with errNoAdapter.
+func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provider.Adapter, up provider.Upstream) (T, error)) (T, *store.Route, error) {
+	var zero T
+	var lastErr error
+	for route, p := range upstreams(b.snap, b.m, b.out.EndpointFamily) {
+		adapter := b.s.Gen.Adapters[p.Kind]
+		if adapter == nil {
+			lastErr = &provider.Error{Message: "no adapter for provider kind " + p.Kind}
+			continue
+		}
+		res, err := attempt(adapter, verify.Upstream(b.m, p, route, b.s.Gen.Env))
+		if err == nil {
+			b.out.Provider = route.ProviderID
+			return res, route, nil
+		}
+		lastErr = err
+		if b.ctx.Err() != nil {
+			return zero, nil, apierror.New(apierror.InvalidRequest, "the request was cancelled")
+		}
+		var pe *provider.Error
+		if errors.Is(err, errNoAdapter) {
+			continue
+		}
+		if errors.As(err, &pe) && !pe.Retryable || !again() {
+			break
+		}
+		if b.s.Gen.Log != nil {
+			b.s.Gen.Log.Warn("upstream failed, trying the next route", "model", b.m.ID, "provider", p.ID, "err", err)
+		}
+	}
+	if lastErr == nil || errors.Is(lastErr, errNoAdapter) {
+		return zero, nil, apierror.New(apierror.ModelNotFound, "the model %q has no route for %s", b.m.ID, b.out.EndpointFamily)
+	}
+	return zero, nil, upstreamError(lastErr)
+}
+
+// errNoAdapter says the route's provider kind cannot serve this endpoint family.
+var errNoAdapter = errors.New("the provider kind cannot serve this endpoint family")
+
+func always() bool { return true }

@@ -1,0 +1,281 @@
+package media
+
+import (
+	"io"
+	"mime/multipart"
+	"slices"
+	"strconv"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+)
+
+const (
+	// chunkSize is the copy buffer and the largest data message.
+	chunkSize = 32 << 10
+	// maxField caps a plain field, which is read whole.
+	maxField = 1 << 20
+)
+
+// requiredFiles names the file part a multipart family cannot do without (spec 4.4); the
+// SDKs send several images as repeated "image[]" parts.
+var requiredFiles = map[string][]string{
+	"images.edits":         {"image", "image[]"},
+	"images.variations":    {"image", "image[]"},
+	"audio.transcriptions": {"file"},
+	"audio.translations":   {"file"},
+}
+
+// form reads a multipart body part by part: up to the head in the handler, the rest in Recv.
+type form struct {
+	family        string
+	body          *limitedBody
+	contentLength int64
+	mr            *multipart.Reader
+	buf           []byte // the one copy buffer; data messages point into it
+	spool         spool
+	staged        []stagedFile    // files read before the head, delivered right after it
+	pending       *multipart.Part // the file part that made the head ready
+	cur           io.Reader       // the file whose bytes are being delivered
+	curStaged     bool
+	ended         bool // the closing boundary has been read
+	sawRequired   bool
+	data          *corev1.ForwardRequest_Data
+	dataMsg       *corev1.ForwardRequest
+}
+
+type stagedFile struct {
+	part      *corev1.FormPart
+	off, size int64
+}
+
+func newForm(family, dir string, body *limitedBody, boundary string, contentLength int64) *form {
+	data := &corev1.ForwardRequest_Data{}
+	return &form{
+		family:        family,
+		body:          body,
+		contentLength: contentLength,
+		mr:            multipart.NewReader(body, boundary),
+		buf:           make([]byte, chunkSize),
+		spool:         spool{dir: dir},
+		data:          data,
+		dataMsg:       &corev1.ForwardRequest{Msg: data},
+	}
+}
+
+// readHead reads until core can decide: the model is known and the next part is a file (its
+// bytes can stream straight from the client) or the form has ended. Files before that are
+// staged.
+func (f *form) readHead() (*corev1.ForwardHead, error) {
+	head := &corev1.ForwardHead{EndpointFamily: f.family, Multipart: true}
+	for {
+		p, err := f.mr.NextPart()
+		if err == io.EOF { // exactly: a wrapped EOF is a truncated form
+			if err := f.end(); err != nil {
+				return nil, err
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if isFile(p) {
+			f.noteFile(p)
+			if head.Model != "" {
+				f.pending = p
+				break
+			}
+			if err := f.stage(p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		field, err := readField(p)
+		if err != nil {
+			return nil, err
+		}
+		head.Parts = append(head.Parts, field)
+		switch field.GetName() {
+		case "model":
+			head.Model = string(field.GetValue())
+		case "stream":
+			head.Stream, _ = strconv.ParseBool(string(field.GetValue()))
+		case "user":
+			if !slices.Contains(head.Parameters, "user") {
+				head.Parameters = append(head.Parameters, "user")
+			}
+		}
+	}
+	if head.Model == "" {
+		return nil, invalid("model is required")
+	}
+	if f.ended {
+		if err := f.checkRequired(); err != nil {
+			return nil, err
+		}
+	}
+	head.BodySize = f.bodySize()
+	return head, nil
+}
+
+// next is the message after the head: the staged files, then the part that made the head
+// ready, then the rest of the form; io.EOF at its end.
+func (f *form) next() (*corev1.ForwardRequest, error) {
+	for {
+		if f.cur != nil {
+			n, err := fill(f.cur, f.buf)
+			switch {
+			case err == io.EOF:
+				f.cur = nil
+			case err != nil && f.curStaged:
+				return nil, apierror.New(apierror.Internal, "reading the staged upload: %v", err)
+			case err != nil:
+				return nil, err
+			}
+			if n > 0 {
+				f.data.Data = f.buf[:n]
+				return f.dataMsg, nil
+			}
+			continue
+		}
+		if len(f.staged) > 0 {
+			s := f.staged[0]
+			f.staged = f.staged[1:]
+			f.cur, f.curStaged = f.spool.section(s.off, s.size), true
+			return partMessage(s.part), nil
+		}
+		if p := f.pending; p != nil {
+			f.pending = nil
+			f.cur, f.curStaged = p, false
+			return partMessage(filePart(p)), nil
+		}
+		if f.ended {
+			return nil, io.EOF
+		}
+		p, err := f.mr.NextPart()
+		if err == io.EOF {
+			if err := f.end(); err != nil {
+				return nil, err
+			}
+			if err := f.checkRequired(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if isFile(p) {
+			f.noteFile(p)
+			f.cur, f.curStaged = p, false
+			return partMessage(filePart(p)), nil
+		}
+		field, err := readField(p)
+		if err != nil {
+			return nil, err
+		}
+		return partMessage(field), nil
+	}
+}
+
+// end is the closing boundary: what follows it still counts against the limit.
+func (f *form) end() error {
+	f.ended = true
+	for {
+		_, err := f.body.Read(f.buf)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRequired runs at the end of the form: the route's file must have come.
+func (f *form) checkRequired() error {
+	if names := requiredFiles[f.family]; len(names) > 0 && !f.sawRequired {
+		return invalid("%s is required (a file part)", names[0])
+	}
+	return nil
+}
+
+// stage copies a file part to the spool through the fixed buffer.
+func (f *form) stage(p *multipart.Part) error {
+	off := f.spool.size
+	for {
+		n, err := fill(p, f.buf)
+		if n > 0 {
+			if werr := f.spool.write(f.buf[:n]); werr != nil {
+				return apierror.New(apierror.Internal, "%v", werr)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	f.staged = append(f.staged, stagedFile{part: filePart(p), off: off, size: f.spool.size - off})
+	return nil
+}
+
+func (f *form) noteFile(p *multipart.Part) {
+	if slices.Contains(requiredFiles[f.family], p.FormName()) {
+		f.sawRequired = true
+	}
+}
+
+// bodySize is the client's body size for core's hold estimate: Content-Length when sent,
+// else what has been read when that is the whole form or at least its staged files, else
+// unknown.
+func (f *form) bodySize() int64 {
+	switch {
+	case f.contentLength >= 0:
+		return f.contentLength
+	case f.ended || len(f.staged) > 0:
+		return f.body.n
+	default:
+		return -1
+	}
+}
+
+// isFile tells file parts from plain fields the way the SDKs write them: a file part always
+// has a filename.
+func isFile(p *multipart.Part) bool { return p.FileName() != "" }
+
+func filePart(p *multipart.Part) *corev1.FormPart {
+	return &corev1.FormPart{Name: p.FormName(), Filename: p.FileName(), ContentType: p.Header.Get("Content-Type"), File: true}
+}
+
+func readField(p *multipart.Part) (*corev1.FormPart, error) {
+	v, err := io.ReadAll(io.LimitReader(p, maxField+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(v) > maxField {
+		return nil, invalid("the form field %q is larger than %d bytes", p.FormName(), maxField)
+	}
+	return &corev1.FormPart{Name: p.FormName(), Value: v}, nil
+}
+
+func partMessage(p *corev1.FormPart) *corev1.ForwardRequest {
+	return &corev1.ForwardRequest{Msg: &corev1.ForwardRequest_Part{Part: p}}
+}
+
+// fill reads until buf is full or r ends (io.EOF, possibly with n > 0). Unlike io.ReadFull it
+// keeps a source's own io.ErrUnexpectedEOF (a truncated form) apart from a clean end.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,55 @@
+package media
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+)
+
+// stream is the server side of the in-process Forward call: Recv reads the client's request,
+// Send writes the answer. As with any gRPC stream, one goroutine may receive while another
+// sends.
+type stream struct {
+	ctx context.Context
+	req *request
+	ans *answer
+}
+
+var _ corev1.CoreService_ForwardServer = (*stream)(nil)
+
+func (s *stream) Context() context.Context     { return s.ctx }
+func (s *stream) SetHeader(metadata.MD) error  { return nil }
+func (s *stream) SendHeader(metadata.MD) error { return nil }
+func (s *stream) SetTrailer(metadata.MD)       {}
+
+func (s *stream) Recv() (*corev1.ForwardRequest, error) { return s.req.recv() }
+
+func (s *stream) Send(m *corev1.ForwardResponse) error { return s.ans.send(m) }
+
+// RecvMsg serves interceptors and generic stream wrappers; it copies, so the reused data
+// message stays private.
+func (s *stream) RecvMsg(m any) error {
+	out, ok := m.(*corev1.ForwardRequest)
+	if !ok {
+		return fmt.Errorf("media: RecvMsg into %T, want *ForwardRequest", m)
+	}
+	msg, err := s.Recv()
+	if err != nil {
+		return err
+	}
+	proto.Reset(out)
+	proto.Merge(out, msg)
+	return nil
+}
+
+func (s *stream) SendMsg(m any) error {
+	msg, ok := m.(*corev1.ForwardResponse)
+	if !ok {
+		return fmt.Errorf("media: SendMsg of %T, want *ForwardResponse", m)
+	}
+	return s.Send(msg)
+}
