@@ -58,7 +58,7 @@ const mediaCatalog = `{
     {"id": "whisper", "family": "media", "routes": [{"endpoint_families": ["audio.transcriptions", "audio.translations"], "provider": "up-openai", "upstream_model": "whisper-1"}],
      "prices": [{"endpoint_families": ["audio.transcriptions", "audio.translations"], "billing_mode": "per_request", "request": "0.25"}]},
     {"id": "rt", "family": "media", "routes": [{"endpoint_families": ["realtime"], "provider": "up-openai", "upstream_model": "gpt-realtime"}],
-     "prices": [{"endpoint_families": ["realtime"], "billing_mode": "per_token", "input": "100", "cached_input": "10", "output": "400"}]},
+     "prices": [{"endpoint_families": ["realtime"], "billing_mode": "per_token", "input": "100", "cached_input": "10", "output": "400", "audio_input": "800", "audio_output": "1600"}]},
     {"id": "rt-dear", "family": "media", "routes": [{"endpoint_families": ["realtime"], "provider": "up-openai", "upstream_model": "gpt-realtime"}],
      "prices": [{"endpoint_families": ["realtime"], "billing_mode": "per_token", "input": "0", "output": "100000"}]},
     {"id": "unpriced", "family": "media", "routes": [{"endpoint_families": ["images.generations"], "provider": "up-openai", "upstream_model": "dall-e-3"}]}

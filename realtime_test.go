@@ -65,14 +65,20 @@ func ask(t *testing.T, c *websocket.Conn, text string) {
 	send(t, c, `{"type":"response.create"}`)
 }
 
-// realtimeCost prices a response.done's usage as the catalogue prices model rt.
-func realtimeCost(t *testing.T, done map[string]any, in, cached, out string) decimal.Decimal {
+// realtimeCost prices a response.done's usage: text and audio at their own rates, cache reads
+// at the cached rate.
+func realtimeCost(t *testing.T, done map[string]any, in, cached, out, audioIn, audioOut string) decimal.Decimal {
 	t.Helper()
 	u := done["response"].(map[string]any)["usage"].(map[string]any)
-	input := int64(u["input_tokens"].(float64))
-	c := int64(u["input_token_details"].(map[string]any)["cached_tokens"].(float64))
-	output := int64(u["output_tokens"].(float64))
-	return cost(input-c, in).Add(cost(c, cached)).Add(cost(output, out))
+	n := func(m map[string]any, k string) int64 { v, _ := m[k].(float64); return int64(v) }
+	details, _ := u["input_token_details"].(map[string]any)
+	cachedDetails, _ := details["cached_tokens_details"].(map[string]any)
+	outDetails, _ := u["output_token_details"].(map[string]any)
+	c := n(details, "cached_tokens")
+	aIn := n(details, "audio_tokens") - n(cachedDetails, "audio_tokens")
+	aOut := n(outDetails, "audio_tokens")
+	text := n(u, "input_tokens") - c - aIn
+	return cost(text, in).Add(cost(aIn, audioIn)).Add(cost(c, cached)).Add(cost(n(u, "output_tokens")-aOut, out)).Add(cost(aOut, audioOut))
 }
 
 // A session: the public model is shown, a model switch is refused with an error event while
@@ -104,11 +110,15 @@ func TestRealtimeSession(t *testing.T) {
 		t.Errorf("session.updated shows %v", updated["session"])
 	}
 
+	// A text answer, then an audio one: audio tokens at the audio rates.
 	var want decimal.Decimal
-	for i := range 2 {
-		ask(t, c, "hello there")
+	for i, prompt := range []string{"hello there", "say it aloud #sim:audio"} {
+		ask(t, c, prompt)
 		done := until(t, c, "response.done")
-		want = want.Add(realtimeCost(t, done, "100", "10", "400"))
+		if i == 1 && done["response"].(map[string]any)["usage"].(map[string]any)["output_token_details"].(map[string]any)["audio_tokens"].(float64) == 0 {
+			t.Fatalf("the audio answer reports no audio tokens: %v", done)
+		}
+		want = want.Add(realtimeCost(t, done, "100", "10", "400", "800", "1600"))
 		if i == 0 {
 			g.settled(t, g.profileID, 1)
 		}
@@ -229,7 +239,7 @@ func TestRealtimeBalanceExhausted(t *testing.T) {
 		t.Fatalf("after the response: %v", err)
 	}
 	balance := g.settled(t, pid, 1)
-	if want := decimal.NewFromInt(410).Sub(realtimeCost(t, done, "0", "0", "100000")); !balance.Equal(want) {
+	if want := decimal.NewFromInt(410).Sub(realtimeCost(t, done, "0", "0", "100000", "0", "100000")); !balance.Equal(want) {
 		t.Errorf("balance %s, want %s", balance, want)
 	}
 }
@@ -288,4 +298,36 @@ func TestRealtimeDropsMidResponse(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	goleak.VerifyNone(t, baseline)
+}
+
+// The public catalogue shows audio rates on the price sets that name them, and keeps the five
+// components of spec 2.2 everywhere else.
+func TestCatalogAudioComponents(t *testing.T) {
+	g := startMedia(t)
+	status, _, cat := g.do("GET", "/v1/catalog", nil, "")
+	if status != 200 {
+		t.Fatalf("catalog: %d", status)
+	}
+	seen := 0
+	for _, f := range cat["families"].([]any) {
+		for _, m := range f.(map[string]any)["models"].([]any) {
+			mm := m.(map[string]any)
+			comps := mm["prices"].([]any)[0].(map[string]any)["components"].(map[string]any)
+			switch mm["id"] {
+			case "rt":
+				seen++
+				if a, _ := comps["audio_input"].(map[string]any); a["amount"] != "800" || a["unit"] != "RUB_per_1M_tokens" {
+					t.Errorf("rt audio_input = %v", comps["audio_input"])
+				}
+			case "dalle":
+				seen++
+				if _, ok := comps["audio_input"]; ok || len(comps) != 5 {
+					t.Errorf("dalle components %v, want the five of spec 2.2", comps)
+				}
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("found %d of the two models", seen)
+	}
 }

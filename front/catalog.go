@@ -31,7 +31,13 @@ func (s *Server) catalog(w http.ResponseWriter, r *http.Request) {
 	if err := json.Compact(&body, rec.body.Bytes()); err != nil {
 		body = rec.body
 	}
-	sum := sha256.Sum256(body.Bytes())
+	// Audio rates appear only on the price sets that name them; every other set keeps exactly
+	// the five components of spec 2.2.
+	data := body.Bytes()
+	for _, unpriced := range []string{`,"audio_input":null`, `,"audio_output":null`} {
+		data = bytes.ReplaceAll(data, []byte(unpriced), nil)
+	}
+	sum := sha256.Sum256(data)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	h := w.Header()
 	h.Set("ETag", etag)
@@ -43,9 +49,9 @@ func (s *Server) catalog(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Length", strconv.Itoa(body.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body.Bytes())
+	_, _ = w.Write(data)
 }
 
 func etagMatches(header, etag string) bool {

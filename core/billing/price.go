@@ -29,7 +29,9 @@ type Price struct {
 	// Per 1M tokens; CachedInput and CacheWrite fall back to Input when the catalogue leaves
 	// them unpriced, so a cache hit is never free by accident.
 	Input, CachedInput, CacheWrite, Output decimal.Decimal
-	Request                                decimal.Decimal
+	// The audio parts of input and output; the text rates when the catalogue sets none.
+	AudioInput, AudioOutput decimal.Decimal
+	Request                 decimal.Decimal
 }
 
 // Find picks the first active price set covering the family. A per-token rule needs input and
@@ -48,7 +50,14 @@ func Find(prices []store.Price, family string, needsOutput bool) (Price, error) 
 			if !p.Input.Valid || (needsOutput && !p.Output.Valid) {
 				continue
 			}
-			out := Price{Input: p.Input.Decimal, CachedInput: p.Input.Decimal, CacheWrite: p.Input.Decimal, Output: p.Output.Decimal}
+			out := Price{Input: p.Input.Decimal, CachedInput: p.Input.Decimal, CacheWrite: p.Input.Decimal, Output: p.Output.Decimal,
+				AudioInput: p.Input.Decimal, AudioOutput: p.Output.Decimal}
+			if p.AudioInput.Valid {
+				out.AudioInput = p.AudioInput.Decimal
+			}
+			if p.AudioOutput.Valid {
+				out.AudioOutput = p.AudioOutput.Decimal
+			}
 			if p.CachedInput.Valid {
 				out.CachedInput = p.CachedInput.Decimal
 			}
@@ -61,16 +70,19 @@ func Find(prices []store.Price, family string, needsOutput bool) (Price, error) 
 	return Price{}, ErrNoPrice
 }
 
-// Cost prices reliable usage: each of the four disjoint categories at its own rate, summed
-// exactly, then rounded half away from zero to Scale digits once, at the end.
+// Cost prices reliable usage: each of the four disjoint categories at its own rate (the audio
+// parts of input and output at theirs), summed exactly, then rounded half away from zero to
+// Scale digits once, at the end.
 func (p Price) Cost(u metering.Usage) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	sum := decimal.NewFromInt(u.Input).Mul(p.Input).
+	sum := decimal.NewFromInt(u.Input - u.AudioInput).Mul(p.Input).
+		Add(decimal.NewFromInt(u.AudioInput).Mul(p.AudioInput)).
 		Add(decimal.NewFromInt(u.CachedInput).Mul(p.CachedInput)).
 		Add(decimal.NewFromInt(u.CacheWrite).Mul(p.CacheWrite)).
-		Add(decimal.NewFromInt(u.Output).Mul(p.Output))
+		Add(decimal.NewFromInt(u.Output - u.AudioOutput).Mul(p.Output)).
+		Add(decimal.NewFromInt(u.AudioOutput).Mul(p.AudioOutput))
 	return sum.Shift(-6).Round(Scale)
 }
 
@@ -80,8 +92,8 @@ func (p Price) WorstCase(inputTokens, outputLimit int64) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	in := decimal.Max(p.Input, p.CachedInput, p.CacheWrite)
-	sum := decimal.NewFromInt(inputTokens).Mul(in).Add(decimal.NewFromInt(outputLimit).Mul(p.Output))
+	in := decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)
+	sum := decimal.NewFromInt(inputTokens).Mul(in).Add(decimal.NewFromInt(outputLimit).Mul(decimal.Max(p.Output, p.AudioOutput)))
 	return sum.Shift(-6).RoundCeil(Scale)
 }
 

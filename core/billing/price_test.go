@@ -109,3 +109,31 @@ func TestFindPrice(t *testing.T) {
 		}
 	}
 }
+
+// Audio tokens are a part of input and output, priced at the audio rates where the catalogue
+// sets them and at the text rates where it does not; the hold covers the dearer of the two.
+func TestAudioParts(t *testing.T) {
+	t.Parallel()
+	priced, err := Find([]store.Price{{EndpointFamilies: []string{"realtime"}, BillingMode: "per_token",
+		Input: nd("4"), CachedInput: nd("0.4"), Output: nd("16"), AudioInput: nd("32"), AudioOutput: nd("64")}}, "realtime", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	textOnly, err := Find([]store.Price{{EndpointFamilies: []string{"realtime"}, BillingMode: "per_token", Input: nd("4"), Output: nd("16")}}, "realtime", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300 input of which 128 cached and 136 uncached audio; 120 output of which 90 audio.
+	u := metering.Usage{Input: 172, CachedInput: 128, AudioInput: 136, Output: 120, AudioOutput: 90, Reliable: true}
+	// (36*4 + 136*32 + 128*0.4 + 30*16 + 90*64) / 1M
+	if got, want := priced.Cost(u), dec("0.0107872"); !got.Equal(want) {
+		t.Errorf("audio priced: %s, want %s", got, want)
+	}
+	// Everything at the text rates, cache reads at the input rate: (300*4 + 120*16) / 1M.
+	if got, want := textOnly.Cost(u), dec("0.00312"); !got.Equal(want) {
+		t.Errorf("audio at text rates: %s, want %s", got, want)
+	}
+	if worst := priced.WorstCase(300, 120); worst.LessThan(priced.Cost(metering.Usage{Input: 300, AudioInput: 300, Output: 120, AudioOutput: 120})) {
+		t.Errorf("hold %s below an all-audio response", worst)
+	}
+}

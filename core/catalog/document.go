@@ -71,6 +71,9 @@ type Price struct {
 
 	// Amounts; nil = not priced (null or absent in the document).
 	Input, CachedInput, CacheWrite, Output, Request *decimal.Decimal
+	// AudioInput and AudioOutput price the audio part of input and output (realtime, audio
+	// models); nil = the text rate.
+	AudioInput, AudioOutput *decimal.Decimal
 }
 
 // Capability records which optional parameters (spec.md 2.3, 2.6) were verified for one
@@ -461,6 +464,8 @@ func (p *Price) components() []component {
 		{"cache_write", &p.CacheWrite},
 		{"output", &p.Output},
 		{"request", &p.Request},
+		{"audio_input", &p.AudioInput},
+		{"audio_output", &p.AudioOutput},
 	}
 }
 

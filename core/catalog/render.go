@@ -61,6 +61,8 @@ type jsonPrice struct {
 	CacheWrite       *string  `json:"cache_write"`
 	Output           *string  `json:"output"`
 	Request          *string  `json:"request"`
+	AudioInput       *string  `json:"audio_input,omitempty"`
+	AudioOutput      *string  `json:"audio_output,omitempty"`
 }
 
 type jsonCapability struct {
@@ -118,7 +120,7 @@ func renderModel(m Model) jsonModel {
 		jp := jsonPrice{EndpointFamilies: orEmpty(p.EndpointFamilies), BillingMode: p.BillingMode}
 		targets := map[string]**string{
 			"input": &jp.Input, "cached_input": &jp.CachedInput, "cache_write": &jp.CacheWrite,
-			"output": &jp.Output, "request": &jp.Request,
+			"output": &jp.Output, "request": &jp.Request, "audio_input": &jp.AudioInput, "audio_output": &jp.AudioOutput,
 		}
 		for _, c := range p.components() {
 			if a := *c.amount; a != nil {

@@ -38,7 +38,11 @@ func FromMediaAnswer(family string, body []byte) Usage {
 			if total, ok := count("total_tokens"); ok && total != in+out {
 				return contradiction("total %d is not input %d + output %d", total, in, out)
 			}
-			return Usage{Input: in, Output: out, Reliable: true}
+			audio := u.Get("input_tokens_details.audio_tokens").Int()
+			if audio < 0 || audio > in {
+				return contradiction("audio tokens %d outside input %d", audio, in)
+			}
+			return Usage{Input: in, Output: out, AudioInput: audio, Reliable: true}
 		}
 	}
 	return Unreliable("no token usage reported")

@@ -19,5 +19,15 @@ func FromRealtimeResponse(event []byte) Usage {
 	if total := u.Get("total_tokens"); res.Reliable && total.Exists() && total.Int() != in.Int()+out.Int() {
 		return contradiction("total %d is not input %d + output %d", total.Int(), in.Int(), out.Int())
 	}
+	if !res.Reliable {
+		return res
+	}
+	// Audio parts: uncached audio input, and audio output.
+	audioIn := u.Get("input_token_details.audio_tokens").Int() - u.Get("input_token_details.cached_tokens_details.audio_tokens").Int()
+	audioOut := u.Get("output_token_details.audio_tokens").Int()
+	if audioIn < 0 || audioIn > res.Input || audioOut < 0 || audioOut > res.Output {
+		return contradiction("audio tokens (%d in, %d out) outside input %d and output %d", audioIn, audioOut, res.Input, res.Output)
+	}
+	res.AudioInput, res.AudioOutput = audioIn, audioOut
 	return res
 }

@@ -18,6 +18,8 @@ type Usage struct {
 	CacheWrite  int64 // input written to the provider's cache
 	Output      int64 // all output, reasoning included
 	Reasoning   int64 // the reasoning part of Output
+	AudioInput  int64 // the audio part of Input (uncached audio input)
+	AudioOutput int64 // the audio part of Output
 	// Reliable is false when the upstream reported no usage, contradictory usage, or the stream
 	// ended before its terminal event. Unreliable usage is never charged.
 	Reliable bool

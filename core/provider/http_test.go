@@ -224,3 +224,23 @@ func TestDoUploadTimesFromTheLastByte(t *testing.T) {
 		t.Fatalf("a silent upstream after the upload: got %v, want a timeout", err)
 	}
 }
+
+func TestPublicAnswerModel(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, in, want string }{
+		{"compact", `{"data":[],"model":"up","usage":{}}`, `{"data":[],"model":"pub","usage":{}}`},
+		{"spaced", "{\"model\" :\n \"up-2024\"}", "{\"model\" :\n \"pub\"}"},
+		{"nested model keys are not the answer's", `{"data":[{"model":"x"}],"model":"up"}`, `{"data":[{"model":"x"}],"model":"pub"}`},
+		{"no model", `{"data":[]}`, `{"data":[]}`},
+		{"a model that is not a string", `{"model":null}`, `{"model":null}`},
+	}
+	for _, tc := range cases {
+		got := PublicAnswerModel([]byte(tc.in), "up", "pub")
+		if string(got) != tc.want {
+			t.Errorf("%s: got %s; want %s", tc.name, got, tc.want)
+		}
+	}
+	if got := PublicAnswerModel([]byte(`{"model":"same"}`), "same", "same"); string(got) != `{"model":"same"}` {
+		t.Errorf("same model rewritten: %s", got)
+	}
+}

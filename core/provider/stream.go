@@ -2,9 +2,11 @@ package provider
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -167,4 +169,19 @@ func PublicModel(chunk []byte, upstream, public string) []byte {
 	out = append(out, chunk[:start]...)
 	out = append(out, public...)
 	return append(out, chunk[start+end:]...)
+}
+
+// PublicAnswerModel is PublicModel for a whole JSON answer: it finds the top-level "model"
+// however the upstream spaced its JSON (OpenAI indents whole answers), and leaves every other
+// byte alone.
+func PublicAnswerModel(answer []byte, upstream, public string) []byte {
+	m := gjson.GetBytes(answer, "model")
+	if upstream == public || m.Type != gjson.String || m.Index <= 0 || m.String() == public {
+		return answer
+	}
+	quoted, _ := json.Marshal(public) // a string always encodes
+	out := make([]byte, 0, len(answer)+len(quoted))
+	out = append(out, answer[:m.Index]...)
+	out = append(out, quoted...)
+	return append(out, answer[m.Index+len(m.Raw):]...)
 }

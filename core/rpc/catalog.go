@@ -128,7 +128,8 @@ func catalogPrice(p store.Price, cur string, rate *decimal.Decimal) *catalogv1.P
 		Components: &catalogv1.Components{
 			Input: amount(p.Input, perTokens), CachedInput: amount(p.CachedInput, perTokens),
 			CacheWrite: amount(p.CacheWrite, perTokens), Output: amount(p.Output, perTokens),
-			Request: amount(p.Request, perRequest),
+			Request:    amount(p.Request, perRequest),
+			AudioInput: amount(p.AudioInput, perTokens), AudioOutput: amount(p.AudioOutput, perTokens),
 		},
 	}
 }

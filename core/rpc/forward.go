@@ -9,7 +9,6 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
@@ -134,11 +133,7 @@ func (s *CoreServer) relayJSON(b *billed, srv corev1.CoreService_ForwardServer, 
 	if !u.Reliable && b.out.EndpointFamily == "moderations" && s.Gen.TextCounter != nil {
 		u = metering.Usage{Input: s.Gen.TextCounter(moderationTexts(head.GetBody())), Reliable: true}
 	}
-	if gjson.GetBytes(body, "model").Type == gjson.String {
-		if public, err := sjson.SetBytes(body, "model", b.m.ID); err == nil {
-			body = public
-		}
-	}
+	body = provider.PublicAnswerModel(body, "", b.m.ID)
 	return sendAnswer(b, srv, body, u)
 }
 

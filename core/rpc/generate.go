@@ -157,6 +157,7 @@ func (s *CoreServer) record(k *snapshot.Key, o *Outcome) *store.RequestRecord {
 		ProfileID: k.ProfileID, RequestID: o.RequestID, KeyID: k.ID, Model: o.Model, EndpointFamily: o.EndpointFamily,
 		Status: o.Status, Currency: o.Currency, InputTokens: o.Usage.Input, CachedInputTokens: o.Usage.CachedInput,
 		CacheWriteTokens: o.Usage.CacheWrite, OutputTokens: o.Usage.Output, ReasoningTokens: o.Usage.Reasoning,
+		AudioInputTokens: o.Usage.AudioInput, AudioOutputTokens: o.Usage.AudioOutput,
 		UsageReliable: o.Usage.Reliable, Cost: o.Cost, StartTime: o.StartTime, EndTime: &end,
 	}
 }

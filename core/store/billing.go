@@ -113,6 +113,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		ids, models, families, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		currencies                      = make([]string, n)
 		in, cached, write, out, reason  = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		audioIn, audioOut               = make([]int64, n), make([]int64, n)
 		reliable                        = make([]bool, n)
 		// Text, not decimal values: pgx tries several numeric encodings (each failure building
 		// an error) before it finds one for NullDecimal; the database parses the text exactly.
@@ -124,6 +125,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		r := st.Record
 		profiles[i], keys[i], ids[i], models[i], families[i], statuses[i], currencies[i] = r.ProfileID, r.KeyID, r.RequestID, r.Model, r.EndpointFamily, r.Status, r.Currency
 		in[i], cached[i], write[i], out[i], reason[i] = r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens, r.OutputTokens, r.ReasoningTokens
+		audioIn[i], audioOut[i] = r.AudioInputTokens, r.AudioOutputTokens
 		reliable[i], starts[i] = r.UsageReliable, r.StartTime
 		if r.Cost.Valid {
 			c := r.Cost.Decimal.String()
@@ -148,16 +150,17 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO requests (profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
 				input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-				usage_reliable, cost, start_time, end_time)
+				usage_reliable, cost, start_time, end_time, audio_input_tokens, audio_output_tokens)
 			SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[],
 				$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],
-				$13::bool[], $14::numeric[], $15::timestamptz[], $16::timestamptz[])
+				$13::bool[], $14::numeric[], $15::timestamptz[], $16::timestamptz[], $17::bigint[], $18::bigint[])
 			ON CONFLICT (profile_id, request_id) DO UPDATE SET
 				status = excluded.status, input_tokens = excluded.input_tokens,
 				cached_input_tokens = excluded.cached_input_tokens, cache_write_tokens = excluded.cache_write_tokens,
 				output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
-				usage_reliable = excluded.usage_reliable, cost = excluded.cost, end_time = excluded.end_time`,
-			profiles, ids, keys, models, families, statuses, currencies, in, cached, write, out, reason, reliable, costs, starts, ends); err != nil {
+				usage_reliable = excluded.usage_reliable, cost = excluded.cost, end_time = excluded.end_time,
+				audio_input_tokens = excluded.audio_input_tokens, audio_output_tokens = excluded.audio_output_tokens`,
+			profiles, ids, keys, models, families, statuses, currencies, in, cached, write, out, reason, reliable, costs, starts, ends, audioIn, audioOut); err != nil {
 			return fmt.Errorf("write request records: %w", err)
 		}
 		if len(locked) == 0 {

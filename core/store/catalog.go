@@ -66,6 +66,7 @@ type Price struct {
 	EndpointFamilies                                []string
 	BillingMode                                     string
 	Input, CachedInput, CacheWrite, Output, Request decimal.NullDecimal
+	AudioInput, AudioOutput                         decimal.NullDecimal
 }
 
 // Capability is a verified optional-parameter list (spec 2.3).
@@ -111,9 +112,9 @@ func (s *Store) LoadCatalog(ctx context.Context) (*CatalogData, error) {
 		}); err != nil {
 			return fmt.Errorf("load routes: %w", err)
 		}
-		if d.Prices, err = collect(ctx, tx, `SELECT model_id, position, endpoint_families, billing_mode, input, cached_input, cache_write, output, request FROM prices WHERE active ORDER BY model_id, position`, func(r pgx.Rows) (Price, error) {
+		if d.Prices, err = collect(ctx, tx, `SELECT model_id, position, endpoint_families, billing_mode, input, cached_input, cache_write, output, request, audio_input, audio_output FROM prices WHERE active ORDER BY model_id, position`, func(r pgx.Rows) (Price, error) {
 			var p Price
-			return p, r.Scan(&p.ModelID, &p.Position, &p.EndpointFamilies, &p.BillingMode, &p.Input, &p.CachedInput, &p.CacheWrite, &p.Output, &p.Request)
+			return p, r.Scan(&p.ModelID, &p.Position, &p.EndpointFamilies, &p.BillingMode, &p.Input, &p.CachedInput, &p.CacheWrite, &p.Output, &p.Request, &p.AudioInput, &p.AudioOutput)
 		}); err != nil {
 			return fmt.Errorf("load prices: %w", err)
 		}
@@ -328,9 +329,10 @@ func applyModel(ctx context.Context, tx pgx.Tx, m *catalog.Model) error {
 	}
 	for i, p := range m.Prices {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO prices (model_id, position, endpoint_families, billing_mode, input, cached_input, cache_write, output, request)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, m.ID, i, p.EndpointFamilies, p.BillingMode,
-			nullDecimal(p.Input), nullDecimal(p.CachedInput), nullDecimal(p.CacheWrite), nullDecimal(p.Output), nullDecimal(p.Request)); err != nil {
+			INSERT INTO prices (model_id, position, endpoint_families, billing_mode, input, cached_input, cache_write, output, request, audio_input, audio_output)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, m.ID, i, p.EndpointFamilies, p.BillingMode,
+			nullDecimal(p.Input), nullDecimal(p.CachedInput), nullDecimal(p.CacheWrite), nullDecimal(p.Output), nullDecimal(p.Request),
+			nullDecimal(p.AudioInput), nullDecimal(p.AudioOutput)); err != nil {
 			return fmt.Errorf("prices[%d]: %w", i, err)
 		}
 	}

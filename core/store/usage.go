@@ -17,10 +17,12 @@ type RequestRecord struct {
 	Model, EndpointFamily, Status, Currency         string
 	InputTokens, CachedInputTokens                  int64
 	CacheWriteTokens, OutputTokens, ReasoningTokens int64
-	UsageReliable                                   bool
-	Cost                                            decimal.NullDecimal
-	StartTime                                       time.Time
-	EndTime                                         *time.Time
+	// The audio parts of InputTokens and OutputTokens.
+	AudioInputTokens, AudioOutputTokens int64
+	UsageReliable                       bool
+	Cost                                decimal.NullDecimal
+	StartTime                           time.Time
+	EndTime                             *time.Time
 }
 
 // UsageCursor is the position after the last record of a page.

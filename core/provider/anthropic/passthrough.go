@@ -44,7 +44,7 @@ func passthrough(ctx context.Context, call *provider.Call) (provider.Stream, err
 	}
 	start.Id = gjson.GetBytes(raw, "id").String()
 	u := metering.FromAnthropic(json.RawMessage(gjson.GetBytes(raw, "usage").Raw))
-	native := provider.NativeEvent("", provider.PublicModel(raw, call.UpstreamModel, call.PublicModel))
+	native := provider.NativeEvent("", provider.PublicAnswerModel(raw, call.UpstreamModel, call.PublicModel))
 	return provider.NewStaticStream(start, []*corev1.GenerateEvent{native}, u), nil
 }
 

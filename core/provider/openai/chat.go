@@ -54,7 +54,7 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 		return nil, err
 	}
 	start.Id = gjson.GetBytes(answer, "id").String()
-	native := provider.NativeEvent("", provider.PublicModel(answer, call.UpstreamModel, call.PublicModel))
+	native := provider.NativeEvent("", provider.PublicAnswerModel(answer, call.UpstreamModel, call.PublicModel))
 	return provider.NewStaticStream(start, []*corev1.GenerateEvent{native},
 		metering.FromOpenAIChat(json.RawMessage(gjson.GetBytes(answer, "usage").Raw))), nil
 }

@@ -45,10 +45,7 @@ func embedPassthrough(ctx context.Context, call *provider.EmbedCall) (*provider.
 	if err != nil {
 		return nil, err
 	}
-	native, err := publicAnswerModel(answer, call.UpstreamModel, call.PublicModel)
-	if err != nil {
-		return nil, err
-	}
+	native := provider.PublicAnswerModel(answer, call.UpstreamModel, call.PublicModel)
 	return &provider.EmbedResult{NativeBody: native, Usage: embedUsage(answer)}, nil
 }
 
@@ -167,22 +164,4 @@ func embedUsage(answer []byte) metering.Usage {
 		return metering.Unreliable("usage not decodable: " + p.Raw + " is not a token count")
 	}
 	return metering.Usage{Input: int64(p.Num), Reliable: true}
-}
-
-// publicAnswerModel shows the client the model it asked for in a whole JSON answer. Unlike
-// provider.PublicModel, which scans a compact chunk, it finds the top-level key however the
-// upstream spaced its JSON (OpenAI indents whole answers).
-func publicAnswerModel(answer []byte, upstream, public string) ([]byte, error) {
-	m := gjson.GetBytes(answer, "model")
-	if upstream == public || m.Type != gjson.String || m.Index <= 0 {
-		return answer, nil
-	}
-	quoted, err := json.Marshal(public)
-	if err != nil {
-		return nil, &provider.Error{Message: "encoding the public model name", Err: err}
-	}
-	out := make([]byte, 0, len(answer)+len(quoted))
-	out = append(out, answer[:m.Index]...)
-	out = append(out, quoted...)
-	return append(out, answer[m.Index+len(m.Raw):]...), nil
 }

@@ -274,23 +274,3 @@ func TestEmbedTokenInputCannotBeTranslated(t *testing.T) {
 		t.Errorf("the upstream was called: %s", path)
 	}
 }
-
-func TestPublicAnswerModel(t *testing.T) {
-	t.Parallel()
-	cases := []struct{ name, in, want string }{
-		{"compact", `{"data":[],"model":"up","usage":{}}`, `{"data":[],"model":"pub","usage":{}}`},
-		{"spaced", "{\"model\" :\n \"up-2024\"}", "{\"model\" :\n \"pub\"}"},
-		{"nested model keys are not the answer's", `{"data":[{"model":"x"}],"model":"up"}`, `{"data":[{"model":"x"}],"model":"pub"}`},
-		{"no model", `{"data":[]}`, `{"data":[]}`},
-		{"a model that is not a string", `{"model":null}`, `{"model":null}`},
-	}
-	for _, tc := range cases {
-		got, err := publicAnswerModel([]byte(tc.in), "up", "pub")
-		if err != nil || string(got) != tc.want {
-			t.Errorf("%s: got %s, %v; want %s", tc.name, got, err, tc.want)
-		}
-	}
-	if got, _ := publicAnswerModel([]byte(`{"model":"same"}`), "same", "same"); string(got) != `{"model":"same"}` {
-		t.Errorf("same model rewritten: %s", got)
-	}
-}

@@ -56,7 +56,7 @@ func responsesPassthrough(ctx context.Context, call *provider.Call) (provider.St
 		return nil, err
 	}
 	usage := metering.FromOpenAIResponses(json.RawMessage(gjson.GetBytes(raw, "usage").Raw))
-	data := provider.PublicModel(raw, call.UpstreamModel, call.PublicModel)
+	data := provider.PublicAnswerModel(raw, call.UpstreamModel, call.PublicModel)
 	return provider.NewStaticStream(start, []*corev1.GenerateEvent{provider.NativeEvent("", data)}, usage), nil
 }
 

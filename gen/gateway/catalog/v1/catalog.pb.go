@@ -382,12 +382,16 @@ func (x *Price) GetComponents() *Components {
 
 // Unset components render as null: not priced, or not convertible without FX rates.
 type Components struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Input         *Amount                `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
-	CachedInput   *Amount                `protobuf:"bytes,2,opt,name=cached_input,json=cachedInput,proto3" json:"cached_input,omitempty"`
-	CacheWrite    *Amount                `protobuf:"bytes,3,opt,name=cache_write,json=cacheWrite,proto3" json:"cache_write,omitempty"`
-	Output        *Amount                `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
-	Request       *Amount                `protobuf:"bytes,5,opt,name=request,proto3" json:"request,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Input       *Amount                `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	CachedInput *Amount                `protobuf:"bytes,2,opt,name=cached_input,json=cachedInput,proto3" json:"cached_input,omitempty"`
+	CacheWrite  *Amount                `protobuf:"bytes,3,opt,name=cache_write,json=cacheWrite,proto3" json:"cache_write,omitempty"`
+	Output      *Amount                `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
+	Request     *Amount                `protobuf:"bytes,5,opt,name=request,proto3" json:"request,omitempty"`
+	// The audio part of input and output where the price set names its own rate (realtime and
+	// audio models); absent otherwise, when audio is priced as text.
+	AudioInput    *Amount `protobuf:"bytes,6,opt,name=audio_input,json=audioInput,proto3" json:"audio_input,omitempty"`
+	AudioOutput   *Amount `protobuf:"bytes,7,opt,name=audio_output,json=audioOutput,proto3" json:"audio_output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -453,6 +457,20 @@ func (x *Components) GetOutput() *Amount {
 func (x *Components) GetRequest() *Amount {
 	if x != nil {
 		return x.Request
+	}
+	return nil
+}
+
+func (x *Components) GetAudioInput() *Amount {
+	if x != nil {
+		return x.AudioInput
+	}
+	return nil
+}
+
+func (x *Components) GetAudioOutput() *Amount {
+	if x != nil {
+		return x.AudioOutput
 	}
 	return nil
 }
@@ -601,7 +619,7 @@ const file_gateway_catalog_v1_catalog_proto_rawDesc = "" +
 	"\fbilling_mode\x18\x02 \x01(\tR\vbillingMode\x12>\n" +
 	"\n" +
 	"components\x18\x03 \x01(\v2\x1e.gateway.catalog.v1.ComponentsR\n" +
-	"components\"\xa4\x02\n" +
+	"components\"\xa0\x03\n" +
 	"\n" +
 	"Components\x120\n" +
 	"\x05input\x18\x01 \x01(\v2\x1a.gateway.catalog.v1.AmountR\x05input\x12=\n" +
@@ -609,7 +627,10 @@ const file_gateway_catalog_v1_catalog_proto_rawDesc = "" +
 	"\vcache_write\x18\x03 \x01(\v2\x1a.gateway.catalog.v1.AmountR\n" +
 	"cacheWrite\x122\n" +
 	"\x06output\x18\x04 \x01(\v2\x1a.gateway.catalog.v1.AmountR\x06output\x124\n" +
-	"\arequest\x18\x05 \x01(\v2\x1a.gateway.catalog.v1.AmountR\arequest\"4\n" +
+	"\arequest\x18\x05 \x01(\v2\x1a.gateway.catalog.v1.AmountR\arequest\x12;\n" +
+	"\vaudio_input\x18\x06 \x01(\v2\x1a.gateway.catalog.v1.AmountR\n" +
+	"audioInput\x12=\n" +
+	"\faudio_output\x18\a \x01(\v2\x1a.gateway.catalog.v1.AmountR\vaudioOutput\"4\n" +
 	"\x06Amount\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x12\n" +
 	"\x04unit\x18\x02 \x01(\tR\x04unit\"\xa3\x01\n" +
@@ -663,14 +684,16 @@ var file_gateway_catalog_v1_catalog_proto_depIdxs = []int32{
 	7,  // 10: gateway.catalog.v1.Components.cache_write:type_name -> gateway.catalog.v1.Amount
 	7,  // 11: gateway.catalog.v1.Components.output:type_name -> gateway.catalog.v1.Amount
 	7,  // 12: gateway.catalog.v1.Components.request:type_name -> gateway.catalog.v1.Amount
-	9,  // 13: gateway.catalog.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	0,  // 14: gateway.catalog.v1.CatalogService.GetCatalog:input_type -> gateway.catalog.v1.GetCatalogRequest
-	1,  // 15: gateway.catalog.v1.CatalogService.GetCatalog:output_type -> gateway.catalog.v1.Catalog
-	15, // [15:16] is the sub-list for method output_type
-	14, // [14:15] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	7,  // 13: gateway.catalog.v1.Components.audio_input:type_name -> gateway.catalog.v1.Amount
+	7,  // 14: gateway.catalog.v1.Components.audio_output:type_name -> gateway.catalog.v1.Amount
+	9,  // 15: gateway.catalog.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	0,  // 16: gateway.catalog.v1.CatalogService.GetCatalog:input_type -> gateway.catalog.v1.GetCatalogRequest
+	1,  // 17: gateway.catalog.v1.CatalogService.GetCatalog:output_type -> gateway.catalog.v1.Catalog
+	17, // [17:18] is the sub-list for method output_type
+	16, // [16:17] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_gateway_catalog_v1_catalog_proto_init() }
