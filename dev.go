@@ -78,6 +78,13 @@ func cmdDev(ctx context.Context, args []string) error {
     -d '{"model":"demo-gemini","stream":true,"input":"hi"}'
   curl -N '%[1]s/v1beta/models/demo-gemini:streamGenerateContent?alt=sse' -H 'x-goog-api-key: %[4]s' \
     -H 'content-type: application/json' -d '{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}'
+  curl -s %[1]s/v1/embeddings -H 'Authorization: Bearer %[4]s' -H 'content-type: application/json' \
+    -d '{"model":"demo-embedding","input":["hello","world"]}'
+  curl -s %[1]s/v1/rerank -H 'Authorization: Bearer %[4]s' -H 'content-type: application/json' \
+    -d '{"model":"demo-rerank","query":"capital of France","documents":["Berlin","Paris is the capital"]}'
+  curl -s %[1]s/v1/audio/speech -H 'Authorization: Bearer %[4]s' -H 'content-type: application/json' \
+    -d '{"model":"demo-tts","input":"hello","voice":"alloy"}' -o speech.mp3
+  curl -s %[1]s/v1/audio/transcriptions -H 'Authorization: Bearer %[4]s' -F file=@speech.mp3 -F model=demo-whisper
   curl -s %[1]s/v1/balance -H 'Authorization: Bearer %[4]s'
   curl -s %[1]s/admin/v1/profiles:lookup?external_ref=demo -H 'Authorization: Bearer %[5]s'
 
