@@ -77,7 +77,7 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, h http.
 		writeError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
-	key := ExtractKey(r)
+	key := relay.ExtractKey(r)
 	if key == "" {
 		writeError(w, r, apierror.New(apierror.InvalidKey, "no API key was provided"))
 		return

@@ -142,7 +142,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case p == "/v1/realtime":
 		// The realtime front also reads the key from a subprotocol, which browsers must use.
-		if key := ExtractKey(r); key != "" {
+		if key := relay.ExtractKey(r); key != "" {
 			setBearer(r, key)
 		}
 		s.realtime.ServeHTTP(w, r)
@@ -194,7 +194,7 @@ func (s *Server) onlyGET(w http.ResponseWriter, r *http.Request, h http.HandlerF
 // discovery hands an authenticated GET to grpc-gateway with the key normalised into the one
 // place core reads it from.
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
-	key := ExtractKey(r)
+	key := relay.ExtractKey(r)
 	if key == "" {
 		writeError(w, r, apierror.New(apierror.InvalidKey, "no API key was provided"))
 		return

@@ -9,6 +9,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/front/relay"
 )
 
 // Subprotocols of the OpenAI realtime handshake. Browsers cannot set headers on a WebSocket,
@@ -53,18 +54,10 @@ func handshake(r *http.Request) (*corev1.RealtimeOpen, *apierror.Error) {
 	return open, nil
 }
 
-// clientKey reads the key from Authorization: Bearer, x-api-key or api-key (spec 5), else from
-// the browser's subprotocol.
+// clientKey reads the key by the mechanisms of spec 5, else from the browser's subprotocol.
 func clientKey(r *http.Request, protocols []string) string {
-	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		if k := strings.TrimSpace(v[7:]); k != "" {
-			return k
-		}
-	}
-	for _, h := range []string{"X-Api-Key", "Api-Key"} {
-		if k := strings.TrimSpace(r.Header.Get(h)); k != "" {
-			return k
-		}
+	if k := relay.ExtractKey(r); k != "" {
+		return k
 	}
 	for _, p := range protocols {
 		if k, ok := strings.CutPrefix(p, protocolKey); ok && k != "" {

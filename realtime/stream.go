@@ -5,9 +5,10 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/front/relay"
 )
 
 // stream is the server side of the in-process Realtime call. As with any gRPC stream, one
@@ -43,24 +44,5 @@ func (st *stream) Send(m *corev1.RealtimeResponse) error {
 }
 
 // RecvMsg serves interceptors and generic stream wrappers.
-func (st *stream) RecvMsg(m any) error {
-	out, ok := m.(*corev1.RealtimeRequest)
-	if !ok {
-		return fmt.Errorf("realtime: RecvMsg into %T, want *RealtimeRequest", m)
-	}
-	msg, err := st.Recv()
-	if err != nil {
-		return err
-	}
-	proto.Reset(out)
-	proto.Merge(out, msg)
-	return nil
-}
-
-func (st *stream) SendMsg(m any) error {
-	msg, ok := m.(*corev1.RealtimeResponse)
-	if !ok {
-		return fmt.Errorf("realtime: SendMsg of %T, want *RealtimeResponse", m)
-	}
-	return st.Send(msg)
-}
+func (st *stream) RecvMsg(m any) error { return relay.RecvMsg(m, st.Recv) }
+func (st *stream) SendMsg(m any) error { return relay.SendMsg(m, st.Send) }

@@ -2,12 +2,12 @@ package media
 
 import (
 	"context"
-	"fmt"
 
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/front/relay"
 )
 
 // stream is the server side of the in-process Forward call: Recv reads the client's request,
@@ -32,24 +32,5 @@ func (s *stream) Send(m *corev1.ForwardResponse) error { return s.ans.send(m) }
 
 // RecvMsg serves interceptors and generic stream wrappers; it copies, so the reused data
 // message stays private.
-func (s *stream) RecvMsg(m any) error {
-	out, ok := m.(*corev1.ForwardRequest)
-	if !ok {
-		return fmt.Errorf("media: RecvMsg into %T, want *ForwardRequest", m)
-	}
-	msg, err := s.Recv()
-	if err != nil {
-		return err
-	}
-	proto.Reset(out)
-	proto.Merge(out, msg)
-	return nil
-}
-
-func (s *stream) SendMsg(m any) error {
-	msg, ok := m.(*corev1.ForwardResponse)
-	if !ok {
-		return fmt.Errorf("media: SendMsg of %T, want *ForwardResponse", m)
-	}
-	return s.Send(msg)
-}
+func (s *stream) RecvMsg(m any) error { return relay.RecvMsg(m, s.Recv) }
+func (s *stream) SendMsg(m any) error { return relay.SendMsg(m, s.Send) }
