@@ -8,6 +8,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,6 +73,8 @@ type benchConfig struct {
 	firstByte, chunkDelay time.Duration
 	words                 int
 	profileDir            string
+	uploads               int
+	uploadDuration        time.Duration
 }
 
 func cmdBench(ctx context.Context, args []string) error {
@@ -86,11 +89,16 @@ func cmdBench(ctx context.Context, args []string) error {
 	fs.DurationVar(&c.chunkDelay, "chunk-delay", time.Millisecond, "simulator delay between stream chunks")
 	fs.IntVar(&c.words, "words", 20, "simulator words (stream chunks) per answer")
 	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write CPU profiles of both proxies, one per scenario, here (perturbs the numbers)")
+	fs.IntVar(&c.uploads, "uploads", 4, "concurrent clients of the 25 MiB upload scenario (0 skips it)")
+	fs.DurationVar(&c.uploadDuration, "upload-duration", 4*time.Second, "measured time of the upload scenario per proxy")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if c.duration <= 0 || c.concurrency <= 0 || c.streams <= 0 || c.words <= 0 || c.rounds <= 0 || c.warmup < 0 {
 		return errors.New("bench: -duration, -concurrency, -rss-streams, -rounds and -words must be positive")
+	}
+	if c.uploads < 0 || c.uploads > 0 && c.uploadDuration <= 0 {
+		return errors.New("bench: -uploads must not be negative, -upload-duration must be positive")
 	}
 	b, err := newBench(c)
 	if err != nil {
@@ -202,11 +210,16 @@ func (b *bench) setUp(ctx context.Context) error {
 	if err := b.provision(ctx); err != nil {
 		return err
 	}
-	return b.probe(ctx)
+	targets, err := b.targets()
+	if err != nil {
+		return err
+	}
+	return b.probe(ctx, targets)
 }
 
-// benchCatalog routes bench-gpt to the simulator as an OpenAI upstream (chat passthrough) and
-// bench-claude as an Anthropic one (chat translated to messages and back).
+// benchCatalog routes bench-gpt to the simulator as an OpenAI upstream (chat passthrough),
+// bench-claude as an Anthropic one (chat translated to messages and back), and bench-whisper
+// to its transcriptions (multipart uploads, priced per request as whisper is sold).
 func benchCatalog(sim string) string {
 	return fmt.Sprintf(`currency: RUB
 families:
@@ -250,6 +263,19 @@ models:
         billing_mode: per_token
         input: "1.00"
         output: "2.00"
+  - id: bench-whisper
+    display_name: Bench Whisper
+    family: bench
+    owned_by: bench
+    priority: 30
+    routes:
+      - endpoint_families: [audio.transcriptions]
+        provider: bench-openai
+        upstream_model: whisper-1
+    prices:
+      - endpoint_families: [audio.transcriptions]
+        billing_mode: per_request
+        request: "0.25"
 `, sim)
 }
 
@@ -335,16 +361,27 @@ func (b *bench) admin(ctx context.Context, path string, in, out any) error {
 	return nil
 }
 
-// probe sends one request of every kind through both proxies until it succeeds: a new key is
-// in force within a second, and a broken route should fail here with its body, not as a
-// column of errors.
-func (b *bench) probe(ctx context.Context) error {
-	client := newLoadClient(2)
-	defer client.CloseIdleConnections()
+// targets lists the requests of every scenario, both proxies'.
+func (b *bench) targets() ([]target, error) {
 	var targets []target
 	for _, s := range b.scenarios() {
 		targets = append(targets, s.bare, s.gw)
 	}
+	if b.cfg.uploads > 0 {
+		s, err := b.uploadScenario()
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, s.bare, s.gw)
+	}
+	return targets, nil
+}
+
+// probe sends each target's request until it succeeds: a new key is in force within a second,
+// and a broken route should fail here with its body, not as a column of errors.
+func (b *bench) probe(ctx context.Context, targets []target) error {
+	client := newLoadClient(2)
+	defer client.CloseIdleConnections()
 	for _, t := range targets {
 		deadline := time.Now().Add(15 * time.Second)
 		for {
@@ -369,6 +406,7 @@ type target struct {
 	name   string
 	url    string
 	body   []byte
+	form   *uploadForm // sent instead of body when set
 	header http.Header
 	stream bool
 }
@@ -376,7 +414,10 @@ type target struct {
 type scenario struct {
 	title       string
 	concurrency int
-	bare, gw    target
+	duration    time.Duration // measured time per proxy; 0 is -duration
+	// resetPeak makes VmHWM the peak of the measured rounds rather than of the whole run.
+	resetPeak bool
+	bare, gw  target
 }
 
 func (b *bench) scenarios() []scenario {
@@ -413,6 +454,7 @@ type phaseResult struct {
 	window    cpuSample // over the whole measurement window (see scenario)
 	hwm       int64     // proxy VmHWM in kB after the phase
 	rss       int64     // proxy VmRSS in kB after the phase
+	peak      peakReset // how hwm was reset, with scenario.resetPeak
 }
 
 // settleGrace outlasts the gateway's deferred per-request work: the contract settles a charge
@@ -471,19 +513,33 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 			b.printRSS(w, res)
 		}
 	}
+	var txLine string
 	if txErr == nil {
 		// Backends report their statistics at most every second when busy and after 10 s when
-		// idle, so the count is read once, over the whole run, after that.
-		fmt.Fprintf(w, "\ndatabase transactions per gateway request (whole run, warmups included): ")
+		// idle, so the count is read once, over the chat scenarios, after that; the uploads
+		// come after it, as they would not say much about the chat path.
 		if err := sleepCtx(ctx, 11*time.Second); err != nil {
 			return err
 		}
 		if tx1, req1, err := b.dbCounts(ctx); err == nil && req1 > req0 {
 			// Each dbCounts call is one transaction of its own.
-			fmt.Fprintf(w, "%.3f (%d transactions, %d requests)\n", float64(tx1-tx0-1)/float64(req1-req0), tx1-tx0-1, req1-req0)
+			txLine = fmt.Sprintf("%.3f (%d transactions, %d requests)", float64(tx1-tx0-1)/float64(req1-req0), tx1-tx0-1, req1-req0)
 		} else {
-			fmt.Fprintf(w, "not measured (%v)\n", err)
+			txLine = fmt.Sprintf("not measured (%v)", err)
 		}
+	}
+	if b.cfg.uploads > 0 {
+		f, err := b.uploads(ctx, w, profiles+1)
+		if err != nil {
+			return err
+		}
+		failed = append(failed, f...)
+		if b.cfg.profileDir != "" {
+			profiles++
+		}
+	}
+	if txLine != "" {
+		fmt.Fprintf(w, "\ndatabase transactions per gateway request (chat scenarios 1 to 3, warmups included): %s\n", txLine)
 	}
 	if profiles > 0 {
 		time.Sleep(500 * time.Millisecond) // let the gateway finish writing the last profile
@@ -524,6 +580,10 @@ func (b *bench) header(w io.Writer) {
 	fmt.Fprintf(w, "simulator: first-byte %v, chunk-delay %v, %d words\n", b.cfg.firstByte, b.cfg.chunkDelay, b.cfg.words)
 	fmt.Fprintf(w, "load: closed loop; per scenario and proxy: warmup %v, then %v measured in %d rounds alternating bare and gateway\n",
 		b.cfg.warmup, b.cfg.duration, b.cfg.rounds)
+	if b.cfg.uploads > 0 {
+		fmt.Fprintf(w, "uploads: %d clients, forms of %d MiB; both proxies restarted, then per proxy: 1 client for %v, warmup %v, %v measured in %d rounds\n",
+			b.cfg.uploads, uploadSize>>20, b.cfg.uploadDuration/2, b.cfg.warmup, b.cfg.uploadDuration, b.cfg.rounds)
+	}
 	fmt.Fprintf(w, "columns: proxy = proxy process CPU, CPU0 = all of CPU 0, load = bench + simulator CPU, CPU1 = all of CPU 1 (%% of wall time);\n")
 	fmt.Fprintf(w, "  CPU µs = proxy process user+system time from %v before the first round to %v after the last, per request\n", settleGrace, settleGrace)
 }
@@ -565,7 +625,12 @@ func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phas
 			return res, fmt.Errorf("%s: %w", targets[j].name, err)
 		}
 	}
-	round := b.cfg.duration / time.Duration(b.cfg.rounds)
+	if s.resetPeak {
+		for j, p := range procs {
+			res[j].peak = resetPeak(p.cmd.Process.Pid)
+		}
+	}
+	round := cmp.Or(s.duration, b.cfg.duration) / time.Duration(b.cfg.rounds)
 	for k := range b.cfg.rounds {
 		order := []int{0, 1}
 		if k%2 == 1 {
@@ -706,6 +771,145 @@ func (b *bench) printRSS(w io.Writer, res [2]phaseResult) {
 		return fmt.Sprintf("  %8d  %8.1f  %8.1f", r.maxOpen, mb(r.hwm), mb(r.rss))
 	})
 	fmt.Fprintf(w, "  gateway peak RSS (VmHWM, whole run) %.1f MB (target < 100 MB: %s)\n", mb(res[1].hwm), verdict(mb(res[1].hwm) < 100))
+}
+
+// uploadSize is the gateway's limit on a multipart body: the largest upload it takes.
+const uploadSize = 25 << 20
+
+// uploadScenario sends transcription forms with the file before the model, as the official SDKs
+// do: the gateway cannot route before it has the model, so it stages the file on disk.
+func (b *bench) uploadScenario() (scenario, error) {
+	upload := func(name, base, model string) (target, error) {
+		f, err := newUploadForm(uploadSize, model)
+		if err != nil {
+			return target{}, err
+		}
+		header := http.Header{"Authorization": {"Bearer " + b.key}, "Content-Type": {f.contentType}}
+		return target{name: name, url: base + "/v1/audio/transcriptions", form: f, header: header}, nil
+	}
+	bare, err := upload("bare", b.bareURL, "whisper-1")
+	if err != nil {
+		return scenario{}, err
+	}
+	gw, err := upload("gateway", b.gwURL, "bench-whisper")
+	if err != nil {
+		return scenario{}, err
+	}
+	return scenario{
+		title: fmt.Sprintf("4. %d concurrent %d MiB transcription uploads, file before model: the gateway stages the file (bench-whisper, per request)",
+			b.cfg.uploads, uploadSize>>20),
+		concurrency: b.cfg.uploads,
+		duration:    b.cfg.uploadDuration,
+		resetPeak:   true,
+		bare:        bare,
+		gw:          gw,
+	}, nil
+}
+
+// uploads runs and prints the upload scenario on freshly started proxies: first each proxy
+// alone with one upload in flight, then the measured rounds with all of them. It returns the
+// proxies that failed uploads; nextProfile numbers the proxies' CPU profile of the rounds.
+func (b *bench) uploads(ctx context.Context, w io.Writer, nextProfile int) (failed []string, err error) {
+	s, err := b.uploadScenario()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "\n%s\n", s.title)
+	if err := b.restartProxies(ctx, nextProfile); err != nil {
+		return nil, err
+	}
+	if err := b.probe(ctx, []target{s.bare, s.gw}); err != nil {
+		return nil, err
+	}
+	one, err := b.uploadPeaks(ctx, s, 1, b.cfg.uploadDuration/2)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.scenario(ctx, s, b.cfg.profileDir != "")
+	if err != nil {
+		return nil, err
+	}
+	for j := range res {
+		if res[j].errors > 0 || one[j].errors > 0 {
+			failed = append(failed, "upload scenario "+proxyNames[j])
+		}
+	}
+	b.printUploads(w, one, res)
+	return failed, nil
+}
+
+// restartProxies starts both proxies afresh, so that the peak RSS of what follows is its own,
+// not the heap the earlier scenarios left behind; nextProfile numbers their next CPU profile.
+func (b *bench) restartProxies(ctx context.Context, nextProfile int) error {
+	var extra []string
+	if b.cfg.profileDir != "" {
+		time.Sleep(500 * time.Millisecond) // let both finish writing their last profile
+		extra = []string{benchProfileFirstEnv + "=" + strconv.Itoa(nextProfile)}
+	}
+	bare, err := b.restart(b.bare, extra...)
+	if err != nil {
+		return err
+	}
+	b.bare = bare
+	gw, err := b.restart(b.gw, extra...)
+	if err != nil {
+		return err
+	}
+	b.gw = gw
+	if err := waitListening(ctx, b.bare, b.bare.addr); err != nil {
+		return err
+	}
+	return b.waitReady(ctx)
+}
+
+// uploadPeaks measures each proxy's peak RSS while n clients upload for d, without warmup or
+// rounds: what an upload in flight costs in memory, to compare with s.concurrency of them.
+func (b *bench) uploadPeaks(ctx context.Context, s scenario, n int, d time.Duration) ([2]phaseResult, error) {
+	var res [2]phaseResult
+	for j, p := range [2]*child{b.bare, b.gw} {
+		t := [2]target{s.bare, s.gw}[j]
+		client := newLoadClient(n)
+		res[j].peak = resetPeak(p.cmd.Process.Pid)
+		res[j].loadResult = runLoad(ctx, client, t, n, d)
+		client.CloseIdleConnections()
+		if err := ctx.Err(); err != nil {
+			return res, context.Cause(ctx)
+		}
+		var err error
+		if res[j].hwm, res[j].rss, err = memory(p.cmd.Process.Pid); err != nil {
+			return res, fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	return res, nil
+}
+
+// printUploads prints the measured uploads, then the peaks with one upload in flight (one)
+// against those with all of them (res).
+func (b *bench) printUploads(w io.Writer, one, res [2]phaseResult) {
+	mib := float64(uploadSize) / (1 << 20)
+	b.printCommon(w, "   MiB/s  CPU ms/upload  VmHWM MB  VmRSS MB", res, func(r phaseResult) string {
+		return fmt.Sprintf("  %6.1f  %13.2f  %8.1f  %8.1f", r.rps()*mib, r.cpuPerReq()/1000, mb(r.hwm), mb(r.rss))
+	})
+	fmt.Fprintf(w, "  gateway/bare: CPU per upload %.2fx; throughput %.2fx; peak RSS %.2fx\n",
+		res[1].cpuPerReq()/res[0].cpuPerReq(), res[1].rps()/res[0].rps(), float64(res[1].hwm)/float64(max(res[0].hwm, 1)))
+	for i, r := range one {
+		if r.errors > 0 {
+			fmt.Fprintf(w, "  !!! %s, 1 upload in flight: %d of %d uploads FAILED: %s\n", proxyNames[i], r.errors, r.requests+r.errors, r.errorSummary())
+		}
+	}
+	if !one[0].peak.done || !one[1].peak.done || !res[0].peak.done || !res[1].peak.done {
+		fmt.Fprintf(w, "  peak RSS not measured per phase: this kernel does not reset VmHWM (/proc/<pid>/clear_refs)\n")
+		return
+	}
+	fmt.Fprintf(w, "  peak RSS (VmHWM, from VmRSS at the phase's start) with 1 upload in flight (%d and %d uploads): bare %.1f MB (from %.1f), gateway %.1f MB (from %.1f)\n",
+		one[0].requests, one[1].requests, mb(one[0].hwm), mb(one[0].peak.base), mb(one[1].hwm), mb(one[1].peak.base))
+	fmt.Fprintf(w, "  peak RSS with %d in flight (the measured rounds above): bare %.1f MB (from %.1f), gateway %.1f MB (from %.1f)\n",
+		res[1].concurrency, mb(res[0].hwm), mb(res[0].peak.base), mb(res[1].hwm), mb(res[1].peak.base))
+	if n := res[1].concurrency; n > 1 {
+		per := (mb(res[1].hwm) - mb(one[1].hwm)) / float64(n-1)
+		fmt.Fprintf(w, "  gateway peak RSS per upload in flight beyond the first: %+.1f MB (a buffered upload would add %.0f; target < %.1f MB: %s)\n",
+			per, mib, mib/10, verdict(per < mib/10))
+	}
 }
 
 func verdict(ok bool) string {

@@ -23,6 +23,8 @@ import (
 // bench is killed outright.
 type child struct {
 	name, addr, log string
+	cpu             string   // as started, for restart
+	env, args       []string // as started, for restart
 	cmd             *exec.Cmd
 	exited          chan struct{}
 	err             error
@@ -31,7 +33,8 @@ type child struct {
 // start runs the bench's own binary with args, pinned to cpu when pinning works.
 func (b *bench) start(name, cpu string, env []string, args ...string) (*child, error) {
 	logPath := filepath.Join(b.dir, name+".log")
-	f, err := os.Create(logPath)
+	// Appended to: a restarted child's output follows its predecessor's.
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s log: %w", name, err)
 	}
@@ -51,7 +54,7 @@ func (b *bench) start(name, cpu string, env []string, args ...string) (*child, e
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &child{name: name, log: logPath, cmd: cmd, exited: make(chan struct{})}
+	c := &child{name: name, log: logPath, cpu: cpu, env: env, args: args, cmd: cmd, exited: make(chan struct{})}
 	for i, a := range args {
 		if a == "-addr" && i+1 < len(args) {
 			c.addr = args[i+1]
@@ -84,17 +87,43 @@ func waitListening(ctx context.Context, c *child, addr string) error {
 	}
 }
 
+// stop ends the child: SIGTERM, and SIGKILL if it has not exited 5 s later.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// restart stops c and starts it again as it was started, in c's place among the children;
+// extraEnv is added to its environment. The caller waits for it to serve.
+func (b *bench) restart(c *child, extraEnv ...string) (*child, error) {
+	c.stop()
+	env := c.env
+	if len(extraEnv) > 0 {
+		if env == nil { // nil inherited this process's environment
+			env = os.Environ()
+		}
+		env = append(slices.Clip(env), extraEnv...)
+	}
+	n, err := b.start(c.name, c.cpu, env, c.args...)
+	if err != nil {
+		return nil, err
+	}
+	// start appended n; it takes c's place so that close keeps the order of the stops.
+	b.children = b.children[:len(b.children)-1]
+	b.children[slices.Index(b.children, c)] = n
+	return n, nil
+}
+
 // close stops the children (gateway first, so that it drains while its upstream is up), then
 // PostgreSQL, then removes the temporary directory.
 func (b *bench) close() {
 	for _, c := range slices.Backward(b.children) {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(5 * time.Second):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
-		}
+		c.stop()
 	}
 	if b.pg != nil {
 		b.pg.Stop()
@@ -247,6 +276,26 @@ func memory(pid int) (hwm, rss int64, err error) {
 	return statusKB(data, "VmHWM"), statusKB(data, "VmRSS"), nil
 }
 
+// peakReset is a reset of a process's VmHWM: whether the kernel did it, and the VmRSS in kB
+// it started again from.
+type peakReset struct {
+	done bool
+	base int64
+}
+
+// resetPeak sets a process's VmHWM back to its VmRSS (Linux 4.0 and later), so that the next
+// reading is the peak of what follows rather than of the process's whole life.
+func resetPeak(pid int) peakReset {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		return peakReset{}
+	}
+	_, rss, err := memory(pid)
+	if err != nil {
+		return peakReset{}
+	}
+	return peakReset{done: true, base: rss}
+}
+
 // procIO counts a process's read-like and write-like system calls (/proc/<pid>/io); zero
 // when the file cannot be read, which only costs the syscall line of the report.
 type procIO struct{ syscr, syscw int64 }
@@ -325,6 +374,10 @@ func statusKB(status []byte, name string) int64 {
 // exactly its measured rounds without any code in the gateway proper.
 const benchProfileEnv = "GATEWAY_BENCH_CPUPROFILE_DIR"
 
+// benchProfileFirstEnv numbers the first profile of a restarted proxy, which continues its
+// predecessor's series (1 when unset).
+const benchProfileFirstEnv = "GATEWAY_BENCH_CPUPROFILE_FIRST"
+
 func init() {
 	dir := os.Getenv(benchProfileEnv)
 	if dir == "" {
@@ -338,7 +391,8 @@ func init() {
 			name = "bare"
 		}
 		var f *os.File
-		n := 0
+		n, _ := strconv.Atoi(os.Getenv(benchProfileFirstEnv))
+		n = max(n-1, 0)
 		for range sig {
 			if f != nil {
 				pprof.StopCPUProfile()

@@ -1,8 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"io"
+	"mime"
+	"mime/multipart"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -213,5 +220,122 @@ func TestMergeSumsRoundsAndKeepsTheMostOpenStreams(t *testing.T) {
 		latencies: []time.Duration{2, 1, 3}, errorKinds: map[string]int{"HTTP 502": 1}}
 	if diff := cmp.Diff(want, r, cmp.AllowUnexported(loadResult{})); diff != "" {
 		t.Errorf("merge mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// The upload form is what the SDKs send: a file part, then the model; exactly the size asked
+// for, the same bytes on every read, and readable by a standard multipart parser whatever the
+// reads' sizes.
+func TestUploadFormIsAnExactSizeFileFirstForm(t *testing.T) {
+	t.Parallel()
+	type part struct {
+		Name, Filename, ContentType string
+		Size                        int
+		Value                       string
+	}
+	tests := []struct {
+		name  string
+		size  int64
+		model string
+	}{
+		{"small", 1000, "whisper-1"},
+		{"file over one block and a half", 100_000, "bench-whisper"},
+		{"file of exactly one block", 64<<10 + 257, "whisper-1"},
+	}
+	for _, tc := range tests {
+		for _, reader := range []struct {
+			name string
+			wrap func(io.Reader) io.Reader
+		}{{"whole", func(r io.Reader) io.Reader { return r }}, {"odd reads", iotest.HalfReader}} {
+			t.Run(tc.name+"/"+reader.name, func(t *testing.T) {
+				t.Parallel()
+				f, err := newUploadForm(tc.size, tc.model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, err := io.ReadAll(reader.wrap(f.reader()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if int64(len(body)) != tc.size || f.size != tc.size {
+					t.Fatalf("form of %d bytes (size field %d), want %d", len(body), f.size, tc.size)
+				}
+				again, _ := io.ReadAll(f.reader())
+				if sha256.Sum256(again) != sha256.Sum256(body) {
+					t.Error("a second read gave other bytes")
+				}
+				mt, params, err := mime.ParseMediaType(f.contentType)
+				if err != nil || mt != "multipart/form-data" {
+					t.Fatalf("content type %q: %v", f.contentType, err)
+				}
+				mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+				var got []part
+				for {
+					p, err := mr.NextPart()
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					data, err := io.ReadAll(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, part{Name: p.FormName(), Filename: p.FileName(), ContentType: p.Header.Get("Content-Type"), Size: len(data)})
+					if p.FileName() == "" {
+						got[len(got)-1].Value = string(data)
+						continue
+					}
+					for i, c := range data {
+						if c != byte(i) {
+							t.Fatalf("file byte %d is %d, want %d", i, c, byte(i))
+						}
+					}
+				}
+				want := []part{
+					{Name: "file", Filename: "bench.mp3", ContentType: "audio/mpeg", Size: int(f.fileSize)},
+					{Name: "model", Size: len(tc.model), Value: tc.model},
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("parts mismatch (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+func TestUploadFormSmallerThanItsPartsIsAnError(t *testing.T) {
+	t.Parallel()
+	if f, err := newUploadForm(100, "whisper-1"); err == nil {
+		t.Errorf("form of 100 bytes: got %+v, want an error", f)
+	}
+}
+
+// A reset peak forgets memory the process has given back: the upload scenario's peaks are
+// those of its own phases. Not parallel: it measures this process's memory.
+func TestResetPeakForgetsReleasedMemory(t *testing.T) {
+	const size = 64 << 20
+	big := make([]byte, size)
+	for i := 0; i < len(big); i += os.Getpagesize() {
+		big[i] = 1
+	}
+	peak, _, err := memory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(big)
+	big = nil
+	debug.FreeOSMemory()
+	r := resetPeak(os.Getpid())
+	if !r.done || r.base <= 0 {
+		t.Fatalf("resetPeak = %+v, want done with a VmRSS", r)
+	}
+	after, _, err := memory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after >= peak-size/1024/2 {
+		t.Errorf("VmHWM %d kB after the reset, want well below the %d kB peak of a released %d MiB", after, peak, size>>20)
 	}
 }
