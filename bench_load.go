@@ -189,60 +189,6 @@ func doRequest(ctx context.Context, client *http.Client, t target, inflight func
 	return outcome{latency: time.Since(start), chunks: chunks}
 }
 
-// uploadForm is a multipart transcription form of an exact size, file part first as the SDKs
-// send it, generated while it is read: all clients copy from one small shared block, so the
-// load generator holds no upload in memory and the form costs it a copy per byte.
-type uploadForm struct {
-	head, tail  string
-	fileSize    int64
-	size        int64 // of the whole form
-	contentType string
-}
-
-// uploadBoundary cannot occur in the file: uploadBlock never repeats a byte value twice in a
-// row, so it never spells the "--" that begins a delimiter.
-const uploadBoundary = "gateway-bench-upload-boundary"
-
-// uploadBlock is the file's content, over and over: bytes 0..255.
-var uploadBlock = func() []byte {
-	b := make([]byte, 64<<10)
-	for i := range b {
-		b[i] = byte(i)
-	}
-	return b
-}()
-
-// newUploadForm lays out a form of exactly size bytes: a file part called "file", then the
-// model field.
-func newUploadForm(size int64, model string) (*uploadForm, error) {
-	head := "--" + uploadBoundary + "\r\n" +
-		"Content-Disposition: form-data; name=\"file\"; filename=\"bench.mp3\"\r\n" +
-		"Content-Type: audio/mpeg\r\n\r\n"
-	tail := "\r\n--" + uploadBoundary + "\r\n" +
-		"Content-Disposition: form-data; name=\"model\"\r\n\r\n" + model + "\r\n" +
-		"--" + uploadBoundary + "--\r\n"
-	fileSize := size - int64(len(head)+len(tail))
-	if fileSize < 0 {
-		return nil, fmt.Errorf("upload form of %d bytes: the parts alone take %d", size, len(head)+len(tail))
-	}
-	return &uploadForm{head: head, tail: tail, fileSize: fileSize, size: size,
-		contentType: "multipart/form-data; boundary=" + uploadBoundary}, nil
-}
-
-// reader returns the whole form from its start.
-func (f *uploadForm) reader() io.Reader {
-	return io.MultiReader(strings.NewReader(f.head), io.LimitReader(&blockReader{}, f.fileSize), strings.NewReader(f.tail))
-}
-
-// blockReader repeats uploadBlock without end.
-type blockReader struct{ off int }
-
-func (r *blockReader) Read(p []byte) (int, error) {
-	n := copy(p, uploadBlock[r.off:])
-	r.off = (r.off + n) % len(uploadBlock)
-	return n, nil
-}
-
 // countSSE counts the data events of an SSE body up to its end and tells whether the chat
 // terminator "[DONE]" (not counted) was among them.
 func countSSE(r io.Reader) (chunks int64, done bool, err error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net/http"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -67,7 +68,7 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 	}
 
 	var form *formBody
-	resp, _, err := firstAnswer(b, func() bool { return form == nil || !form.started }, func(a provider.Adapter, up provider.Upstream) (*httpAnswer, error) {
+	resp, _, err := firstAnswer(b, func() bool { return form == nil || !form.started }, func(a provider.Adapter, up provider.Upstream) (*http.Response, error) {
 		f, ok := a.(provider.Forwarder)
 		if !ok {
 			return nil, errNoAdapter
@@ -83,17 +84,13 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 			}
 			call.Body = bytes.NewReader(body)
 		}
-		r, err := f.Forward(ctx, call)
-		if err != nil {
-			return nil, err
-		}
-		return &httpAnswer{status: r.StatusCode, contentType: r.Header.Get("Content-Type"), body: r.Body}, nil
+		return f.Forward(ctx, call)
 	})
 	if form != nil && form.err != nil {
 		// The client's side failed first (e.g. the upload passed the size limit): its error
 		// is the answer, whatever the upstream made of the broken body.
 		if resp != nil {
-			resp.body.Close()
+			resp.Body.Close()
 		}
 		ae := clientError(form.err)
 		b.uncharged(ae.Code, "the upload failed: "+ae.Message)
@@ -103,28 +100,22 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 		b.out.Status = "upstream_error"
 		return err
 	}
-	defer resp.body.Close()
-	if err := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Head{Head: &corev1.ForwardResponseHead{Status: int32(resp.status), ContentType: resp.contentType}}}); err != nil {
+	defer resp.Body.Close()
+	contentType := resp.Header.Get("Content-Type")
+	if err := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Head{Head: &corev1.ForwardResponseHead{Status: int32(resp.StatusCode), ContentType: contentType}}}); err != nil {
 		b.uncharged("cancelled", "client went away: "+err.Error())
 		return nil
 	}
-	if heldWhole(resp.contentType) {
+	if heldWhole(contentType) {
 		return s.relayJSON(b, srv, head, resp)
 	}
 	return relayBinary(b, srv, resp)
 }
 
-// httpAnswer is an upstream's success answer.
-type httpAnswer struct {
-	status      int
-	contentType string
-	body        io.ReadCloser
-}
-
 // relayJSON reads the whole answer to find its usage, puts the public model back where the
 // answer names one (rerank, moderations), and sends it with its cost.
-func (s *CoreServer) relayJSON(b *billed, srv corev1.CoreService_ForwardServer, head *corev1.ForwardHead, resp *httpAnswer) error {
-	body, err := io.ReadAll(io.LimitReader(resp.body, maxJSONAnswer))
+func (s *CoreServer) relayJSON(b *billed, srv corev1.CoreService_ForwardServer, head *corev1.ForwardHead, resp *http.Response) error {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONAnswer))
 	if err != nil {
 		b.uncharged("upstream_error", "reading the answer: "+err.Error())
 		return upstreamError(err)
@@ -139,10 +130,10 @@ func (s *CoreServer) relayJSON(b *billed, srv corev1.CoreService_ForwardServer, 
 
 // relayBinary streams an answer (speech audio) as it arrives; only a complete one is charged,
 // and such answers carry no usage: they are priced per request.
-func relayBinary(b *billed, srv corev1.CoreService_ForwardServer, resp *httpAnswer) error {
+func relayBinary(b *billed, srv corev1.CoreService_ForwardServer, resp *http.Response) error {
 	buf := make([]byte, chunkSize)
 	for {
-		n, err := resp.body.Read(buf)
+		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			if serr := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Data{Data: bytes.Clone(buf[:n])}}); serr != nil {
 				b.uncharged("cancelled", "client went away: "+serr.Error())
