@@ -58,7 +58,11 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	if t.Idle <= 0 {
 		t.Idle = DefaultIdleTimeout
 	}
-	ctx, cancel := context.WithCancelCause(req.Context())
+	// The upstream request ends with the client's, except while a finished answer's body is
+	// drained (Release): then it is detached from the client and bounded by drainTimeout.
+	parent := req.Context()
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	detach := context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
 	// One timer serves both phases: first-byte until a body byte has arrived, idle after.
 	started := new(atomic.Bool)
 	timer := time.AfterFunc(t.FirstByte, func() {
@@ -78,17 +82,18 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	resp, err := Client.Do(req.WithContext(ctx))
 	if err != nil {
 		timer.Stop()
+		detach()
 		cause := context.Cause(ctx)
 		cancel(nil)
-		return nil, transportError(req.Context(), cause, err)
+		return nil, transportError(parent, cause, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer func() { timer.Stop(); cancel(nil) }()
+		defer func() { timer.Stop(); detach(); cancel(nil) }()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
 		return nil, StatusError(resp.StatusCode, raw)
 	}
-	resp.Body = &timedBody{rc: resp.Body, ctx: ctx, cancel: cancel, timer: timer, idle: t.Idle, parent: req.Context(), started: started}
+	resp.Body = &timedBody{rc: resp.Body, ctx: ctx, cancel: cancel, detach: detach, timer: timer, idle: t.Idle, parent: parent, started: started}
 	return resp, nil
 }
 
@@ -128,6 +133,7 @@ type timedBody struct {
 	ctx     context.Context
 	parent  context.Context
 	cancel  context.CancelCauseFunc
+	detach  func() bool // stops the client's cancellation from reaching ctx
 	timer   *time.Timer
 	idle    time.Duration
 	started *atomic.Bool
@@ -156,9 +162,39 @@ func (b *timedBody) Read(p []byte) (int, error) {
 
 func (b *timedBody) Close() error {
 	b.timer.Stop()
+	b.detach()
 	err := b.rc.Close()
 	b.cancel(nil)
 	return err
+}
+
+// Bounds of Release's background read.
+const (
+	drainTimeout = 2 * time.Second
+	maxDrain     = 64 << 10
+)
+
+// Release closes the body of an answer that was read to its protocol's terminal event.
+// net/http keeps a connection only when its body was read to the end, and an upstream ends
+// the body (a chunked answer's last chunk) just after that event, usually a moment later:
+// closing at once would cost a new connection — and with TLS a handshake — per streamed
+// answer. So the rest is read in the background, detached from the client's request (which
+// ends as soon as the answer is delivered), at most maxDrain bytes within drainTimeout;
+// an upstream that sends more or keeps the body open loses the connection as before.
+func Release(body io.ReadCloser) error {
+	b, ok := body.(*timedBody)
+	if !ok {
+		return body.Close()
+	}
+	if !b.detach() {
+		return b.Close() // the client is already gone: so is the request
+	}
+	b.timer.Reset(drainTimeout)
+	go func() {
+		_, _ = io.CopyN(io.Discard, b.rc, maxDrain)
+		_ = b.Close()
+	}()
+	return nil
 }
 
 // uploadReader restarts the first-byte timer on every read of an upload.

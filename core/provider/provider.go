@@ -106,9 +106,18 @@ func NativeEvent(name string, data []byte) *corev1.GenerateEvent {
 	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Native{Native: &corev1.Native{Event: name, Data: data}}}
 }
 
-// TextEvent is a text fragment.
+// TextEvent is a text fragment. Text events are most of a stream: the event, its oneof
+// wrapper and the delta are one allocation instead of three.
 func TextEvent(s string) *corev1.GenerateEvent {
-	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Text{Text: &corev1.TextDelta{Text: s}}}
+	x := &struct {
+		ev   corev1.GenerateEvent
+		wrap corev1.GenerateEvent_Text
+		text corev1.TextDelta
+	}{}
+	x.text.Text = s
+	x.wrap.Text = &x.text
+	x.ev.Event = &x.wrap
+	return &x.ev
 }
 
 // ReasoningEvent is a reasoning fragment or signature.

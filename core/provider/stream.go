@@ -33,23 +33,28 @@ type SSEStream struct {
 	body    io.ReadCloser
 	r       *sse.Reader
 	dec     Decoder
-	pending []*corev1.GenerateEvent
+	pending []*corev1.GenerateEvent // pending[next:] are still to be returned
+	next    int
 	done    bool
 	usage   metering.Usage
 }
 
 // NewSSEStream starts with the given Start event.
 func NewSSEStream(body io.ReadCloser, start *corev1.Start, dec Decoder) *SSEStream {
-	return &SSEStream{body: body, r: sse.NewReader(body), dec: dec, pending: []*corev1.GenerateEvent{StartEvent(start)},
+	s := &SSEStream{body: body, r: sse.NewReader(body), dec: dec, pending: make([]*corev1.GenerateEvent, 1, 4),
 		usage: metering.Unreliable("the stream did not finish")}
+	s.pending[0] = StartEvent(start)
+	return s
 }
 
 // Next implements Stream. The usage event is appended after the decoder's last event.
 func (s *SSEStream) Next() (*corev1.GenerateEvent, error) {
-	for len(s.pending) == 0 {
+	for s.next == len(s.pending) {
 		if s.done {
 			return nil, io.EOF
 		}
+		clear(s.pending)
+		s.pending, s.next = s.pending[:0], 0
 		ev, err := s.r.Next()
 		var out []*corev1.GenerateEvent
 		var done bool
@@ -75,17 +80,23 @@ func (s *SSEStream) Next() (*corev1.GenerateEvent, error) {
 			s.pending = append(s.pending, UsageEvent(s.usage))
 		}
 	}
-	ev := s.pending[0]
-	s.pending[0] = nil
-	s.pending = s.pending[1:]
+	ev := s.pending[s.next]
+	s.next++
 	return ev, nil
 }
 
 // Usage implements Stream.
 func (s *SSEStream) Usage() metering.Usage { return s.usage }
 
-// Close implements Stream.
-func (s *SSEStream) Close() error { return s.body.Close() }
+// Close implements Stream. A stream that reached its terminal event releases its body, so
+// that the connection serves the next request.
+func (s *SSEStream) Close() error {
+	s.r.Release()
+	if s.done {
+		return Release(s.body)
+	}
+	return s.body.Close()
+}
 
 // StaticStream replays events decoded from a whole (non-streaming) answer.
 type StaticStream struct {

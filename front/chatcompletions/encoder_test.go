@@ -290,3 +290,40 @@ func toolArgsEv(index int32, fragment string) *corev1.GenerateEvent {
 func finishEv(r corev1.FinishReason) *corev1.GenerateEvent {
 	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Finish{Finish: &corev1.Finish{Reason: r}}}
 }
+
+// discardWriter is a ResponseWriter that keeps nothing: the encoder's own cost.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Flush()                      {}
+
+// The bench's translated stream: a start, 20 words, finish and usage.
+func BenchmarkStreamEncoder(b *testing.B) {
+	events := []*corev1.GenerateEvent{start("msg_01")}
+	for i := range 20 {
+		events = append(events, textEv(fmt.Sprintf(" word%d", i)))
+	}
+	events = append(events, finishEv(corev1.FinishReason_FINISH_REASON_STOP), usageEvent(12, 0, 0, 20, 0))
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	req := &corev1.GenerateRequest{Stream: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		enc := Protocol{}.Encoder(&discardWriter{h: http.Header{}}, r, req)
+		for _, ev := range events {
+			if ev.GetStart() != nil {
+				if err := enc.Start(ev.GetStart()); err != nil {
+					b.Fatal(err)
+				}
+				continue
+			}
+			if err := enc.Event(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := enc.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -22,7 +23,9 @@ func drainDecoder(r io.Reader, passthrough bool) ([]*corev1.GenerateEvent, error
 	if passthrough {
 		dec = &passthroughDecoder{upstream: upstreamModel, public: publicModel}
 	}
-	return provider.Drain(provider.NewSSEStream(io.NopCloser(r), start, dec))
+	s := provider.NewSSEStream(io.NopCloser(r), start, dec)
+	defer s.Close()
+	return provider.Drain(s)
 }
 
 // The decoders on their own, reading the recordings whole and through iotest.OneByteReader:
@@ -47,6 +50,33 @@ func TestDecodersIgnoreChunking(t *testing.T) {
 					t.Errorf("%s (passthrough %v): err = %v, want a *provider.Error: %v", file, passthrough, err, wantErr)
 				}
 			}
+		}
+	}
+}
+
+// A text answer of 20 deltas, shaped like the API's (and the simulator's): the bench's
+// translated stream.
+func benchStream() []byte {
+	var b bytes.Buffer
+	b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-x\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":12,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":1}}}\n\n")
+	b.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" word%d\"}}\n\n", i)
+	}
+	b.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	b.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":20}}\n\n")
+	b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	return b.Bytes()
+}
+
+func BenchmarkStreamDecoder(b *testing.B) {
+	rec := benchStream()
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	for b.Loop() {
+		evs, err := drainDecoder(bytes.NewReader(rec), false)
+		if err != nil || len(evs) != 23 {
+			b.Fatalf("%d events, %v", len(evs), err)
 		}
 	}
 }

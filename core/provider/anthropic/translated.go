@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/tidwall/gjson"
-
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/metering"
@@ -93,17 +91,25 @@ type streamDecoder struct {
 	reason    corev1.FinishReason
 	stopSeq   string
 	events    int
+	out       [1]*corev1.GenerateEvent
 }
 
 func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
 	d.events++
-	// Deltas are nearly every event of a stream: read their few fields without reflection.
-	if ev.Name == mw.EventContentBlockDelta {
-		if r := gjson.GetManyBytes(ev.Data, "index", "delta.type", "delta.text", "delta.partial_json", "delta.thinking", "delta.signature"); r[1].Exists() {
-			return d.blockDelta(int(r[0].Int()), &mw.Delta{Type: r[1].Str, Text: r[2].Str, PartialJSON: r[3].Str, Thinking: r[4].Str, Signature: r[5].Str}), false, nil
+	// The frequent events are read in place (fastdelta.go); the rest, a few per stream,
+	// through the wire structs.
+	switch ev.Name {
+	case mw.EventContentBlockDelta:
+		if i, delta, ok := readDelta(ev.Data); ok {
+			return d.blockDelta(i, &delta), false, nil
 		}
-	}
-	if ev.Name == mw.EventPing {
+	case mw.EventContentBlockStop:
+		if i, ok := readBlockStop(ev.Data); ok {
+			return d.blockStop(i), false, nil
+		}
+	case mw.EventMessageStop:
+		return d.stop(), true, nil
+	case mw.EventPing:
 		return nil, false, nil
 	}
 	var se mw.StreamEvent
@@ -127,11 +133,7 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 	case mw.EventContentBlockDelta:
 		return d.blockDelta(se.Index, se.Delta), false, nil
 	case mw.EventContentBlockStop:
-		// A tool call whose input never came has no arguments: say so ("{}").
-		if tb := d.blockTool[se.Index]; tb != nil && !tb.hasArgs {
-			tb.hasArgs = true
-			return []*corev1.GenerateEvent{provider.ToolArgsEvent(tb.index, "{}")}, false, nil
-		}
+		return d.blockStop(se.Index), false, nil
 	case mw.EventMessageDelta:
 		if se.Delta != nil && se.Delta.StopReason != nil {
 			d.reason, d.stopSeq = finishReason(se.Delta.StopReason, se.Delta.StopSequence)
@@ -140,13 +142,33 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 			d.usage.Merge(meter(se.Usage))
 		}
 	case mw.EventMessageStop:
-		reason := d.reason
-		if reason == corev1.FinishReason_FINISH_REASON_UNSPECIFIED {
-			reason = corev1.FinishReason_FINISH_REASON_STOP
-		}
-		return []*corev1.GenerateEvent{provider.FinishEvent(reason, d.stopSeq)}, true, nil
+		return d.stop(), true, nil
 	}
 	return nil, false, nil
+}
+
+// blockStop ends block i. A tool call whose input never came has no arguments: say so ("{}").
+func (d *streamDecoder) blockStop(i int) []*corev1.GenerateEvent {
+	if tb := d.blockTool[i]; tb != nil && !tb.hasArgs {
+		tb.hasArgs = true
+		return d.one(provider.ToolArgsEvent(tb.index, "{}"))
+	}
+	return nil
+}
+
+func (d *streamDecoder) stop() []*corev1.GenerateEvent {
+	reason := d.reason
+	if reason == corev1.FinishReason_FINISH_REASON_UNSPECIFIED {
+		reason = corev1.FinishReason_FINISH_REASON_STOP
+	}
+	return d.one(provider.FinishEvent(reason, d.stopSeq))
+}
+
+// one returns ev as the only event of a Decode result, in a slice the decoder reuses: the
+// caller copies the result before decoding the next event.
+func (d *streamDecoder) one(ev *corev1.GenerateEvent) []*corev1.GenerateEvent {
+	d.out[0] = ev
+	return d.out[:]
 }
 
 func (d *streamDecoder) blockStart(i int, cb *mw.ContentBlock) []*corev1.GenerateEvent {
@@ -187,20 +209,20 @@ func (d *streamDecoder) blockDelta(i int, delta *mw.Delta) []*corev1.GenerateEve
 	switch delta.Type {
 	case mw.DeltaText:
 		if delta.Text != "" {
-			return []*corev1.GenerateEvent{provider.TextEvent(delta.Text)}
+			return d.one(provider.TextEvent(delta.Text))
 		}
 	case mw.DeltaInputJSON:
 		if tb := d.blockTool[i]; tb != nil && delta.PartialJSON != "" {
 			tb.hasArgs = true
-			return []*corev1.GenerateEvent{provider.ToolArgsEvent(tb.index, delta.PartialJSON)}
+			return d.one(provider.ToolArgsEvent(tb.index, delta.PartialJSON))
 		}
 	case mw.DeltaThinking:
 		if delta.Thinking != "" {
-			return []*corev1.GenerateEvent{provider.ReasoningEvent(delta.Thinking, "")}
+			return d.one(provider.ReasoningEvent(delta.Thinking, ""))
 		}
 	case mw.DeltaSignature:
 		if delta.Signature != "" {
-			return []*corev1.GenerateEvent{provider.ReasoningEvent("", delta.Signature)}
+			return d.one(provider.ReasoningEvent("", delta.Signature))
 		}
 	}
 	return nil

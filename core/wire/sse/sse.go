@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 )
 
 // Event is one dispatched event. Name is empty for unnamed ("message") events.
@@ -31,13 +32,48 @@ var ErrLineTooLong = errors.New("sse: line too long")
 // CR ends a line too, but is only seen once the LF-terminated run containing it has arrived
 // (no provider sends CR-only streams).
 type Reader struct {
-	br    *bufio.Reader
-	queue [][]byte // complete lines split off a run at lone CRs
-	long  []byte   // a line longer than the bufio buffer, being assembled
+	br     *bufio.Reader
+	queue  [][]byte // complete lines split off a run at lone CRs
+	long   []byte   // a line longer than the bufio buffer, being assembled
+	names  [8]string
+	nNames int
 }
 
-// NewReader reads events from r.
-func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 16<<10)} }
+// buffers recycles the 16 KiB read buffers: one per stream would otherwise be allocated and
+// cleared for every request.
+var buffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
+// NewReader reads events from r. Release gives its buffer back.
+func NewReader(r io.Reader) *Reader {
+	br := buffers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &Reader{br: br}
+}
+
+// Release returns the reader's buffer for another stream; the reader must not be used after.
+func (r *Reader) Release() {
+	if r.br != nil {
+		r.br.Reset(nil)
+		buffers.Put(r.br)
+		r.br = nil
+	}
+}
+
+// name returns an event name as a string, the same one each time: a stream repeats a few
+// names, which need not cost an allocation per event.
+func (r *Reader) name(v []byte) string {
+	for _, n := range r.names[:r.nNames] {
+		if string(v) == n {
+			return n
+		}
+	}
+	n := string(v)
+	if r.nNames < len(r.names) {
+		r.names[r.nNames] = n
+		r.nNames++
+	}
+	return n
+}
 
 // Next returns the next event, io.EOF after the last complete one. An event cut off by the end
 // of the stream is not returned: a truncated stream must not look complete.
@@ -68,7 +104,7 @@ func (r *Reader) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "event":
-			ev.Name = string(value)
+			ev.Name = r.name(value)
 		case "data":
 			if hasData {
 				data = append(data, '\n')

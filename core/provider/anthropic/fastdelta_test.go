@@ -1,0 +1,88 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"testing"
+
+	mw "modelgateway/core/wire/messageswire"
+)
+
+// general is what the reflection decoder reads from a delta event.
+func general(data []byte) (int, mw.Delta, bool) {
+	var se mw.StreamEvent
+	if json.Unmarshal(data, &se) != nil || se.Delta == nil {
+		return 0, mw.Delta{}, false
+	}
+	return se.Index, *se.Delta, true
+}
+
+func TestReadDeltaAgreesWithTheGeneralDecoder(t *testing.T) {
+	t.Parallel()
+	fast := []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`,
+		`{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"a\n\"b\" \u00e9 😀"}}`,
+		`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Par"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me see"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAhIM"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}`,
+	}
+	for _, data := range fast {
+		i, d, ok := readDelta([]byte(data))
+		gi, gd, gok := general([]byte(data))
+		if !ok || !gok || i != gi || d != gd {
+			t.Errorf("%s:\n fast %d %+v %v\n general %d %+v %v", data, i, d, ok, gi, gd, gok)
+		}
+	}
+	// Anything else is left to the general decoder, which reads the valid layouts and refuses the rest.
+	for _, data := range []string{
+		`{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}`,
+		`{"index":0,"type":"content_block_delta","delta":{"type":"text_delta","text":"Hi"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"text":"Hi","type":"text_delta"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi","extra":1}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","partial_json":"x"}}`,
+		`{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"Hi"}}`,
+		`{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"Hi"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}} `,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut`,
+	} {
+		if i, d, ok := readDelta([]byte(data)); ok {
+			t.Errorf("%s: read in place as %d %+v; want the general decoder", data, i, d)
+		}
+	}
+}
+
+func FuzzReadDelta(f *testing.F) {
+	f.Add([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`))
+	f.Add([]byte(`{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		i, d, ok := readDelta(data)
+		if !ok {
+			return
+		}
+		gi, gd, gok := general(data)
+		if !gok || i != gi || d != gd {
+			t.Fatalf("%q: fast %d %+v, general %d %+v %v", data, i, d, gi, gd, gok)
+		}
+	})
+}
+
+func TestReadBlockStop(t *testing.T) {
+	t.Parallel()
+	for data, want := range map[string]int{
+		`{"type":"content_block_stop","index":0}`:  0,
+		`{"type":"content_block_stop","index":17}`: 17,
+	} {
+		if i, ok := readBlockStop([]byte(data)); !ok || i != want {
+			t.Errorf("%s: %d %v", data, i, ok)
+		}
+	}
+	for _, data := range []string{
+		`{"type":"content_block_stop","index":0,"extra":1}`, `{"type":"content_block_stop", "index":0}`,
+		`{"type":"content_block_stop","index":}`, `{"index":0,"type":"content_block_stop"}`,
+	} {
+		if i, ok := readBlockStop([]byte(data)); ok {
+			t.Errorf("%s: read in place as %d", data, i)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+// Package jsontext reads single JSON string tokens without reflection: the per-chunk
+// fields of upstream streams (a text delta, a partial tool argument) are read in place
+// instead of through a decoder, with the same result encoding/json gives.
+package jsontext
+
+import (
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// String reads the JSON string token that starts at data[i] (its opening quote). It returns
+// the decoded text, the index just after the closing quote, and false when data[i:] does not
+// start with a well-formed string. Escapes are decoded and invalid UTF-8 becomes U+FFFD, as
+// encoding/json does.
+func String(data []byte, i int) (s string, next int, ok bool) {
+	if i >= len(data) || data[i] != '"' {
+		return "", i, false
+	}
+	start := i + 1
+	// The common case: printable ASCII without escapes is the token's own bytes.
+	for j := start; j < len(data); j++ {
+		switch c := data[j]; {
+		case c == '"':
+			return string(data[start:j]), j + 1, true
+		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
+			return decode(data, start)
+		}
+	}
+	return "", i, false
+}
+
+// decode is String's slow path, from the first character after the opening quote.
+func decode(data []byte, start int) (string, int, bool) {
+	buf := make([]byte, 0, 64)
+	for j := start; j < len(data); {
+		c := data[j]
+		switch {
+		case c == '"':
+			return string(buf), j + 1, true
+		case c < 0x20:
+			return "", start - 1, false // control characters must be escaped
+		case c == '\\':
+			if j+1 >= len(data) {
+				return "", start - 1, false
+			}
+			j += 2
+			switch data[j-1] {
+			case '"', '\\', '/':
+				buf = append(buf, data[j-1])
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := hex4(data, j)
+				if !ok {
+					return "", start - 1, false
+				}
+				j += 4
+				if utf16.IsSurrogate(r) {
+					// A high surrogate followed by an escaped low one is one rune; any
+					// other surrogate stands alone and is invalid.
+					if r2, ok := hex4(data, j+2); ok && j+1 < len(data) && data[j] == '\\' && data[j+1] == 'u' {
+						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							buf = utf8.AppendRune(buf, dec)
+							j += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return "", start - 1, false
+			}
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			j++
+		default:
+			r, size := utf8.DecodeRune(data[j:])
+			if r == utf8.RuneError && size == 1 {
+				buf = utf8.AppendRune(buf, utf8.RuneError)
+			} else {
+				buf = append(buf, data[j:j+size]...)
+			}
+			j += size
+		}
+	}
+	return "", start - 1, false
+}
+
+// hex4 reads the four hex digits of a \u escape at data[i:].
+func hex4(data []byte, i int) (rune, bool) {
+	if i+4 > len(data) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(data[i:i+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	return rune(n), true
+}
