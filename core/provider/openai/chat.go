@@ -345,6 +345,7 @@ type chatDecoder struct {
 	ntools int
 	finish string
 	usage  json.RawMessage
+	out    [1]*corev1.GenerateEvent
 }
 
 type toolSlot struct {
@@ -357,8 +358,20 @@ func (d *chatDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 	if isDone(ev.Data) {
 		return []*corev1.GenerateEvent{provider.FinishEvent(d.finishReason(), "")}, true, nil
 	}
+	if text, ok := readContent(ev.Data); ok { // fastchunk.go
+		if text == "" {
+			return nil, false, nil
+		}
+		d.out[0] = provider.TextEvent(text)
+		return d.out[:], false, nil // the caller copies the result before the next Decode
+	}
+	return d.general(ev.Data)
+}
+
+// general decodes any chunk through the wire structs.
+func (d *chatDecoder) general(data []byte) ([]*corev1.GenerateEvent, bool, error) {
 	var c chatwire.Chunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, false, &provider.Error{Message: "the upstream sent an undecodable chat chunk", Err: err}
 	}
 	if present(c.Error) {

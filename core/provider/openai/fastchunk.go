@@ -1,0 +1,51 @@
+package openai
+
+import (
+	"bytes"
+
+	"modelgateway/core/wire/jsontext"
+)
+
+// Most chunks of a chat stream carry one content fragment and nothing else:
+//
+//	{"id":"…","object":"chat.completion.chunk",…,"choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}],"usage":null}
+//
+// readContent reads that fragment in place. Anything more (a role, reasoning, tool calls,
+// a finish reason, usage, an error, other choices, another key order) takes the general
+// decoder. Inside a JSON string a quote is always escaped, so a key such as "usage" found
+// by substring search is a key, not text.
+var (
+	contentHead = []byte(`"choices":[{"index":0,"delta":{"content":`)
+	choiceTails = [][]byte{[]byte(`},"logprobs":null,"finish_reason":null}]`), []byte(`},"finish_reason":null}]`)}
+	keyUsageObj = []byte(`"usage":{`)
+	keyErrorKey = []byte(`"error"`)
+)
+
+func readContent(data []byte) (string, bool) {
+	at := bytes.Index(data, contentHead)
+	if at < 0 {
+		return "", false
+	}
+	text, next, ok := jsontext.String(data, at+len(contentHead))
+	if !ok {
+		return "", false
+	}
+	rest := data[next:]
+	tail := -1
+	for i, t := range choiceTails {
+		if bytes.HasPrefix(rest, t) {
+			tail = i
+			break
+		}
+	}
+	if tail < 0 {
+		return "", false
+	}
+	rest = rest[len(choiceTails[tail]):]
+	for _, part := range [][]byte{data[:at], rest} {
+		if bytes.Contains(part, keyUsageObj) || bytes.Contains(part, keyErrorKey) {
+			return "", false
+		}
+	}
+	return text, true
+}
