@@ -33,6 +33,9 @@ type decoder struct {
 	finish  string
 	blocked string
 	usage   json.RawMessage
+	// usageChunk is the last chunk read in place that had usage, when it came after usage.
+	usageChunk []byte
+	out        [1]*corev1.GenerateEvent
 }
 
 func newDecoder() *decoder { return &decoder{} }
@@ -49,6 +52,19 @@ func randomCallID() string {
 func (d *decoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
 	if isDone(ev.Data) {
 		return nil, true, nil
+	}
+	if text, hasUsage, ok := readText(ev.Data); ok { // fastchunk.go
+		d.chunks++
+		if hasUsage {
+			// Read once the stream is done: only the last report counts. The reader gives
+			// each event its own data.
+			d.usage, d.usageChunk = nil, ev.Data
+		}
+		if text == "" {
+			return nil, false, nil
+		}
+		d.out[0] = provider.TextEvent(text)
+		return d.out[:], false, nil // the caller copies the result before the next Decode
 	}
 	var c chunk
 	if err := json.Unmarshal(ev.Data, &c); err != nil {
@@ -69,12 +85,17 @@ func (d *decoder) End() ([]*corev1.GenerateEvent, error) {
 }
 
 // Usage implements provider.Decoder.
-func (d *decoder) Usage() metering.Usage { return usageOf(d.usage) }
+func (d *decoder) Usage() metering.Usage {
+	if d.usageChunk != nil {
+		d.usage, d.usageChunk = usageOfChunk(d.usageChunk), nil
+	}
+	return usageOf(d.usage)
+}
 
 func (d *decoder) chunk(c *chunk) []*corev1.GenerateEvent {
 	d.chunks++
 	if len(c.UsageMetadata) > 0 && string(c.UsageMetadata) != "null" {
-		d.usage = c.UsageMetadata // cumulative: the last one wins
+		d.usage, d.usageChunk = c.UsageMetadata, nil // cumulative: the last one wins
 	}
 	if pf := c.PromptFeedback; pf != nil && pf.BlockReason != "" {
 		d.blocked = pf.BlockReason
