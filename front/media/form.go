@@ -14,7 +14,7 @@ import (
 
 const (
 	// chunkSize is the copy buffer and the largest data message.
-	chunkSize = 32 << 10
+	chunkSize = 64 << 10
 	// maxField caps a plain field, which is read whole.
 	maxField = 1 << 20
 )
