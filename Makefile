@@ -16,7 +16,8 @@ run: build
 	$(BIN)/gateway dev
 
 # The gateway against a bare reverse proxy over the upstream simulator: CPU per request, req/s,
-# p50/p99 and peak RSS (see bench.go). Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'.
+# p50/p99, peak RSS and 25 MiB uploads (see bench.go; -uploads 0 skips those).
+# Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'.
 .PHONY: bench
 bench: build
 	$(BIN)/gateway bench $(BENCH_FLAGS)

@@ -53,12 +53,9 @@ func sseServer(t *testing.T, tail func(r *http.Request)) (*httptest.Server, *ato
 	return srv, conns
 }
 
-// readStream reads a stream to its end and closes it; idle reports whether the connection
-// went back to the pool, once Close has let it.
-func readStream(t *testing.T, ctx context.Context, url string) (idle <-chan error) {
+// openStream posts to url and reads the answer with stopDecoder.
+func openStream(t *testing.T, ctx context.Context, url string) *SSEStream {
 	t.Helper()
-	put := make(chan error, 1)
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{PutIdleConn: func(err error) { put <- err }})
 	req, err := NewRequest(ctx, url, []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +64,16 @@ func readStream(t *testing.T, ctx context.Context, url string) (idle <-chan erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSSEStream(resp.Body, &corev1.Start{}, stopDecoder{})
+	return NewSSEStream(resp.Body, &corev1.Start{}, stopDecoder{})
+}
+
+// readStream reads a stream to its end and closes it; idle reports whether the connection
+// went back to the pool, once Close has let it.
+func readStream(t *testing.T, ctx context.Context, url string) (idle <-chan error) {
+	t.Helper()
+	put := make(chan error, 1)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{PutIdleConn: func(err error) { put <- err }})
+	s := openStream(t, ctx, url)
 	var texts []string
 	for {
 		ev, err := s.Next()
@@ -167,15 +173,7 @@ func TestUnfinishedStreamClosesAtOnce(t *testing.T) {
 		close(gone)
 	}))
 	defer srv.Close()
-	req, err := NewRequest(context.Background(), srv.URL, []byte(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := Do(req, Timeouts{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewSSEStream(resp.Body, &corev1.Start{}, stopDecoder{})
+	s := openStream(t, context.Background(), srv.URL)
 	for range 2 { // Start, then the text
 		if _, err := s.Next(); err != nil {
 			t.Fatal(err)
