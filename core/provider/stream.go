@@ -28,6 +28,16 @@ type Decoder interface {
 	Usage() metering.Usage
 }
 
+// Single is a reusable one-event Decode result: most upstream events become exactly one
+// canonical event, and SSEStream copies a result before the next Decode.
+type Single [1]*corev1.GenerateEvent
+
+// Of returns ev as the only event, in s.
+func (s *Single) Of(ev *corev1.GenerateEvent) []*corev1.GenerateEvent {
+	s[0] = ev
+	return s[:]
+}
+
 // SSEStream is a Stream over an upstream SSE body.
 type SSEStream struct {
 	body    io.ReadCloser

@@ -12,6 +12,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/jsontext"
 )
 
 // answerEncoder collects a non-streaming answer and writes it in Finish: the upstream's own
@@ -92,11 +93,11 @@ func (e *answerEncoder) Finish() error {
 		a := &msg.ToolCalls[i].Function.Arguments
 		*a = cmp.Or(*a, "{}")
 	}
-	u, err := marshal(usage(e.usage))
+	u, err := jsontext.Marshal(usage(e.usage))
 	if err != nil {
 		return fmt.Errorf("encoding usage: %w", err)
 	}
-	body, err := marshal(chatwire.Completion{
+	body, err := jsontext.Marshal(chatwire.Completion{
 		ID: e.head.id, Object: chatwire.ObjectCompletion, Created: e.head.created, Model: e.head.model,
 		Choices: []chatwire.Choice{{Message: msg, FinishReason: cmp.Or(e.finish, chatwire.FinishStop)}},
 		Usage:   u,

@@ -114,16 +114,13 @@ func parameters(in *chatwire.Request) []string {
 	add(in.Stream != nil && *in.Stream, "stream")
 	add(in.ResponseFormat != nil, "response_format")
 	add(len(in.Tools) > 0, "tools")
-	add(present(in.ToolChoice), "tool_choice")
+	add(chatwire.Present(in.ToolChoice), "tool_choice")
 	add(in.Logprobs != nil && *in.Logprobs, "logprobs")
 	add(in.TopLogprobs != nil, "top_logprobs")
-	add(present(in.LogitBias), "logit_bias")
+	add(chatwire.Present(in.LogitBias), "logit_bias")
 	add(in.User != nil || in.SafetyIdentifier != nil, "user")
 	return p
 }
-
-// present reports a raw field that is there and not null.
-func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 func decodeTools(tools []chatwire.Tool) ([]*corev1.Tool, *apierror.Error) {
 	var out []*corev1.Tool
@@ -137,7 +134,7 @@ func decodeTools(tools []chatwire.Tool) ([]*corev1.Tool, *apierror.Error) {
 			return nil, invalid("tools[%d].function.name is required", i)
 		}
 		tool := &corev1.Tool{Name: f.Name, Description: f.Description, Strict: f.Strict}
-		if present(f.Parameters) {
+		if chatwire.Present(f.Parameters) {
 			tool.Parameters = string(f.Parameters)
 		}
 		out = append(out, tool)
@@ -146,7 +143,7 @@ func decodeTools(tools []chatwire.Tool) ([]*corev1.Tool, *apierror.Error) {
 }
 
 func decodeToolChoice(raw json.RawMessage) (*corev1.ToolChoice, *apierror.Error) {
-	if !present(raw) {
+	if !chatwire.Present(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -202,7 +199,7 @@ func decodeResponseFormat(rf *chatwire.ResponseFormat) (*corev1.ResponseFormat, 
 			return nil, invalid("response_format.json_schema is required for type json_schema")
 		}
 		out := &corev1.ResponseFormat{Type: corev1.ResponseFormat_TYPE_JSON_SCHEMA, Name: s.Name, Strict: s.Strict}
-		if present(s.Schema) {
+		if chatwire.Present(s.Schema) {
 			out.Schema = string(s.Schema)
 		}
 		return out, nil

@@ -1,9 +1,7 @@
 package chatcompletions
 
 import (
-	"bytes"
 	"crypto/rand"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -76,16 +74,4 @@ func FinishReason(r corev1.FinishReason) string {
 // usage renders the canonical usage; a nil one (the upstream never said) renders as zeros.
 func usage(u *corev1.Usage) chatwire.Usage {
 	return chatwire.NewUsage(u.GetInputTokens(), u.GetCachedInputTokens(), u.GetCacheWriteTokens(), u.GetOutputTokens(), u.GetReasoningTokens())
-}
-
-// marshal encodes without HTML escaping: model output is full of <, > and &, and \u003c in
-// every chunk only costs bytes.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -73,7 +73,7 @@ func decodeMessages(msgs []chatwire.Message) (string, []*corev1.Message, *apierr
 // content decodes a content field into parts: a string is one text part; absent or null is
 // no parts.
 func content(raw json.RawMessage, i int) ([]chatwire.ContentPart, *apierror.Error) {
-	if !present(raw) {
+	if !chatwire.Present(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -110,7 +110,7 @@ func textPieces(raw json.RawMessage, i int) ([]string, *apierror.Error) {
 }
 
 func userParts(raw json.RawMessage, i int) ([]*corev1.Part, *apierror.Error) {
-	if !present(raw) {
+	if !chatwire.Present(raw) {
 		return nil, invalid("messages[%d].content is required for a user message", i)
 	}
 	parts, err := content(raw, i)

@@ -10,6 +10,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/jsontext"
 	"modelgateway/core/wire/sse"
 )
 
@@ -127,7 +128,7 @@ func (e *streamEncoder) usage(u *corev1.Usage) error {
 		return err
 	}
 	e.usageSent = true
-	raw, err := marshal(usage(u))
+	raw, err := jsontext.Marshal(usage(u))
 	if err != nil {
 		return fmt.Errorf("encoding usage: %w", err)
 	}
@@ -139,7 +140,7 @@ func (e *streamEncoder) usage(u *corev1.Usage) error {
 func (e *streamEncoder) text(t string) error {
 	if e.textAround[0] == nil {
 		empty := ""
-		b, err := marshal(e.stamp(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{Content: &empty}}}}))
+		b, err := jsontext.Marshal(e.stamp(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{Content: &empty}}}}))
 		if err != nil {
 			return fmt.Errorf("encoding a chat chunk: %w", err)
 		}
@@ -165,7 +166,7 @@ func (e *streamEncoder) write(c chatwire.Chunk) error { return e.put(c, true) }
 
 // put writes a chunk, flushed or left for the next flush.
 func (e *streamEncoder) put(c chatwire.Chunk, flush bool) error {
-	b, err := marshal(e.stamp(c))
+	b, err := jsontext.Marshal(e.stamp(c))
 	if err != nil {
 		return fmt.Errorf("encoding a chat chunk: %w", err)
 	}

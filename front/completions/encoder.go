@@ -1,9 +1,7 @@
 package completions
 
 import (
-	"bytes"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/jsontext"
 	"modelgateway/front/relay"
 )
 
@@ -70,7 +69,7 @@ func (e *encoder) Finish() error {
 		return e.write(e.native)
 	}
 	u := e.usage
-	usage, err := marshal(chatwire.NewUsage(u.GetInputTokens(), u.GetCachedInputTokens(), u.GetCacheWriteTokens(), u.GetOutputTokens(), u.GetReasoningTokens()))
+	usage, err := jsontext.Marshal(chatwire.NewUsage(u.GetInputTokens(), u.GetCachedInputTokens(), u.GetCacheWriteTokens(), u.GetOutputTokens(), u.GetReasoningTokens()))
 	if err != nil {
 		return fmt.Errorf("encoding usage: %w", err)
 	}
@@ -82,7 +81,7 @@ func (e *encoder) Finish() error {
 	if created == 0 {
 		created = time.Now().Unix()
 	}
-	body, err := marshal(chatwire.TextCompletion{
+	body, err := jsontext.Marshal(chatwire.TextCompletion{
 		ID: completionID(e.start.GetId()), Object: chatwire.ObjectTextCompletion, Created: created,
 		Model: e.start.GetModel(), Usage: usage,
 		Choices: []chatwire.TextChoice{{Text: e.text.String(), FinishReason: &finish}},
@@ -131,15 +130,4 @@ func completionID(upstream string) string {
 		return upstream
 	}
 	return "cmpl-" + upstream
-}
-
-// marshal encodes without HTML escaping (model text is full of <, > and &).
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -91,7 +91,7 @@ type streamDecoder struct {
 	reason    corev1.FinishReason
 	stopSeq   string
 	events    int
-	out       [1]*corev1.GenerateEvent
+	one       provider.Single
 }
 
 func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
@@ -151,7 +151,7 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 func (d *streamDecoder) blockStop(i int) []*corev1.GenerateEvent {
 	if tb := d.blockTool[i]; tb != nil && !tb.hasArgs {
 		tb.hasArgs = true
-		return d.one(provider.ToolArgsEvent(tb.index, "{}"))
+		return d.one.Of(provider.ToolArgsEvent(tb.index, "{}"))
 	}
 	return nil
 }
@@ -161,14 +161,7 @@ func (d *streamDecoder) stop() []*corev1.GenerateEvent {
 	if reason == corev1.FinishReason_FINISH_REASON_UNSPECIFIED {
 		reason = corev1.FinishReason_FINISH_REASON_STOP
 	}
-	return d.one(provider.FinishEvent(reason, d.stopSeq))
-}
-
-// one returns ev as the only event of a Decode result, in a slice the decoder reuses: the
-// caller copies the result before decoding the next event.
-func (d *streamDecoder) one(ev *corev1.GenerateEvent) []*corev1.GenerateEvent {
-	d.out[0] = ev
-	return d.out[:]
+	return d.one.Of(provider.FinishEvent(reason, d.stopSeq))
 }
 
 func (d *streamDecoder) blockStart(i int, cb *mw.ContentBlock) []*corev1.GenerateEvent {
@@ -209,20 +202,20 @@ func (d *streamDecoder) blockDelta(i int, delta *mw.Delta) []*corev1.GenerateEve
 	switch delta.Type {
 	case mw.DeltaText:
 		if delta.Text != "" {
-			return d.one(provider.TextEvent(delta.Text))
+			return d.one.Of(provider.TextEvent(delta.Text))
 		}
 	case mw.DeltaInputJSON:
 		if tb := d.blockTool[i]; tb != nil && delta.PartialJSON != "" {
 			tb.hasArgs = true
-			return d.one(provider.ToolArgsEvent(tb.index, delta.PartialJSON))
+			return d.one.Of(provider.ToolArgsEvent(tb.index, delta.PartialJSON))
 		}
 	case mw.DeltaThinking:
 		if delta.Thinking != "" {
-			return d.one(provider.ReasoningEvent(delta.Thinking, ""))
+			return d.one.Of(provider.ReasoningEvent(delta.Thinking, ""))
 		}
 	case mw.DeltaSignature:
 		if delta.Signature != "" {
-			return d.one(provider.ReasoningEvent("", delta.Signature))
+			return d.one.Of(provider.ReasoningEvent("", delta.Signature))
 		}
 	}
 	return nil

@@ -35,7 +35,7 @@ type decoder struct {
 	usage   json.RawMessage
 	// usageChunk is the last chunk read in place that had usage, when it came after usage.
 	usageChunk []byte
-	out        [1]*corev1.GenerateEvent
+	one        provider.Single
 }
 
 func newDecoder() *decoder { return &decoder{} }
@@ -63,8 +63,7 @@ func (d *decoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
 		if text == "" {
 			return nil, false, nil
 		}
-		d.out[0] = provider.TextEvent(text)
-		return d.out[:], false, nil // the caller copies the result before the next Decode
+		return d.one.Of(provider.TextEvent(text)), false, nil
 	}
 	var c chunk
 	if err := json.Unmarshal(ev.Data, &c); err != nil {

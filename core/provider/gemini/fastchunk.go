@@ -25,7 +25,7 @@ var textLayouts = []struct{ head, tail []byte }{
 var (
 	keyUsageMetadata  = []byte(`"usageMetadata"`)
 	keyPromptFeedback = []byte(`"promptFeedback"`)
-	keyErrorKey       = []byte(`"error"`)
+	keyError          = []byte(`"error"`)
 )
 
 // readText returns the text and whether the chunk reports usage.
@@ -39,7 +39,7 @@ func readText(data []byte) (text string, hasUsage, ok bool) {
 			return "", false, false
 		}
 		rest, found := bytes.CutPrefix(data[next:], l.tail)
-		if !found || bytes.Contains(rest, keyPromptFeedback) || bytes.Contains(rest, keyErrorKey) {
+		if !found || bytes.Contains(rest, keyPromptFeedback) || bytes.Contains(rest, keyError) {
 			return "", false, false
 		}
 		return text, bytes.Contains(rest, keyUsageMetadata), true

@@ -345,7 +345,7 @@ type chatDecoder struct {
 	ntools int
 	finish string
 	usage  json.RawMessage
-	out    [1]*corev1.GenerateEvent
+	one    provider.Single
 }
 
 type toolSlot struct {
@@ -362,8 +362,7 @@ func (d *chatDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 		if text == "" {
 			return nil, false, nil
 		}
-		d.out[0] = provider.TextEvent(text)
-		return d.out[:], false, nil // the caller copies the result before the next Decode
+		return d.one.Of(provider.TextEvent(text)), false, nil
 	}
 	return d.general(ev.Data)
 }
@@ -374,10 +373,10 @@ func (d *chatDecoder) general(data []byte) ([]*corev1.GenerateEvent, bool, error
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, false, &provider.Error{Message: "the upstream sent an undecodable chat chunk", Err: err}
 	}
-	if present(c.Error) {
+	if chatwire.Present(c.Error) {
 		return nil, false, streamError(string(c.Error))
 	}
-	if present(c.Usage) {
+	if chatwire.Present(c.Usage) {
 		d.usage = c.Usage
 	}
 	var out []*corev1.GenerateEvent
@@ -466,7 +465,7 @@ func decodeAnswer(body []byte, start *corev1.Start) (provider.Stream, error) {
 	if err := json.Unmarshal(body, &c); err != nil {
 		return nil, &provider.Error{Message: "the upstream sent an undecodable chat completion", Err: err}
 	}
-	if present(c.Error) {
+	if chatwire.Present(c.Error) {
 		return nil, streamError(string(c.Error))
 	}
 	if len(c.Choices) == 0 {
@@ -497,6 +496,3 @@ func decodeAnswer(body []byte, start *corev1.Start) (provider.Stream, error) {
 	out = append(out, provider.FinishEvent(finishReason(c.Choices[0].FinishReason, len(m.ToolCalls) > 0), ""))
 	return provider.NewStaticStream(start, out, metering.FromOpenAIChat(c.Usage)), nil
 }
-
-// present reports a raw field that is there and not null.
-func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }

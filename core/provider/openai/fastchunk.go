@@ -18,7 +18,6 @@ var (
 	contentHead = []byte(`"choices":[{"index":0,"delta":{"content":`)
 	choiceTails = [][]byte{[]byte(`},"logprobs":null,"finish_reason":null}]`), []byte(`},"finish_reason":null}]`)}
 	keyUsageObj = []byte(`"usage":{`)
-	keyErrorKey = []byte(`"error"`)
 )
 
 func readContent(data []byte) (string, bool) {
@@ -43,7 +42,7 @@ func readContent(data []byte) (string, bool) {
 	}
 	rest = rest[len(choiceTails[tail]):]
 	for _, part := range [][]byte{data[:at], rest} {
-		if bytes.Contains(part, keyUsageObj) || bytes.Contains(part, keyErrorKey) {
+		if bytes.Contains(part, keyUsageObj) || bytes.Contains(part, keyError) {
 			return "", false
 		}
 	}

@@ -9,6 +9,9 @@ package chatwire
 
 import "encoding/json"
 
+// Present reports a raw field that is there and not null.
+func Present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
 // Request is the body of POST /v1/chat/completions. Fields the gateway does not interpret are
 // not listed: passthrough sends the client's raw body, so they survive there.
 type Request struct {

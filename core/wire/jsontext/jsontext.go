@@ -1,13 +1,28 @@
-// Package jsontext reads single JSON string tokens without reflection: the per-chunk
-// fields of upstream streams (a text delta, a partial tool argument) are read in place
-// instead of through a decoder, with the same result encoding/json gives.
+// Package jsontext holds the JSON text helpers both sides of the gateway share: String reads
+// a single string token without reflection (the per-chunk fields of upstream streams are
+// read in place, with the same result encoding/json gives), Marshal writes model output
+// without HTML escaping.
 package jsontext
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
+
+// Marshal encodes v without HTML escaping: model output is full of <, > and &, and \u003c
+// in every chunk only costs bytes.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // String reads the JSON string token that starts at data[i] (its opening quote). It returns
 // the decoded text, the index just after the closing quote, and false when data[i:] does not
