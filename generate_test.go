@@ -323,6 +323,48 @@ func TestGenerationRequestChecks(t *testing.T) {
 			t.Fatalf("%d %s", status, raw)
 		}
 	})
+	t.Run("messages routes add the top-level type beside the spec envelope", func(t *testing.T) {
+		bad := `{"model":"m-openai","messages":[{"role":"user","content":"hi"}]}`
+		for _, tc := range []struct {
+			path    string
+			headers map[string]string
+			typed   bool
+		}{
+			{"/v1/messages", anth, true},
+			{"/v1/messages/count_tokens", map[string]string{"anthropic-version": "x"}, true},
+			{"/v1/messages", map[string]string{"Authorization": "Bearer nope", "anthropic-version": "2023-06-01"}, true},
+			{"/v1/chat/completions", map[string]string{"Authorization": "Bearer nope"}, false},
+		} {
+			_, _, raw := g.post(t, tc.path, tc.headers, bad)
+			var top struct {
+				Type *string `json:"type"`
+			}
+			if err := json.Unmarshal(raw, &top); err != nil {
+				t.Fatal(err)
+			}
+			envelope(t, raw) // the spec's fields stay as they are
+			switch {
+			case tc.typed && (top.Type == nil || *top.Type != "error"):
+				t.Errorf("%s: no top-level \"type\":\"error\": %s", tc.path, raw)
+			case !tc.typed && top.Type != nil:
+				t.Errorf("%s: a top-level type outside the messages routes: %s", tc.path, raw)
+			}
+		}
+	})
+	t.Run("every date-shaped version is accepted; other values are named with their header", func(t *testing.T) {
+		body := `{"model":"m-anthropic","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+		status, _, raw := g.post(t, "/v1/messages", map[string]string{"anthropic-version": "2026-10-21"}, body)
+		if status != 200 {
+			t.Fatalf("2026-10-21: %d %s", status, raw)
+		}
+		if v := g.up.last(t).Header.Get("anthropic-version"); v != "2023-06-01" {
+			t.Errorf("the upstream got anthropic-version %q, want the adapter's 2023-06-01", v)
+		}
+		status, _, raw = g.post(t, "/v1/messages", map[string]string{"anthropic-version": "latest"}, body)
+		if _, msg, _ := envelope(t, raw); status != 400 || !strings.Contains(msg, "anthropic-version") || strings.Contains(msg, "messages-version \"") {
+			t.Fatalf("%d %s", status, raw)
+		}
+	})
 	t.Run("both version header spellings", func(t *testing.T) {
 		for _, h := range []string{"messages-version", "anthropic-version"} {
 			status, _, raw := g.post(t, "/v1/messages", map[string]string{h: "2023-06-01"}, `{"model":"m-anthropic","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)

@@ -48,12 +48,14 @@ func (Protocol) Encoder(w http.ResponseWriter, r *http.Request, req *corev1.Gene
 	return e
 }
 
-// officialSDK recognises google-genai (Go, JS, Python), which label themselves in
-// x-goog-api-client and, the same way, in User-Agent.
+// officialSDK recognises Google's client libraries. Every one of them (google-genai-sdk/ of
+// the current SDKs, genai-js/ of the legacy @google/generative-ai, gl-python/, gl-node/, ...)
+// names itself in x-goog-api-client, and every one parses each data line as JSON: the legacy
+// JS SDK throws inside its stream reader, which can crash a Node process. The current SDKs put
+// the same label in User-Agent too. Raw clients send neither.
 func officialSDK(r *http.Request) bool {
-	const label = "google-genai-sdk/"
-	return strings.Contains(r.Header.Get("X-Goog-Api-Client"), label) ||
-		strings.Contains(r.Header.Get("User-Agent"), label)
+	return strings.TrimSpace(r.Header.Get("X-Goog-Api-Client")) != "" ||
+		strings.Contains(r.Header.Get("User-Agent"), "google-genai-sdk/")
 }
 
 // encoder renders one answer. In translated mode every content event becomes one chunk

@@ -32,13 +32,17 @@ func TestDecodeChecksTheVersionHeader(t *testing.T) {
 		name    string
 		headers map[string]string
 		wantErr bool
+		wantMsg string // a part of the message, when it is an error
 	}{
-		{"the SDKs' anthropic-version is accepted", map[string]string{"anthropic-version": "2023-06-01"}, false},
-		{"the spec's messages-version is accepted (spec 4.2 rule 1)", map[string]string{"messages-version": "2023-06-01"}, false},
-		{"both spellings together are accepted when they agree", map[string]string{"messages-version": "2023-06-01", "anthropic-version": "2023-06-01"}, false},
-		{"a missing version is invalid_request_error", nil, true},
-		{"another version is invalid_request_error", map[string]string{"anthropic-version": "2024-01-01"}, true},
-		{"a wrong spelling beside a right one is rejected", map[string]string{"messages-version": "2023-06-01", "anthropic-version": "v2"}, true},
+		{"the SDKs' anthropic-version is accepted", map[string]string{"anthropic-version": "2023-06-01"}, false, ""},
+		{"the spec's messages-version is accepted (spec 4.2 rule 1)", map[string]string{"messages-version": "2023-06-01"}, false, ""},
+		{"both spellings together are accepted when they agree", map[string]string{"messages-version": "2023-06-01", "anthropic-version": "2023-06-01"}, false, ""},
+		{"the date @anthropic-ai/sdk 1.x sends is accepted", map[string]string{"anthropic-version": "2026-10-21"}, false, ""},
+		{"any other date is accepted too", map[string]string{"messages-version": "2024-01-01"}, false, ""},
+		{"a missing version is invalid_request_error", nil, true, "anthropic-version"},
+		{"a value that is not a date is rejected, naming the header that carried it", map[string]string{"anthropic-version": "latest"}, true, "anthropic-version \"latest\""},
+		{"an impossible month is not a date", map[string]string{"messages-version": "2023-13-01"}, true, "messages-version \"2023-13-01\""},
+		{"a wrong spelling beside a right one is rejected", map[string]string{"messages-version": "2023-06-01", "anthropic-version": "v2"}, true, "anthropic-version \"v2\""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,6 +56,9 @@ func TestDecodeChecksTheVersionHeader(t *testing.T) {
 				}
 				if err != nil && err.Code != apierror.InvalidRequest {
 					t.Errorf("code = %s", err.Code)
+				}
+				if err != nil && !strings.Contains(err.Message, c.wantMsg) {
+					t.Errorf("message %q does not contain %q", err.Message, c.wantMsg)
 				}
 			}
 		})

@@ -77,19 +77,41 @@ const (
 	headerBeta          = "anthropic-beta"
 )
 
-// checkVersion enforces spec 4.2 rule 1. The SDKs cannot rename the header, so the vendor
-// spelling is accepted too (contract.md); when both are sent, both must be right.
+// checkVersion requires a version header. The SDKs cannot rename it, so the vendor spelling
+// is accepted too, and every date-shaped value: each SDK release may send a newer API date
+// (@anthropic-ai/sdk 1.x sends 2026-10-21), while the gateway speaks to an anthropic upstream
+// in the version its adapter implements. An error names the header the client sent.
 func checkVersion(r *http.Request) *apierror.Error {
 	a, b := r.Header.Values(headerVersion), r.Header.Values(headerVendorVersion)
 	if len(a) == 0 && len(b) == 0 {
-		return apierror.New(apierror.InvalidRequest, "the %s header is required (value %s)", headerVersion, messageswire.Version)
+		return apierror.New(apierror.InvalidRequest, "the %s (or %s) header is required, e.g. %s", headerVersion, headerVendorVersion, messageswire.Version)
 	}
-	for _, v := range append(a, b...) {
-		if v != messageswire.Version {
-			return apierror.New(apierror.InvalidRequest, "unsupported %s %q: the only version is %s", headerVersion, v, messageswire.Version)
+	for _, h := range []struct {
+		name   string
+		values []string
+	}{{headerVersion, a}, {headerVendorVersion, b}} {
+		for _, v := range h.values {
+			if !dateShaped(v) {
+				return apierror.New(apierror.InvalidRequest, "unsupported %s %q: a version is a date, e.g. %s", h.name, v, messageswire.Version)
+			}
 		}
 	}
 	return nil
+}
+
+// dateShaped reports whether v is YYYY-MM-DD with a plausible month and day.
+func dateShaped(v string) bool {
+	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
+		return false
+	}
+	for i, c := range []byte(v) {
+		if i != 4 && i != 7 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	month := int(v[5]-'0')*10 + int(v[6]-'0')
+	day := int(v[8]-'0')*10 + int(v[9]-'0')
+	return month >= 1 && month <= 12 && day >= 1 && day <= 31
 }
 
 // forwardHeaders keeps the beta flags for an upstream of the same protocol; the adapter sends

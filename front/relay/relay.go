@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc/metadata"
 
@@ -293,8 +294,13 @@ func tooLarge(limit int64) *apierror.Error {
 	return apierror.New(apierror.PayloadTooLarge, "the request body is larger than %s bytes", strconv.FormatInt(limit, 10))
 }
 
-// WriteError renders the spec envelope with the request's id.
+// WriteError renders the spec envelope with the request's id; on the messages routes it
+// carries the top-level "type":"error" that protocol's clients look for.
 func WriteError(w http.ResponseWriter, r *http.Request, err *apierror.Error) {
+	if p := r.URL.Path; p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") {
+		apierror.WriteTyped(w, r.Header.Get("X-Request-Id"), err)
+		return
+	}
 	apierror.Write(w, r.Header.Get("X-Request-Id"), err)
 }
 

@@ -108,10 +108,16 @@ func New(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Envelope is the spec 2.4 body.
+// Envelope is the spec 2.4 body. Type is set only on the messages routes: the clients of that
+// protocol (the AI SDK's anthropic provider, the official SDKs' error classes) recognise an
+// error body by its top-level "type":"error"; the spec's fields inside are unchanged.
 type Envelope struct {
-	Error Body `json:"error"`
+	Type  string `json:"type,omitempty"`
+	Error Body   `json:"error"`
 }
+
+// EnvelopeType is Envelope.Type on the messages routes.
+const EnvelopeType = "error"
 
 // Body is the inside of the envelope.
 type Body struct {
@@ -123,7 +129,16 @@ type Body struct {
 
 // Write renders err as the envelope, with x-request-id echoed in the header too.
 func Write(w http.ResponseWriter, requestID string, err *Error) {
-	body, _ := json.Marshal(Envelope{Error: Body{Message: err.Message, Type: Type, Code: err.Code, RequestID: requestID}})
+	write(w, Envelope{Error: Body{Message: err.Message, Type: Type, Code: err.Code, RequestID: requestID}}, requestID, err)
+}
+
+// WriteTyped is Write with the envelope's top-level "type":"error", for the messages routes.
+func WriteTyped(w http.ResponseWriter, requestID string, err *Error) {
+	write(w, Envelope{Type: EnvelopeType, Error: Body{Message: err.Message, Type: Type, Code: err.Code, RequestID: requestID}}, requestID, err)
+}
+
+func write(w http.ResponseWriter, env Envelope, requestID string, err *Error) {
+	body, _ := json.Marshal(env)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Request-Id", requestID)
