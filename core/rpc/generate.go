@@ -97,6 +97,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		return err
 	}
 	defer stream.Close()
+	s.Gen.startInput(req, head) // startinput.go
 
 	send := func(ev *corev1.GenerateEvent) bool {
 		if u := ev.GetUsage(); u != nil {

@@ -63,10 +63,13 @@ func (b *blocks) write(name string, v any) error {
 	return b.sw.Event(name, data)
 }
 
-func (b *blocks) messageStart(id, model string) error {
+// messageStart opens the stream with the best input count known at the start (core's: the
+// upstream's first report, else the local count), as the provider does; the exact counts
+// follow in message_delta.
+func (b *blocks) messageStart(id, model string, inputTokens int64) error {
 	return b.write(mw.EventMessageStart, mw.MessageStartEvent{Type: mw.EventMessageStart, Message: mw.Message{
 		ID: id, Type: "message", Role: mw.RoleAssistant, Model: model, Content: []mw.ContentBlock{},
-		Usage: mw.FullUsage(0, 0, 0, 0),
+		Usage: mw.FullUsage(inputTokens, 0, 0, 0),
 	}})
 }
 

@@ -36,7 +36,7 @@ type encoder struct {
 var _ relay.Encoder = (*encoder)(nil)
 
 // Start implements relay.Encoder. A translated stream opens with message_start right away so
-// that the client sees the answer begin; its usage is 0 until message_delta.
+// that the client sees the answer begin, with the input count known so far.
 func (e *encoder) Start(s *corev1.Start) error {
 	e.start, e.passthrough = s, s.GetPassthrough()
 	switch {
@@ -47,7 +47,7 @@ func (e *encoder) Start(s *corev1.Start) error {
 	case e.stream:
 		e.sw = sse.NewWriter(e.w)
 		e.blk = &blocks{sw: e.sw, tools: map[int32]*toolState{}}
-		return e.blk.messageStart(messageID(s.GetId()), s.GetModel())
+		return e.blk.messageStart(messageID(s.GetId()), s.GetModel(), s.GetInputTokens())
 	default:
 		e.msg = &message{id: messageID(s.GetId()), model: s.GetModel(), tools: map[int32]int{}}
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"github.com/tidwall/gjson"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/metering"
@@ -36,6 +38,8 @@ type decoder struct {
 	// usageChunk is the last chunk read in place that had usage, when it came after usage.
 	usageChunk []byte
 	one        provider.Single
+	// start is the stream's Start (translated streams), given the first chunk's prompt count.
+	start *corev1.Start
 }
 
 func newDecoder() *decoder { return &decoder{} }
@@ -52,6 +56,9 @@ func randomCallID() string {
 func (d *decoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
 	if isDone(ev.Data) {
 		return nil, true, nil
+	}
+	if d.chunks == 0 && d.start != nil {
+		d.startInput(ev.Data)
 	}
 	if text, hasUsage, ok := readText(ev.Data); ok { // fastchunk.go
 		d.chunks++
@@ -73,6 +80,14 @@ func (d *decoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
 		return nil, false, chunkError(ev.Data)
 	}
 	return d.chunk(&c), false, nil
+}
+
+// startInput puts the prompt count of the first chunk into the stream's Start: core reads the
+// first event after Start before it sends either, so the count is there when Start goes out.
+func (d *decoder) startInput(data []byte) {
+	if n := gjson.GetBytes(data, "usageMetadata.promptTokenCount").Int(); n > 0 {
+		d.start.InputTokens = n
+	}
 }
 
 // End implements provider.Decoder: the end of the body is the normal end of the answer.

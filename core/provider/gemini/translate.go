@@ -38,7 +38,9 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 		return nil, err
 	}
 	if stream {
-		return provider.NewSSEStream(resp.Body, start(call, "", false, resp), newDecoder()), nil
+		st, dec := start(call, "", false, resp), newDecoder()
+		dec.start = st
+		return provider.NewSSEStream(resp.Body, st, dec), nil
 	}
 	raw, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
 	if err != nil {

@@ -1481,8 +1481,12 @@ type Start struct {
 	// True when the events that follow are the upstream's own chunks in the client's protocol.
 	Passthrough bool `protobuf:"varint,4,opt,name=passthrough,proto3" json:"passthrough,omitempty"`
 	// Upstream HTTP status and content type of a passthrough answer.
-	Status        int32  `protobuf:"varint,5,opt,name=status,proto3" json:"status,omitempty"`
-	ContentType   string `protobuf:"bytes,6,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	Status      int32  `protobuf:"varint,5,opt,name=status,proto3" json:"status,omitempty"`
+	ContentType string `protobuf:"bytes,6,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	// Best input token count known when the answer starts (translated streams): the upstream's
+	// own report when its first chunk carries one, else core's local count; 0 when unknown.
+	// Clients that read input usage only at the start (messages' message_start) show it.
+	InputTokens   int64 `protobuf:"varint,7,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1557,6 +1561,13 @@ func (x *Start) GetContentType() string {
 		return x.ContentType
 	}
 	return ""
+}
+
+func (x *Start) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
 }
 
 // Native is an upstream chunk in the client's own protocol (passthrough only): an SSE event
@@ -2265,14 +2276,15 @@ const file_gateway_core_v1_generate_proto_rawDesc = "" +
 	"\x06finish\x18\a \x01(\v2\x17.gateway.core.v1.FinishH\x00R\x06finish\x12.\n" +
 	"\x05usage\x18\b \x01(\v2\x16.gateway.core.v1.UsageH\x00R\x05usage\x124\n" +
 	"\x05error\x18\t \x01(\v2\x1c.gateway.core.v1.StreamErrorH\x00R\x05errorB\a\n" +
-	"\x05event\"\xa4\x01\n" +
+	"\x05event\"\xc7\x01\n" +
 	"\x05Start\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x18\n" +
 	"\acreated\x18\x03 \x01(\x03R\acreated\x12 \n" +
 	"\vpassthrough\x18\x04 \x01(\bR\vpassthrough\x12\x16\n" +
 	"\x06status\x18\x05 \x01(\x05R\x06status\x12!\n" +
-	"\fcontent_type\x18\x06 \x01(\tR\vcontentType\"2\n" +
+	"\fcontent_type\x18\x06 \x01(\tR\vcontentType\x12!\n" +
+	"\finput_tokens\x18\a \x01(\x03R\vinputTokens\"2\n" +
 	"\x06Native\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"\x1f\n" +
