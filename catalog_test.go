@@ -16,7 +16,7 @@ const pricedCatalog = `{
   "families": [{"id": "chat"}, {"id": "img"}],
   "providers": [{"id": "p", "kind": "simulator", "base_url": "http://127.0.0.1:1/v1"}],
   "models": [
-    {"id": "m", "display_name": "M", "family": "chat",
+    {"id": "m", "display_name": "M", "family": "chat", "output_token_limit": 16384,
      "routes": [{"endpoint_families": ["chat.completions", "responses", "messages.count_tokens"], "provider": "p"}],
      "prices": [{"endpoint_families": ["chat.completions", "responses"], "billing_mode": "per_token", "input": "15", "cached_input": "7.5", "output": "60"}],
      "capabilities": [{"endpoint_family": "chat.completions", "optional_parameters": ["temperature"], "verified_at": "2026-11-01T00:00:00Z"}]},
@@ -55,6 +55,8 @@ func TestPublicCatalog(t *testing.T) {
 						"request":      nil,
 					}}},
 				"capabilities": []any{map[string]any{"endpoint_family": "chat.completions", "optional_parameters": []any{"temperature"}, "verified_at": "2026-11-01T00:00:00Z"}},
+				// The output limit where clients look for it; absent without one (below).
+				"max_tokens": float64(16384), "top_provider": map[string]any{"max_completion_tokens": float64(16384)},
 			}}},
 			map[string]any{"id": "img", "models": []any{map[string]any{
 				"id": "pic", "display_name": "Pic", "endpoint_families": []any{"images.generations"},
@@ -64,6 +66,7 @@ func TestPublicCatalog(t *testing.T) {
 						"request": map[string]any{"amount": "3", "unit": "RUB_per_request"}},
 				}},
 				"capabilities": []any{},
+				"top_provider": map[string]any{},
 			}}},
 		},
 	}

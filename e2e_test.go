@@ -185,6 +185,22 @@ func TestDiscoveryIsFilteredByKeyPolicy(t *testing.T) {
 	if _, ok := first["created"].(float64); !ok {
 		t.Errorf("created must be a JSON number, got %T", first["created"])
 	}
+	// One list serves the Anthropic SDK too: type, display_name, created_at beside the spec's
+	// fields, the page fields on the list; the output limit where clients look for it.
+	created := time.Unix(int64(first["created"].(float64)), 0).UTC().Format(time.RFC3339)
+	if first["type"] != "model" || first["display_name"] != "Gem Pro" || first["created_at"] != created {
+		t.Errorf("Anthropic fields of %v (created_at want %s)", first, created)
+	}
+	if first["max_tokens"] != float64(8192) || !cmp.Equal(first["top_provider"], map[string]any{"max_completion_tokens": float64(8192)}) {
+		t.Errorf("output limit of gem: max_tokens %v, top_provider %v", first["max_tokens"], first["top_provider"])
+	}
+	last := list["data"].([]any)[4].(map[string]any)
+	if _, has := last["max_tokens"]; has || !cmp.Equal(last["top_provider"], map[string]any{}) {
+		t.Errorf("a model without an explicit limit shows one: %v", last)
+	}
+	if list["has_more"] != false || list["first_id"] != "gem" || list["last_id"] != "b-model" {
+		t.Errorf("page fields: has_more %v first_id %v last_id %v", list["has_more"], list["first_id"], list["last_id"])
+	}
 
 	// The narrow key sees only its models on its families: b-model is not granted,
 	// gem-embed is served only on content.embed which the key lacks.

@@ -101,6 +101,7 @@ func catalogModel(m *snapshot.Model, cur string, rate *decimal.Decimal) *catalog
 	if len(cm.EndpointFamilies) == 0 {
 		return nil
 	}
+	catalogLimits(cm, m) // models.go
 	for _, p := range m.Prices {
 		cm.Prices = append(cm.Prices, catalogPrice(p, cur, rate))
 	}

@@ -45,9 +45,6 @@ func (s *CoreServer) caller(ctx context.Context) (*snapshot.Snapshot, *snapshot.
 	return snap, k, nil
 }
 
-func modelObject(m *snapshot.Model) *corev1.Model {
-	return &corev1.Model{Id: m.ID, Object: "model", Created: uint32(m.CreateTime.Unix()), OwnedBy: m.OwnedBy}
-}
 
 // pathModel undoes grpc-gateway's rendering of the {model=*/**} template, which appends "/"
 // when the "**" part is empty; the template needs the leading "*" so that the bare list path
@@ -64,7 +61,7 @@ func (s *CoreServer) ListModels(ctx context.Context, _ *corev1.ListModelsRequest
 	for _, m := range snap.VisibleModels(k) {
 		resp.Data = append(resp.Data, modelObject(m))
 	}
-	return resp, nil
+	return pageFields(resp), nil
 }
 
 // GetModel implements GET /v1/models/{model}.
@@ -179,7 +176,7 @@ func (s *CoreServer) ListCompatModels(ctx context.Context, _ *corev1.ListCompatM
 	for _, m := range snap.VisibleModels(k, contentFamilies...) {
 		resp.Data = append(resp.Data, modelObject(m))
 	}
-	return resp, nil
+	return pageFields(resp), nil
 }
 
 // Authorize checks key, endpoint family and model for a request before anything goes upstream.

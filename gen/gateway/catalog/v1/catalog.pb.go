@@ -251,8 +251,12 @@ type Model struct {
 	EndpointFamilies []string               `protobuf:"bytes,3,rep,name=endpoint_families,json=endpointFamilies,proto3" json:"endpoint_families,omitempty"`
 	Prices           []*Price               `protobuf:"bytes,4,rep,name=prices,proto3" json:"prices,omitempty"`
 	Capabilities     []*Capability          `protobuf:"bytes,5,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The model's explicit output limit, absent when it has none (named as on GET /v1/models).
+	MaxTokens *uint32 `protobuf:"varint,6,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`
+	// The same limit in OpenRouter's form: {max_completion_tokens}.
+	TopProvider   *TopProvider `protobuf:"bytes,7,opt,name=top_provider,json=topProvider,proto3" json:"top_provider,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Model) Reset() {
@@ -320,6 +324,65 @@ func (x *Model) GetCapabilities() []*Capability {
 	return nil
 }
 
+func (x *Model) GetMaxTokens() uint32 {
+	if x != nil && x.MaxTokens != nil {
+		return *x.MaxTokens
+	}
+	return 0
+}
+
+func (x *Model) GetTopProvider() *TopProvider {
+	if x != nil {
+		return x.TopProvider
+	}
+	return nil
+}
+
+// TopProvider is OpenRouter's per-model limits object.
+type TopProvider struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	MaxCompletionTokens *uint32                `protobuf:"varint,1,opt,name=max_completion_tokens,json=maxCompletionTokens,proto3,oneof" json:"max_completion_tokens,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *TopProvider) Reset() {
+	*x = TopProvider{}
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopProvider) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopProvider) ProtoMessage() {}
+
+func (x *TopProvider) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopProvider.ProtoReflect.Descriptor instead.
+func (*TopProvider) Descriptor() ([]byte, []int) {
+	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TopProvider) GetMaxCompletionTokens() uint32 {
+	if x != nil && x.MaxCompletionTokens != nil {
+		return *x.MaxCompletionTokens
+	}
+	return 0
+}
+
 type Price struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	EndpointFamilies []string               `protobuf:"bytes,1,rep,name=endpoint_families,json=endpointFamilies,proto3" json:"endpoint_families,omitempty"`
@@ -331,7 +394,7 @@ type Price struct {
 
 func (x *Price) Reset() {
 	*x = Price{}
-	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[5]
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +406,7 @@ func (x *Price) String() string {
 func (*Price) ProtoMessage() {}
 
 func (x *Price) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[5]
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +419,7 @@ func (x *Price) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Price.ProtoReflect.Descriptor instead.
 func (*Price) Descriptor() ([]byte, []int) {
-	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{5}
+	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Price) GetEndpointFamilies() []string {
@@ -398,7 +461,7 @@ type Components struct {
 
 func (x *Components) Reset() {
 	*x = Components{}
-	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[6]
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +473,7 @@ func (x *Components) String() string {
 func (*Components) ProtoMessage() {}
 
 func (x *Components) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[6]
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +486,7 @@ func (x *Components) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Components.ProtoReflect.Descriptor instead.
 func (*Components) Descriptor() ([]byte, []int) {
-	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{6}
+	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Components) GetInput() *Amount {
@@ -487,7 +550,7 @@ type Amount struct {
 
 func (x *Amount) Reset() {
 	*x = Amount{}
-	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[7]
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +562,7 @@ func (x *Amount) String() string {
 func (*Amount) ProtoMessage() {}
 
 func (x *Amount) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[7]
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +575,7 @@ func (x *Amount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Amount.ProtoReflect.Descriptor instead.
 func (*Amount) Descriptor() ([]byte, []int) {
-	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{7}
+	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Amount) GetAmount() string {
@@ -540,7 +603,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[8]
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +615,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[8]
+	mi := &file_gateway_catalog_v1_catalog_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +628,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{8}
+	return file_gateway_catalog_v1_catalog_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Capability) GetEndpointFamily() string {
@@ -607,13 +670,20 @@ const file_gateway_catalog_v1_catalog_proto_rawDesc = "" +
 	"\tfx_status\x18\x03 \x01(\tR\bfxStatus\"K\n" +
 	"\x06Family\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x121\n" +
-	"\x06models\x18\x02 \x03(\v2\x19.gateway.catalog.v1.ModelR\x06models\"\xde\x01\n" +
+	"\x06models\x18\x02 \x03(\v2\x19.gateway.catalog.v1.ModelR\x06models\"\xd5\x02\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12+\n" +
 	"\x11endpoint_families\x18\x03 \x03(\tR\x10endpointFamilies\x121\n" +
 	"\x06prices\x18\x04 \x03(\v2\x19.gateway.catalog.v1.PriceR\x06prices\x12B\n" +
-	"\fcapabilities\x18\x05 \x03(\v2\x1e.gateway.catalog.v1.CapabilityR\fcapabilities\"\x97\x01\n" +
+	"\fcapabilities\x18\x05 \x03(\v2\x1e.gateway.catalog.v1.CapabilityR\fcapabilities\x12\"\n" +
+	"\n" +
+	"max_tokens\x18\x06 \x01(\rH\x00R\tmaxTokens\x88\x01\x01\x12B\n" +
+	"\ftop_provider\x18\a \x01(\v2\x1f.gateway.catalog.v1.TopProviderR\vtopProviderB\r\n" +
+	"\v_max_tokens\"`\n" +
+	"\vTopProvider\x127\n" +
+	"\x15max_completion_tokens\x18\x01 \x01(\rH\x00R\x13maxCompletionTokens\x88\x01\x01B\x18\n" +
+	"\x16_max_completion_tokens\"\x97\x01\n" +
 	"\x05Price\x12+\n" +
 	"\x11endpoint_families\x18\x01 \x03(\tR\x10endpointFamilies\x12!\n" +
 	"\fbilling_mode\x18\x02 \x01(\tR\vbillingMode\x12>\n" +
@@ -656,44 +726,46 @@ func file_gateway_catalog_v1_catalog_proto_rawDescGZIP() []byte {
 	return file_gateway_catalog_v1_catalog_proto_rawDescData
 }
 
-var file_gateway_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_gateway_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_gateway_catalog_v1_catalog_proto_goTypes = []any{
 	(*GetCatalogRequest)(nil),      // 0: gateway.catalog.v1.GetCatalogRequest
 	(*Catalog)(nil),                // 1: gateway.catalog.v1.Catalog
 	(*Snapshot)(nil),               // 2: gateway.catalog.v1.Snapshot
 	(*Family)(nil),                 // 3: gateway.catalog.v1.Family
 	(*Model)(nil),                  // 4: gateway.catalog.v1.Model
-	(*Price)(nil),                  // 5: gateway.catalog.v1.Price
-	(*Components)(nil),             // 6: gateway.catalog.v1.Components
-	(*Amount)(nil),                 // 7: gateway.catalog.v1.Amount
-	(*Capability)(nil),             // 8: gateway.catalog.v1.Capability
-	(*timestamppb.Timestamp)(nil),  // 9: google.protobuf.Timestamp
-	(*wrapperspb.StringValue)(nil), // 10: google.protobuf.StringValue
+	(*TopProvider)(nil),            // 5: gateway.catalog.v1.TopProvider
+	(*Price)(nil),                  // 6: gateway.catalog.v1.Price
+	(*Components)(nil),             // 7: gateway.catalog.v1.Components
+	(*Amount)(nil),                 // 8: gateway.catalog.v1.Amount
+	(*Capability)(nil),             // 9: gateway.catalog.v1.Capability
+	(*timestamppb.Timestamp)(nil),  // 10: google.protobuf.Timestamp
+	(*wrapperspb.StringValue)(nil), // 11: google.protobuf.StringValue
 }
 var file_gateway_catalog_v1_catalog_proto_depIdxs = []int32{
 	2,  // 0: gateway.catalog.v1.Catalog.snapshot:type_name -> gateway.catalog.v1.Snapshot
 	3,  // 1: gateway.catalog.v1.Catalog.families:type_name -> gateway.catalog.v1.Family
-	9,  // 2: gateway.catalog.v1.Snapshot.fetched_at:type_name -> google.protobuf.Timestamp
-	10, // 3: gateway.catalog.v1.Snapshot.effective_date:type_name -> google.protobuf.StringValue
+	10, // 2: gateway.catalog.v1.Snapshot.fetched_at:type_name -> google.protobuf.Timestamp
+	11, // 3: gateway.catalog.v1.Snapshot.effective_date:type_name -> google.protobuf.StringValue
 	4,  // 4: gateway.catalog.v1.Family.models:type_name -> gateway.catalog.v1.Model
-	5,  // 5: gateway.catalog.v1.Model.prices:type_name -> gateway.catalog.v1.Price
-	8,  // 6: gateway.catalog.v1.Model.capabilities:type_name -> gateway.catalog.v1.Capability
-	6,  // 7: gateway.catalog.v1.Price.components:type_name -> gateway.catalog.v1.Components
-	7,  // 8: gateway.catalog.v1.Components.input:type_name -> gateway.catalog.v1.Amount
-	7,  // 9: gateway.catalog.v1.Components.cached_input:type_name -> gateway.catalog.v1.Amount
-	7,  // 10: gateway.catalog.v1.Components.cache_write:type_name -> gateway.catalog.v1.Amount
-	7,  // 11: gateway.catalog.v1.Components.output:type_name -> gateway.catalog.v1.Amount
-	7,  // 12: gateway.catalog.v1.Components.request:type_name -> gateway.catalog.v1.Amount
-	7,  // 13: gateway.catalog.v1.Components.audio_input:type_name -> gateway.catalog.v1.Amount
-	7,  // 14: gateway.catalog.v1.Components.audio_output:type_name -> gateway.catalog.v1.Amount
-	9,  // 15: gateway.catalog.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	0,  // 16: gateway.catalog.v1.CatalogService.GetCatalog:input_type -> gateway.catalog.v1.GetCatalogRequest
-	1,  // 17: gateway.catalog.v1.CatalogService.GetCatalog:output_type -> gateway.catalog.v1.Catalog
-	17, // [17:18] is the sub-list for method output_type
-	16, // [16:17] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	6,  // 5: gateway.catalog.v1.Model.prices:type_name -> gateway.catalog.v1.Price
+	9,  // 6: gateway.catalog.v1.Model.capabilities:type_name -> gateway.catalog.v1.Capability
+	5,  // 7: gateway.catalog.v1.Model.top_provider:type_name -> gateway.catalog.v1.TopProvider
+	7,  // 8: gateway.catalog.v1.Price.components:type_name -> gateway.catalog.v1.Components
+	8,  // 9: gateway.catalog.v1.Components.input:type_name -> gateway.catalog.v1.Amount
+	8,  // 10: gateway.catalog.v1.Components.cached_input:type_name -> gateway.catalog.v1.Amount
+	8,  // 11: gateway.catalog.v1.Components.cache_write:type_name -> gateway.catalog.v1.Amount
+	8,  // 12: gateway.catalog.v1.Components.output:type_name -> gateway.catalog.v1.Amount
+	8,  // 13: gateway.catalog.v1.Components.request:type_name -> gateway.catalog.v1.Amount
+	8,  // 14: gateway.catalog.v1.Components.audio_input:type_name -> gateway.catalog.v1.Amount
+	8,  // 15: gateway.catalog.v1.Components.audio_output:type_name -> gateway.catalog.v1.Amount
+	10, // 16: gateway.catalog.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	0,  // 17: gateway.catalog.v1.CatalogService.GetCatalog:input_type -> gateway.catalog.v1.GetCatalogRequest
+	1,  // 18: gateway.catalog.v1.CatalogService.GetCatalog:output_type -> gateway.catalog.v1.Catalog
+	18, // [18:19] is the sub-list for method output_type
+	17, // [17:18] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_gateway_catalog_v1_catalog_proto_init() }
@@ -701,13 +773,15 @@ func file_gateway_catalog_v1_catalog_proto_init() {
 	if File_gateway_catalog_v1_catalog_proto != nil {
 		return
 	}
+	file_gateway_catalog_v1_catalog_proto_msgTypes[4].OneofWrappers = []any{}
+	file_gateway_catalog_v1_catalog_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_catalog_v1_catalog_proto_rawDesc), len(file_gateway_catalog_v1_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -61,8 +61,12 @@ func (*ListModelsRequest) Descriptor() ([]byte, []int) {
 type ListModelsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Constant "list".
-	Object        string   `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
-	Data          []*Model `protobuf:"bytes,2,rep,name=data,proto3" json:"data,omitempty"`
+	Object string   `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	Data   []*Model `protobuf:"bytes,2,rep,name=data,proto3" json:"data,omitempty"`
+	// The Anthropic SDK's page fields, beside the spec's: the list is always one page.
+	HasMore       bool    `protobuf:"varint,3,opt,name=has_more,json=hasMore,proto3" json:"has_more,omitempty"`
+	FirstId       *string `protobuf:"bytes,4,opt,name=first_id,json=firstId,proto3,oneof" json:"first_id,omitempty"`
+	LastId        *string `protobuf:"bytes,5,opt,name=last_id,json=lastId,proto3,oneof" json:"last_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -111,6 +115,27 @@ func (x *ListModelsResponse) GetData() []*Model {
 	return nil
 }
 
+func (x *ListModelsResponse) GetHasMore() bool {
+	if x != nil {
+		return x.HasMore
+	}
+	return false
+}
+
+func (x *ListModelsResponse) GetFirstId() string {
+	if x != nil && x.FirstId != nil {
+		return *x.FirstId
+	}
+	return ""
+}
+
+func (x *ListModelsResponse) GetLastId() string {
+	if x != nil && x.LastId != nil {
+		return *x.LastId
+	}
+	return ""
+}
+
 type GetModelRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Model         string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
@@ -155,15 +180,26 @@ func (x *GetModelRequest) GetModel() string {
 	return ""
 }
 
-// Model is the chat-completions model object.
+// Model is the chat-completions model object, with the fields the Anthropic SDK's models
+// list reads beside the spec's, and the output limit where clients look for it.
 type Model struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Constant "model".
 	Object string `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
 	// Unix seconds; 32 bits so that the JSON form is a number, as clients expect.
-	Created       uint32 `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
-	OwnedBy       string `protobuf:"bytes,4,opt,name=owned_by,json=ownedBy,proto3" json:"owned_by,omitempty"`
+	Created uint32 `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
+	OwnedBy string `protobuf:"bytes,4,opt,name=owned_by,json=ownedBy,proto3" json:"owned_by,omitempty"`
+	// Constant "model" (the Anthropic SDK's object type).
+	Type        string `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
+	DisplayName string `protobuf:"bytes,6,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// RFC 3339 form of created.
+	CreatedAt string `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The model's explicit output limit (the largest accepted max_tokens), absent when it has
+	// none; the Anthropic Models API's name.
+	MaxTokens *uint32 `protobuf:"varint,8,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`
+	// The same limit in OpenRouter's form.
+	TopProvider   *TopProvider `protobuf:"bytes,9,opt,name=top_provider,json=topProvider,proto3" json:"top_provider,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -226,6 +262,87 @@ func (x *Model) GetOwnedBy() string {
 	return ""
 }
 
+func (x *Model) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Model) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+func (x *Model) GetCreatedAt() string {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return ""
+}
+
+func (x *Model) GetMaxTokens() uint32 {
+	if x != nil && x.MaxTokens != nil {
+		return *x.MaxTokens
+	}
+	return 0
+}
+
+func (x *Model) GetTopProvider() *TopProvider {
+	if x != nil {
+		return x.TopProvider
+	}
+	return nil
+}
+
+// TopProvider is OpenRouter's per-model limits object.
+type TopProvider struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absent when the model has no explicit output limit.
+	MaxCompletionTokens *uint32 `protobuf:"varint,1,opt,name=max_completion_tokens,json=maxCompletionTokens,proto3,oneof" json:"max_completion_tokens,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *TopProvider) Reset() {
+	*x = TopProvider{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopProvider) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopProvider) ProtoMessage() {}
+
+func (x *TopProvider) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopProvider.ProtoReflect.Descriptor instead.
+func (*TopProvider) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TopProvider) GetMaxCompletionTokens() uint32 {
+	if x != nil && x.MaxCompletionTokens != nil {
+		return *x.MaxCompletionTokens
+	}
+	return 0
+}
+
 type GetBalanceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -234,7 +351,7 @@ type GetBalanceRequest struct {
 
 func (x *GetBalanceRequest) Reset() {
 	*x = GetBalanceRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[4]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -246,7 +363,7 @@ func (x *GetBalanceRequest) String() string {
 func (*GetBalanceRequest) ProtoMessage() {}
 
 func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[4]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -259,7 +376,7 @@ func (x *GetBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalanceRequest.ProtoReflect.Descriptor instead.
 func (*GetBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{4}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{5}
 }
 
 type Balance struct {
@@ -278,7 +395,7 @@ type Balance struct {
 
 func (x *Balance) Reset() {
 	*x = Balance{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[5]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -290,7 +407,7 @@ func (x *Balance) String() string {
 func (*Balance) ProtoMessage() {}
 
 func (x *Balance) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[5]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -303,7 +420,7 @@ func (x *Balance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Balance.ProtoReflect.Descriptor instead.
 func (*Balance) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{5}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Balance) GetObject() string {
@@ -351,7 +468,7 @@ type ListGenerativeModelsRequest struct {
 
 func (x *ListGenerativeModelsRequest) Reset() {
 	*x = ListGenerativeModelsRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[6]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -363,7 +480,7 @@ func (x *ListGenerativeModelsRequest) String() string {
 func (*ListGenerativeModelsRequest) ProtoMessage() {}
 
 func (x *ListGenerativeModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[6]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -376,7 +493,7 @@ func (x *ListGenerativeModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGenerativeModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListGenerativeModelsRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{6}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListGenerativeModelsRequest) GetPageSize() int32 {
@@ -403,7 +520,7 @@ type ListGenerativeModelsResponse struct {
 
 func (x *ListGenerativeModelsResponse) Reset() {
 	*x = ListGenerativeModelsResponse{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[7]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +532,7 @@ func (x *ListGenerativeModelsResponse) String() string {
 func (*ListGenerativeModelsResponse) ProtoMessage() {}
 
 func (x *ListGenerativeModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[7]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +545,7 @@ func (x *ListGenerativeModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGenerativeModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListGenerativeModelsResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{7}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListGenerativeModelsResponse) GetModels() []*GenerativeModel {
@@ -454,7 +571,7 @@ type GetGenerativeModelRequest struct {
 
 func (x *GetGenerativeModelRequest) Reset() {
 	*x = GetGenerativeModelRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[8]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -466,7 +583,7 @@ func (x *GetGenerativeModelRequest) String() string {
 func (*GetGenerativeModelRequest) ProtoMessage() {}
 
 func (x *GetGenerativeModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[8]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -479,7 +596,7 @@ func (x *GetGenerativeModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGenerativeModelRequest.ProtoReflect.Descriptor instead.
 func (*GetGenerativeModelRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{8}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetGenerativeModelRequest) GetModel() string {
@@ -505,7 +622,7 @@ type GenerativeModel struct {
 
 func (x *GenerativeModel) Reset() {
 	*x = GenerativeModel{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[9]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +634,7 @@ func (x *GenerativeModel) String() string {
 func (*GenerativeModel) ProtoMessage() {}
 
 func (x *GenerativeModel) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[9]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +647,7 @@ func (x *GenerativeModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerativeModel.ProtoReflect.Descriptor instead.
 func (*GenerativeModel) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{9}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GenerativeModel) GetName() string {
@@ -576,7 +693,7 @@ type ListCompatModelsRequest struct {
 
 func (x *ListCompatModelsRequest) Reset() {
 	*x = ListCompatModelsRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[10]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +705,7 @@ func (x *ListCompatModelsRequest) String() string {
 func (*ListCompatModelsRequest) ProtoMessage() {}
 
 func (x *ListCompatModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[10]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +718,7 @@ func (x *ListCompatModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompatModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListCompatModelsRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{10}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{11}
 }
 
 type AuthorizeRequest struct {
@@ -616,7 +733,7 @@ type AuthorizeRequest struct {
 
 func (x *AuthorizeRequest) Reset() {
 	*x = AuthorizeRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[11]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +745,7 @@ func (x *AuthorizeRequest) String() string {
 func (*AuthorizeRequest) ProtoMessage() {}
 
 func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[11]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +758,7 @@ func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{11}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AuthorizeRequest) GetEndpointFamily() string {
@@ -669,7 +786,7 @@ type AuthorizeResponse struct {
 
 func (x *AuthorizeResponse) Reset() {
 	*x = AuthorizeResponse{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[12]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +798,7 @@ func (x *AuthorizeResponse) String() string {
 func (*AuthorizeResponse) ProtoMessage() {}
 
 func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[12]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +811,7 @@ func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{12}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AuthorizeResponse) GetKeyId() string {
@@ -723,17 +840,34 @@ var File_gateway_core_v1_core_proto protoreflect.FileDescriptor
 const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\n" +
 	"\x1agateway/core/v1/core.proto\x12\x0fgateway.core.v1\x1a\x1egateway/core/v1/generate.proto\x1a\x1bgateway/core/v1/media.proto\x1a\x1egateway/core/v1/realtime.proto\x1a\x1cgoogle/api/annotations.proto\"\x13\n" +
-	"\x11ListModelsRequest\"X\n" +
+	"\x11ListModelsRequest\"\xca\x01\n" +
 	"\x12ListModelsResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12*\n" +
-	"\x04data\x18\x02 \x03(\v2\x16.gateway.core.v1.ModelR\x04data\"'\n" +
+	"\x04data\x18\x02 \x03(\v2\x16.gateway.core.v1.ModelR\x04data\x12\x19\n" +
+	"\bhas_more\x18\x03 \x01(\bR\ahasMore\x12\x1e\n" +
+	"\bfirst_id\x18\x04 \x01(\tH\x00R\afirstId\x88\x01\x01\x12\x1c\n" +
+	"\alast_id\x18\x05 \x01(\tH\x01R\x06lastId\x88\x01\x01B\v\n" +
+	"\t_first_idB\n" +
+	"\n" +
+	"\b_last_id\"'\n" +
 	"\x0fGetModelRequest\x12\x14\n" +
-	"\x05model\x18\x01 \x01(\tR\x05model\"d\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\"\xae\x02\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x18\n" +
 	"\acreated\x18\x03 \x01(\rR\acreated\x12\x19\n" +
-	"\bowned_by\x18\x04 \x01(\tR\aownedBy\"\x13\n" +
+	"\bowned_by\x18\x04 \x01(\tR\aownedBy\x12\x12\n" +
+	"\x04type\x18\x05 \x01(\tR\x04type\x12!\n" +
+	"\fdisplay_name\x18\x06 \x01(\tR\vdisplayName\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\a \x01(\tR\tcreatedAt\x12\"\n" +
+	"\n" +
+	"max_tokens\x18\b \x01(\rH\x00R\tmaxTokens\x88\x01\x01\x12?\n" +
+	"\ftop_provider\x18\t \x01(\v2\x1c.gateway.core.v1.TopProviderR\vtopProviderB\r\n" +
+	"\v_max_tokens\"`\n" +
+	"\vTopProvider\x127\n" +
+	"\x15max_completion_tokens\x18\x01 \x01(\rH\x00R\x13maxCompletionTokens\x88\x01\x01B\x18\n" +
+	"\x16_max_completion_tokens\"\x13\n" +
 	"\x11GetBalanceRequest\"\x94\x01\n" +
 	"\aBalance\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12\x1d\n" +
@@ -797,64 +931,66 @@ func file_gateway_core_v1_core_proto_rawDescGZIP() []byte {
 	return file_gateway_core_v1_core_proto_rawDescData
 }
 
-var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_gateway_core_v1_core_proto_goTypes = []any{
 	(*ListModelsRequest)(nil),            // 0: gateway.core.v1.ListModelsRequest
 	(*ListModelsResponse)(nil),           // 1: gateway.core.v1.ListModelsResponse
 	(*GetModelRequest)(nil),              // 2: gateway.core.v1.GetModelRequest
 	(*Model)(nil),                        // 3: gateway.core.v1.Model
-	(*GetBalanceRequest)(nil),            // 4: gateway.core.v1.GetBalanceRequest
-	(*Balance)(nil),                      // 5: gateway.core.v1.Balance
-	(*ListGenerativeModelsRequest)(nil),  // 6: gateway.core.v1.ListGenerativeModelsRequest
-	(*ListGenerativeModelsResponse)(nil), // 7: gateway.core.v1.ListGenerativeModelsResponse
-	(*GetGenerativeModelRequest)(nil),    // 8: gateway.core.v1.GetGenerativeModelRequest
-	(*GenerativeModel)(nil),              // 9: gateway.core.v1.GenerativeModel
-	(*ListCompatModelsRequest)(nil),      // 10: gateway.core.v1.ListCompatModelsRequest
-	(*AuthorizeRequest)(nil),             // 11: gateway.core.v1.AuthorizeRequest
-	(*AuthorizeResponse)(nil),            // 12: gateway.core.v1.AuthorizeResponse
-	(*GenerateRequest)(nil),              // 13: gateway.core.v1.GenerateRequest
-	(*CountTokensRequest)(nil),           // 14: gateway.core.v1.CountTokensRequest
-	(*EmbedRequest)(nil),                 // 15: gateway.core.v1.EmbedRequest
-	(*ForwardRequest)(nil),               // 16: gateway.core.v1.ForwardRequest
-	(*RealtimeRequest)(nil),              // 17: gateway.core.v1.RealtimeRequest
-	(*GenerateEvent)(nil),                // 18: gateway.core.v1.GenerateEvent
-	(*CountTokensResponse)(nil),          // 19: gateway.core.v1.CountTokensResponse
-	(*EmbedResponse)(nil),                // 20: gateway.core.v1.EmbedResponse
-	(*ForwardResponse)(nil),              // 21: gateway.core.v1.ForwardResponse
-	(*RealtimeResponse)(nil),             // 22: gateway.core.v1.RealtimeResponse
+	(*TopProvider)(nil),                  // 4: gateway.core.v1.TopProvider
+	(*GetBalanceRequest)(nil),            // 5: gateway.core.v1.GetBalanceRequest
+	(*Balance)(nil),                      // 6: gateway.core.v1.Balance
+	(*ListGenerativeModelsRequest)(nil),  // 7: gateway.core.v1.ListGenerativeModelsRequest
+	(*ListGenerativeModelsResponse)(nil), // 8: gateway.core.v1.ListGenerativeModelsResponse
+	(*GetGenerativeModelRequest)(nil),    // 9: gateway.core.v1.GetGenerativeModelRequest
+	(*GenerativeModel)(nil),              // 10: gateway.core.v1.GenerativeModel
+	(*ListCompatModelsRequest)(nil),      // 11: gateway.core.v1.ListCompatModelsRequest
+	(*AuthorizeRequest)(nil),             // 12: gateway.core.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),            // 13: gateway.core.v1.AuthorizeResponse
+	(*GenerateRequest)(nil),              // 14: gateway.core.v1.GenerateRequest
+	(*CountTokensRequest)(nil),           // 15: gateway.core.v1.CountTokensRequest
+	(*EmbedRequest)(nil),                 // 16: gateway.core.v1.EmbedRequest
+	(*ForwardRequest)(nil),               // 17: gateway.core.v1.ForwardRequest
+	(*RealtimeRequest)(nil),              // 18: gateway.core.v1.RealtimeRequest
+	(*GenerateEvent)(nil),                // 19: gateway.core.v1.GenerateEvent
+	(*CountTokensResponse)(nil),          // 20: gateway.core.v1.CountTokensResponse
+	(*EmbedResponse)(nil),                // 21: gateway.core.v1.EmbedResponse
+	(*ForwardResponse)(nil),              // 22: gateway.core.v1.ForwardResponse
+	(*RealtimeResponse)(nil),             // 23: gateway.core.v1.RealtimeResponse
 }
 var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	3,  // 0: gateway.core.v1.ListModelsResponse.data:type_name -> gateway.core.v1.Model
-	9,  // 1: gateway.core.v1.ListGenerativeModelsResponse.models:type_name -> gateway.core.v1.GenerativeModel
-	0,  // 2: gateway.core.v1.CoreService.ListModels:input_type -> gateway.core.v1.ListModelsRequest
-	2,  // 3: gateway.core.v1.CoreService.GetModel:input_type -> gateway.core.v1.GetModelRequest
-	4,  // 4: gateway.core.v1.CoreService.GetBalance:input_type -> gateway.core.v1.GetBalanceRequest
-	6,  // 5: gateway.core.v1.CoreService.ListGenerativeModels:input_type -> gateway.core.v1.ListGenerativeModelsRequest
-	8,  // 6: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
-	10, // 7: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
-	11, // 8: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
-	13, // 9: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
-	14, // 10: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
-	15, // 11: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
-	16, // 12: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
-	17, // 13: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
-	1,  // 14: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
-	3,  // 15: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
-	5,  // 16: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
-	7,  // 17: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
-	9,  // 18: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
-	1,  // 19: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
-	12, // 20: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
-	18, // 21: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
-	19, // 22: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
-	20, // 23: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
-	21, // 24: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
-	22, // 25: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
-	14, // [14:26] is the sub-list for method output_type
-	2,  // [2:14] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	4,  // 1: gateway.core.v1.Model.top_provider:type_name -> gateway.core.v1.TopProvider
+	10, // 2: gateway.core.v1.ListGenerativeModelsResponse.models:type_name -> gateway.core.v1.GenerativeModel
+	0,  // 3: gateway.core.v1.CoreService.ListModels:input_type -> gateway.core.v1.ListModelsRequest
+	2,  // 4: gateway.core.v1.CoreService.GetModel:input_type -> gateway.core.v1.GetModelRequest
+	5,  // 5: gateway.core.v1.CoreService.GetBalance:input_type -> gateway.core.v1.GetBalanceRequest
+	7,  // 6: gateway.core.v1.CoreService.ListGenerativeModels:input_type -> gateway.core.v1.ListGenerativeModelsRequest
+	9,  // 7: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
+	11, // 8: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
+	12, // 9: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
+	14, // 10: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
+	15, // 11: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
+	16, // 12: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
+	17, // 13: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
+	18, // 14: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
+	1,  // 15: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
+	3,  // 16: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
+	6,  // 17: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
+	8,  // 18: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
+	10, // 19: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
+	1,  // 20: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
+	13, // 21: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
+	19, // 22: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
+	20, // 23: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
+	21, // 24: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
+	22, // 25: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
+	23, // 26: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
+	15, // [15:27] is the sub-list for method output_type
+	3,  // [3:15] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_gateway_core_v1_core_proto_init() }
@@ -865,14 +1001,17 @@ func file_gateway_core_v1_core_proto_init() {
 	file_gateway_core_v1_generate_proto_init()
 	file_gateway_core_v1_media_proto_init()
 	file_gateway_core_v1_realtime_proto_init()
-	file_gateway_core_v1_core_proto_msgTypes[9].OneofWrappers = []any{}
+	file_gateway_core_v1_core_proto_msgTypes[1].OneofWrappers = []any{}
+	file_gateway_core_v1_core_proto_msgTypes[3].OneofWrappers = []any{}
+	file_gateway_core_v1_core_proto_msgTypes[4].OneofWrappers = []any{}
+	file_gateway_core_v1_core_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_core_v1_core_proto_rawDesc), len(file_gateway_core_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
