@@ -45,7 +45,6 @@ func (s *CoreServer) caller(ctx context.Context) (*snapshot.Snapshot, *snapshot.
 	return snap, k, nil
 }
 
-
 // pathModel undoes grpc-gateway's rendering of the {model=*/**} template, which appends "/"
 // when the "**" part is empty; the template needs the leading "*" so that the bare list path
 // does not match the single-model route.
