@@ -19,9 +19,11 @@ type convo struct {
 	last      turnKind // kind of the last turn
 	result    string   // text of the last tool result
 	tools     []toolDecl
-	choice    string // "", "auto", "required" or "none"
-	forced    string // tool name that tool_choice forces
-	limit     int    // output token limit, 0 for none
+	choice    string          // "", "auto", "required" or "none"
+	forced    string          // tool name that tool_choice forces
+	limit     int             // output token limit, 0 for none
+	jsonOut   bool            // the client asked for JSON (structured.go)
+	schema    json.RawMessage // the schema it must validate against; nil for any object
 }
 
 type turnKind int
@@ -84,6 +86,7 @@ type answer struct {
 	text      []string
 	tool      *toolCall
 	truncated bool // stopped by the output limit
+	json      bool // the text is a JSON document
 }
 
 type toolCall struct {
@@ -134,6 +137,9 @@ func plan(c *convo, words int) *answer {
 	if t := c.pickTool(); t != nil {
 		args := argsFor(t.schema)
 		a.tool = &toolCall{name: t.name, args: args, fragments: fragments(args, 3)}
+	} else if c.jsonOut {
+		doc := jsonDocument(c.schema, a.seed)
+		a.text, a.json = fragments(doc, max(1, len(doc)/8)), true
 	} else if c.last == turnTool {
 		a.text = chunks(fmt.Sprintf("Simulated reply %d: the tool returned \"%s\".", n, c.result))
 	} else {
@@ -148,8 +154,8 @@ func plan(c *convo, words int) *answer {
 			a.reasoning, a.truncated = a.reasoning[:budget], true
 		}
 		budget -= len(a.reasoning)
-		// A tool call is never cut: half a JSON object helps no test.
-		if a.tool == nil && len(a.text) > budget {
+		// A tool call or JSON document is never cut: half a JSON object helps no test.
+		if a.tool == nil && !a.json && len(a.text) > budget {
 			a.text, a.truncated = a.text[:budget], true
 		}
 	}

@@ -20,7 +20,8 @@ type chatRequest struct {
 			Parameters json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
-	ToolChoice json.RawMessage `json:"tool_choice"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type chatMessageIn struct {
@@ -58,6 +59,7 @@ func (q *chatRequest) convo() *convo {
 		}
 	}
 	c.choice, c.forced = openAIChoice(q.ToolChoice)
+	c.format(q.ResponseFormat)
 	return c
 }
 

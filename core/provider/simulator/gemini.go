@@ -69,8 +69,23 @@ type geminiCallingConfig struct {
 }
 
 type geminiGenConfig struct {
-	MaxOutputTokens      *int `json:"maxOutputTokens"`
-	MaxOutputTokensSnake *int `json:"max_output_tokens"`
+	MaxOutputTokens         *int            `json:"maxOutputTokens"`
+	MaxOutputTokensSnake    *int            `json:"max_output_tokens"`
+	ResponseMimeType        string          `json:"responseMimeType"`
+	ResponseMimeTypeSnake   string          `json:"response_mime_type"`
+	ResponseJSONSchema      json.RawMessage `json:"responseJsonSchema"`
+	ResponseJSONSchemaSnake json.RawMessage `json:"response_json_schema"`
+	ResponseSchema          json.RawMessage `json:"responseSchema"`
+	ResponseSchemaSnake     json.RawMessage `json:"response_schema"`
+}
+
+// structured applies a JSON answer request: a schema in either form, or the JSON mime type.
+func (g *geminiGenConfig) structured(c *convo) {
+	schema := pickRaw(pickRaw(g.ResponseJSONSchema, g.ResponseJSONSchemaSnake), pickRaw(g.ResponseSchema, g.ResponseSchemaSnake))
+	mime := g.ResponseMimeType + g.ResponseMimeTypeSnake
+	if len(schema) > 0 || strings.HasPrefix(mime, "application/json") {
+		c.jsonOut, c.schema = true, schema
+	}
 }
 
 // pick returns a when it is set, b otherwise.
@@ -102,6 +117,7 @@ func (q *geminiRequest) convo() *convo {
 	c := &convo{}
 	if g := pick(q.GenerationConfig, q.GenerationConfigSnake); g != nil {
 		c.limit = firstInt(g.MaxOutputTokens, g.MaxOutputTokensSnake)
+		g.structured(c)
 	}
 	if si := pick(q.SystemInstruction, q.SystemInstructionSnake); si != nil {
 		for _, p := range si.Parts {

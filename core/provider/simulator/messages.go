@@ -25,6 +25,10 @@ type messagesRequest struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
 	} `json:"tool_choice"`
+	OutputConfig *struct {
+		Format json.RawMessage `json:"format"`
+	} `json:"output_config"`
+	OutputFormat json.RawMessage `json:"output_format"` // the structured-outputs beta's spelling
 }
 
 type anthBlockIn struct {
@@ -91,6 +95,10 @@ func (q *messagesRequest) convo() *convo {
 			c.choice, c.forced = "required", tc.Name
 		}
 	}
+	if q.OutputConfig != nil {
+		c.format(q.OutputConfig.Format)
+	}
+	c.format(q.OutputFormat)
 	return c
 }
 

@@ -87,6 +87,12 @@ func (q *responsesRequest) convo() *convo {
 		}
 	}
 	c.choice, c.forced = openAIChoice(q.ToolChoice)
+	var text struct {
+		Format json.RawMessage `json:"format"`
+	}
+	if json.Unmarshal(q.Text, &text) == nil {
+		c.format(text.Format)
+	}
 	return c
 }
 
