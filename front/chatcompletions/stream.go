@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/tidwall/gjson"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
 	"modelgateway/core/wire/jsontext"
 	"modelgateway/core/wire/sse"
+	"modelgateway/front/relay"
 )
 
 // streamEncoder writes a chat stream. Translated: a role chunk at Start, one chunk per content
@@ -31,6 +34,8 @@ type streamEncoder struct {
 	// of a stream, are spliced in instead of encoding a whole chunk each time.
 	textAround [2][]byte
 	textBuf    []byte // reused: the writer copies each chunk before returning
+	// tail holds a passthrough's usage chunk until core's usage event adds the cost.
+	tail relay.Tail
 }
 
 // Start implements relay.Encoder.
@@ -51,9 +56,12 @@ func (e *streamEncoder) Start(s *corev1.Start) error {
 func (e *streamEncoder) Event(ev *corev1.GenerateEvent) error {
 	if e.passthrough {
 		if n := ev.GetNative(); n != nil {
-			return e.sw.Event("", n.GetData())
+			return e.native(n.GetData())
 		}
-		return nil // the canonical events of a passthrough are for core, not the client
+		if u := ev.GetUsage(); u != nil && e.tail.Holding() {
+			return e.tail.Flush(e.sw.Event, u)
+		}
+		return nil // the other canonical events of a passthrough are for core, not the client
 	}
 	switch x := ev.GetEvent().(type) {
 	case *corev1.GenerateEvent_Text:
@@ -93,8 +101,27 @@ func (e *streamEncoder) Finish() error {
 			return err
 		}
 	}
+	if err := e.tail.Flush(e.sw.Event, nil); err != nil {
+		return err
+	}
 	return e.sw.Event("", []byte(chatwire.Done))
 }
+
+// native passes an upstream chunk on; the one with the final usage waits for its cost.
+func (e *streamEncoder) native(data []byte) error {
+	if e.tail.Holding() {
+		if err := e.tail.Flush(e.sw.Event, nil); err != nil {
+			return err
+		}
+	}
+	if bytes.Contains(data, usageKey) && gjson.GetBytes(data, "usage.prompt_tokens").Exists() {
+		e.tail.Hold("", data, "usage")
+		return nil
+	}
+	return e.sw.Event("", data)
+}
+
+var usageKey = []byte(`"usage"`)
 
 // Fail implements relay.Encoder: an error object in the data line, which the SDKs (openai-go
 // ssestream, openai-node Stream) raise as a stream error, then the end of the stream. No
@@ -104,6 +131,7 @@ func (e *streamEncoder) Fail(se *corev1.StreamError) {
 	if e.sw == nil {
 		e.sw = sse.NewWriter(e.w)
 	}
+	_ = e.tail.Flush(e.sw.Event, nil)
 	body, _ := json.Marshal(apierror.Envelope{Error: apierror.Body{
 		Message: se.GetMessage(), Type: apierror.Type, Code: se.GetCode(), RequestID: e.requestID,
 	}})
@@ -132,6 +160,7 @@ func (e *streamEncoder) usage(u *corev1.Usage) error {
 	if err != nil {
 		return fmt.Errorf("encoding usage: %w", err)
 	}
+	raw = relay.AddCost(raw, "", u)
 	return e.put(chatwire.Chunk{Choices: []chatwire.ChunkChoice{}, Usage: raw}, false)
 }
 

@@ -77,6 +77,7 @@ type encoder struct {
 	finish corev1.FinishReason
 	usage  *corev1.Usage
 	parts  []geminiwire.Part // the non-streaming answer so far
+	tail   relay.Tail        // a passthrough's last chunk, until its cost is known
 }
 
 // Start implements relay.Encoder: a streaming answer commits to 200 now, so that the client
@@ -124,9 +125,14 @@ func (e *encoder) Event(ev *corev1.GenerateEvent) error {
 		e.finish = x.Finish.GetReason()
 	case *corev1.GenerateEvent_Usage:
 		e.usage = x.Usage
+		if e.tail.Holding() {
+			return e.tail.Flush(e.writeChunk, x.Usage) // the cost, into the held last chunk
+		}
 	}
 	return nil
 }
+
+func (e *encoder) writeChunk(_ string, data []byte) error { return e.chunkRaw(data) }
 
 // content adds one part after any held tool calls, which it completes.
 func (e *encoder) content(p geminiwire.Part) error {
@@ -158,7 +164,15 @@ func (e *encoder) Finish() error {
 		_, err = e.w.Write(append(body, '\n'))
 		return err
 	case !passthrough:
-		if err := e.chunk(e.final(nil)); err != nil {
+		last, err := json.Marshal(e.final(nil))
+		if err != nil {
+			return err
+		}
+		if err := e.chunkRaw(relay.AddCost(last, "usageMetadata", e.usage)); err != nil {
+			return err
+		}
+	default:
+		if err := e.tail.Flush(e.writeChunk, nil); err != nil {
 			return err
 		}
 	}
@@ -182,6 +196,7 @@ func (e *encoder) Fail(se *corev1.StreamError) {
 	if e.form == formJSON {
 		return // the relay writes the envelope for a non-streaming request
 	}
+	_ = e.tail.Flush(e.writeChunk, nil)
 	status := geminiwire.NewStatus(apierror.HTTPStatus(se.GetCode()), se.GetMessage())
 	status.Details = errorInfo(se.GetCode())
 	body, err := json.Marshal(geminiwire.ErrorResponse{Error: status})
@@ -213,8 +228,21 @@ func (e *encoder) native(data []byte) error {
 		_, err := e.w.Write(data)
 		return err
 	}
+	// The chunk with the finish reason carries the final usage: it waits for its cost (the
+	// upstream's stream ends right after it). A chunk after it releases it unchanged.
+	if e.tail.Holding() {
+		if err := e.tail.Flush(e.writeChunk, nil); err != nil {
+			return err
+		}
+	}
+	if bytes.Contains(data, finishReasonKey) {
+		e.tail.Hold("", data, "usageMetadata")
+		return nil
+	}
 	return e.chunkRaw(data)
 }
+
+var finishReasonKey = []byte(`"finishReason"`)
 
 func (e *encoder) chunk(r *geminiwire.GenerateContentResponse) error {
 	b, err := json.Marshal(r)

@@ -9,6 +9,7 @@ import (
 
 	mw "modelgateway/core/wire/messageswire"
 	"modelgateway/core/wire/sse"
+	"modelgateway/front/relay"
 )
 
 // blockKind is what the open content block is.
@@ -277,11 +278,15 @@ func (b *blocks) finish() error {
 	}
 	reason, seq := stopReason(b.fin, b.anyTool)
 	u := b.usage
-	if err := b.write(mw.EventMessageDelta, mw.MessageDeltaEvent{
+	delta, err := json.Marshal(mw.MessageDeltaEvent{
 		Type:  mw.EventMessageDelta,
 		Delta: mw.MessageDelta{StopReason: &reason, StopSequence: seq},
 		Usage: mw.FullUsage(u.GetInputTokens(), u.GetOutputTokens(), u.GetCachedInputTokens(), u.GetCacheWriteTokens()),
-	}); err != nil {
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.sw.Event(mw.EventMessageDelta, relay.AddCost(delta, "usage", u)); err != nil {
 		return err
 	}
 	return b.write(mw.EventMessageStop, mw.MessageStopEvent{Type: mw.EventMessageStop})

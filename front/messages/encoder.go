@@ -31,6 +31,9 @@ type encoder struct {
 	msg *message    // translated non-streaming
 
 	wrote bool // passthrough non-streaming: the body has been written
+	// tail holds a passthrough's message_delta (the final usage) and what follows it until
+	// core's usage event adds the cost.
+	tail relay.Tail
 }
 
 var _ relay.Encoder = (*encoder)(nil)
@@ -59,9 +62,23 @@ func (e *encoder) Event(ev *corev1.GenerateEvent) error {
 	if e.passthrough {
 		n := ev.GetNative()
 		if n == nil {
-			return nil // usage: the client has it in the upstream's own chunks
+			if u := ev.GetUsage(); u != nil && e.tail.Holding() {
+				return e.tail.Flush(e.sw.Event, u) // the client has the usage in the upstream's chunks
+			}
+			return nil
 		}
 		if e.stream {
+			switch {
+			case n.GetEvent() == mw.EventMessageDelta:
+				if err := e.tail.Flush(e.sw.Event, nil); err != nil { // a second one: no longer the last
+					return err
+				}
+				e.tail.Hold(n.GetEvent(), n.GetData(), "usage")
+				return nil
+			case e.tail.Holding() && n.GetEvent() != mw.EventPing:
+				e.tail.Hold(n.GetEvent(), n.GetData(), "")
+				return nil
+			}
 			return e.sw.Event(n.GetEvent(), n.GetData())
 		}
 		return e.writeBody(n.GetData())
@@ -77,7 +94,7 @@ func (e *encoder) Event(ev *corev1.GenerateEvent) error {
 func (e *encoder) Finish() error {
 	switch {
 	case e.passthrough && e.stream:
-		return nil // message_stop was the upstream's own
+		return e.tail.Flush(e.sw.Event, nil) // message_stop was the upstream's own
 	case e.passthrough:
 		if !e.wrote {
 			return errors.New("the upstream answered with an empty body")
@@ -95,6 +112,7 @@ func (e *encoder) Fail(se *corev1.StreamError) {
 	if e.sw == nil {
 		return
 	}
+	_ = e.tail.Flush(e.sw.Event, nil)
 	data, _ := json.Marshal(mw.ErrorResponse{Type: mw.EventError, Error: mw.ErrorBody{
 		Type: errorType(se.GetCode(), se.GetMessage()), Message: se.GetMessage(),
 	}})

@@ -86,6 +86,9 @@ func (e *encoder) writeEvent(name string, v any) error {
 	if err != nil {
 		return err
 	}
+	if name == rw.EventCompleted || name == rw.EventIncomplete {
+		data = relay.AddCost(data, "response.usage", e.b.usage) // what the answer cost
+	}
 	return e.sse.Event(name, data)
 }
 
@@ -95,7 +98,10 @@ func (e *encoder) Event(ev *corev1.GenerateEvent) error {
 		if n := ev.GetNative(); n != nil {
 			return e.native(n)
 		}
-		return nil // usage is core's business; the upstream's own events carry it
+		if u := ev.GetUsage(); u != nil && e.pt.tail.Holding() {
+			return e.pt.tail.Flush(e.sse.Event, u) // the cost, into the held terminal event
+		}
+		return nil // the upstream's own events carry the usage
 	}
 	switch k := ev.GetEvent().(type) {
 	case *corev1.GenerateEvent_Text:
@@ -120,6 +126,9 @@ func (e *encoder) Finish() error {
 		if !e.stream && !e.pt.wrote {
 			return errors.New("the upstream answered nothing")
 		}
+		if e.stream {
+			return e.pt.tail.Flush(e.sse.Event, nil)
+		}
 		return nil
 	}
 	resp, name := e.b.end()
@@ -143,6 +152,7 @@ func (e *encoder) Fail(se *corev1.StreamError) {
 		return
 	}
 	if e.start.GetPassthrough() {
+		_ = e.pt.tail.Flush(e.sse.Event, nil)
 		e.pt.fail(e, se)
 		return
 	}

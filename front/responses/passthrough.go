@@ -7,6 +7,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	rw "modelgateway/core/wire/responseswire"
+	"modelgateway/front/relay"
 )
 
 // passthrough writes a responses upstream's own answer. Nothing is decoded on this path but
@@ -16,6 +17,8 @@ type passthrough struct {
 	events   int64  // events written, which is also the next sequence_number
 	first    []byte // data of the first event (response.created), for the id of a made-up failure
 	terminal bool   // a terminal event has been written
+	// tail holds response.completed (or .incomplete) until core's usage event adds the cost.
+	tail relay.Tail
 }
 
 func (e *encoder) native(n *corev1.Native) error {
@@ -39,6 +42,15 @@ func (e *encoder) native(n *corev1.Native) error {
 	}
 	p.events++
 	p.terminal = p.terminal || rw.IsTerminal(n.GetEvent())
+	if p.tail.Holding() {
+		if err := p.tail.Flush(e.sse.Event, nil); err != nil {
+			return err
+		}
+	}
+	if name := n.GetEvent(); name == rw.EventCompleted || name == rw.EventIncomplete {
+		p.tail.Hold(name, n.GetData(), "response.usage")
+		return nil
+	}
 	return e.sse.Event(n.GetEvent(), n.GetData())
 }
 
