@@ -134,6 +134,7 @@ func validRequestID(id string) bool {
 
 // route is the dispatch table. Unknown paths and wrong methods get the envelope too.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	googleV1(r) // googlev1.go
 	p := r.URL.Path
 	if h := s.gen.handler(p); h != nil {
 		s.serveGeneration(w, r, h)
