@@ -219,5 +219,12 @@ func cmdApply(ctx context.Context, args []string) error {
 	}
 	b, _ := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true, Multiline: true}.Marshal(resp)
 	fmt.Println(string(b))
+	// The server's warnings (e.g. a provider key variable it does not have) on stderr too.
+	if f := resp.ProtoReflect().Descriptor().Fields().ByName("warnings"); f != nil {
+		ws := resp.ProtoReflect().Get(f).List()
+		for i := 0; i < ws.Len(); i++ {
+			fmt.Fprintln(os.Stderr, "warning:", ws.Get(i).String())
+		}
+	}
 	return nil
 }

@@ -163,7 +163,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
 	}}
-	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}}
+	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}, Env: cfg.Env}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
 			return fail(err)
@@ -264,6 +264,9 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		}
 		<-watchDone
 	}()
+	for _, w := range rpc.SnapshotCredentials(holder.Current(), cfg.Env) {
+		log.Warn(w)
+	}
 	log.Info("gateway serving", "http", g.HTTPAddr, "grpc", g.GRPCAddr, "admin_api", cfg.AdminToken != "")
 	return g, nil
 }

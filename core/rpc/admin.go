@@ -32,6 +32,8 @@ type AdminServer struct {
 	Snapshots *snapshot.Holder
 	// Verifier probes capabilities for VerifyCapabilities (verify.go); nil disables it.
 	Verifier Verifier
+	// Env reads provider credentials, to warn about unset ones; os.Getenv when nil.
+	Env func(string) string
 }
 
 // AdminAuth guards the admin service with the operator token, compared in constant time.
@@ -373,9 +375,14 @@ func (s *AdminServer) ApplyCatalog(ctx context.Context, req *adminv1.ApplyCatalo
 	if err := s.changed(ctx); err != nil {
 		return nil, err
 	}
+	var providers []store.Provider
+	for _, p := range doc.Providers {
+		providers = append(providers, store.Provider{ID: p.ID, Kind: p.Kind, APIKeyEnv: p.APIKeyEnv, Active: true})
+	}
 	return &adminv1.ApplyCatalogResponse{
 		Families: int32(sum.Families), Providers: int32(sum.Providers), Models: int32(sum.Models),
 		DeactivatedModels: append([]string{}, sum.DeactivatedModels...), Currency: sum.Currency,
+		Warnings: append([]string{}, UnsetCredentials(providers, s.Env)...), // credentials.go
 	}, nil
 }
 

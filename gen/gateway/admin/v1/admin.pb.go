@@ -886,8 +886,11 @@ type ApplyCatalogResponse struct {
 	// Models deactivated because `prune: true` was set and the document did not name them.
 	DeactivatedModels []string `protobuf:"bytes,4,rep,name=deactivated_models,json=deactivatedModels,proto3" json:"deactivated_models,omitempty"`
 	Currency          string   `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Problems the document does not make invalid but that will fail requests, e.g. a provider
+	// whose api_key_env is not set in this replica's environment.
+	Warnings      []string `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApplyCatalogResponse) Reset() {
@@ -953,6 +956,13 @@ func (x *ApplyCatalogResponse) GetCurrency() string {
 		return x.Currency
 	}
 	return ""
+}
+
+func (x *ApplyCatalogResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 type SetFxRatesRequest struct {
@@ -1588,13 +1598,14 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\v2\x15.gateway.admin.v1.KeyR\x03key\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"J\n" +
 	"\x13ApplyCatalogRequest\x123\n" +
-	"\bdocument\x18\x01 \x01(\v2\x17.google.protobuf.StructR\bdocument\"\xb3\x01\n" +
+	"\bdocument\x18\x01 \x01(\v2\x17.google.protobuf.StructR\bdocument\"\xcf\x01\n" +
 	"\x14ApplyCatalogResponse\x12\x1a\n" +
 	"\bfamilies\x18\x01 \x01(\x05R\bfamilies\x12\x1c\n" +
 	"\tproviders\x18\x02 \x01(\x05R\tproviders\x12\x16\n" +
 	"\x06models\x18\x03 \x01(\x05R\x06models\x12-\n" +
 	"\x12deactivated_models\x18\x04 \x03(\tR\x11deactivatedModels\x12\x1a\n" +
-	"\bcurrency\x18\x05 \x01(\tR\bcurrency\"\xf5\x01\n" +
+	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x1a\n" +
+	"\bwarnings\x18\x06 \x03(\tR\bwarnings\"\xf5\x01\n" +
 	"\x11SetFxRatesRequest\x12%\n" +
 	"\x0eeffective_date\x18\x01 \x01(\tR\reffectiveDate\x129\n" +
 	"\n" +
