@@ -11,6 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
@@ -31,10 +34,15 @@ func cmdDev(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		return err
 	}
+	pgNote := ""
 	if cfg.DatabaseURL == "" {
-		dir, err := filepath.Abs(filepath.Join(*dataDir, "pg"))
+		dir, moved, err := devPGDir(*dataDir) // devdata.go
 		if err != nil {
 			return err
+		}
+		if moved {
+			pgNote = fmt.Sprintf("  local PostgreSQL data: %s (the postgres user cannot reach %s)\n", dir, *dataDir)
+			fmt.Print(pgNote)
 		}
 		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Persistent: true})
 		if err != nil {
@@ -49,6 +57,11 @@ func cmdDev(ctx context.Context, args []string) error {
 		}
 		cfg.AdminToken = tok
 	}
+	// The demo providers name this variable; the simulator ignores its value. Set, it keeps
+	// the unset-credential warning for real providers only.
+	if os.Getenv(demoKeyEnv) == "" {
+		_ = os.Setenv(demoKeyEnv, "simulator")
+	}
 	sim, err := startSimulator(ctx)
 	if err != nil {
 		return err
@@ -61,6 +74,14 @@ func cmdDev(ctx context.Context, args []string) error {
 	if err != nil {
 		_ = g.Shutdown(cfg.DrainTimeout)
 		return err
+	}
+	fxNote := "  FX rates: from " + cfg.FxURL
+	if cfg.FxURL == "" {
+		if err := seedDemoFX(ctx, g); err != nil {
+			_ = g.Shutdown(cfg.DrainTimeout)
+			return err
+		}
+		fxNote = "  FX rates: demo values (not real; set GATEWAY_FX_URL or call SetFxRates for real ones)"
 	}
 	base := "http://" + g.HTTPAddr
 	fmt.Printf(`
@@ -87,10 +108,33 @@ func cmdDev(ctx context.Context, args []string) error {
   curl -s %[1]s/v1/audio/transcriptions -H 'Authorization: Bearer %[4]s' -F file=@speech.mp3 -F model=demo-whisper
   curl -s %[1]s/v1/balance -H 'Authorization: Bearer %[4]s'
   curl -s %[1]s/admin/v1/profiles:lookup?external_ref=demo -H 'Authorization: Bearer %[5]s'
+  curl -s '%[1]s/v1/catalog?currency=USD'
 
-`, base, g.GRPCAddr, sim, secret, cfg.AdminToken)
+%[6]s
+%[7]s  stop: Ctrl-C (the local PostgreSQL keeps running for the next run; README: "Stopping and
+  starting over")
+
+`, base, g.GRPCAddr, sim, secret, cfg.AdminToken, fxNote, pgNote)
 	<-ctx.Done()
 	return g.Shutdown(cfg.DrainTimeout)
+}
+
+// demoKeyEnv is the api_key_env of the demo catalogue's providers.
+const demoKeyEnv = "GATEWAY_SIMULATOR_KEY"
+
+// demoRates are made-up FX rates (units per 1 RUB, the demo billing currency), so that
+// /v1/catalog?currency=USD shows prices on `make run`; stamped now on every run.
+var demoRates = map[string]string{"USD": "0.0125", "EUR": "0.0110", "CNY": "0.0900"}
+
+// seedDemoFX stores the demo rates as today's snapshot.
+func seedDemoFX(ctx context.Context, g *Gateway) error {
+	now := time.Now().UTC()
+	if _, err := g.Admin.SetFxRates(ctx, &adminv1.SetFxRatesRequest{
+		EffectiveDate: now.Format(time.DateOnly), FetchedAt: timestamppb.New(now), Rates: demoRates,
+	}); err != nil {
+		return fmt.Errorf("demo FX rates: %w", err)
+	}
+	return g.Snapshots.Reload(ctx)
 }
 
 // persistentSecret keeps a random local secret in a file so that re-runs print the same one.
