@@ -10,7 +10,12 @@ import (
 // which traversable detects so that the cluster goes where it can.
 func TestTraversableFollowsEveryAncestor(t *testing.T) {
 	t.Parallel()
-	top := t.TempDir()
+	// Not t.TempDir(): its parent directory is mode 0700.
+	top, err := os.MkdirTemp("", "traverse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
 	inner := filepath.Join(top, "checkout", ".data")
 	if err := os.MkdirAll(inner, 0o755); err != nil {
 		t.Fatal(err)
