@@ -111,8 +111,8 @@ func cmdDev(ctx context.Context, args []string) error {
   curl -s '%[1]s/v1/catalog?currency=USD'
 
 %[6]s
-%[7]s  stop: Ctrl-C (the local PostgreSQL keeps running for the next run; README: "Stopping and
-  starting over")
+%[7]s  stop: Ctrl-C (the local PostgreSQL keeps running for the next run; README.md, Quick start,
+  says how to stop it and start over)
 
 `, base, g.GRPCAddr, sim, secret, cfg.AdminToken, fxNote, pgNote)
 	<-ctx.Done()
