@@ -114,7 +114,7 @@ func (e *streamEncoder) native(data []byte) error {
 			return err
 		}
 	}
-	if bytes.Contains(data, usageKey) && gjson.GetBytes(data, "usage.prompt_tokens").Exists() {
+	if usageObject(data) && gjson.GetBytes(data, "usage.prompt_tokens").Exists() {
 		e.tail.Hold("", data, "usage")
 		return nil
 	}
@@ -122,6 +122,23 @@ func (e *streamEncoder) native(data []byte) error {
 }
 
 var usageKey = []byte(`"usage"`)
+
+// usageObject is a cheap first look: does the chunk have "usage" followed by an object? Every
+// chunk of a stream with include_usage has "usage":null, which must cost next to nothing.
+func usageObject(data []byte) bool {
+	i := bytes.LastIndex(data, usageKey)
+	if i < 0 {
+		return false
+	}
+	for _, c := range data[i+len(usageKey):] {
+		switch c {
+		case ' ', '\t', '\n', '\r', ':':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
 
 // Fail implements relay.Encoder: an error object in the data line, which the SDKs (openai-go
 // ssestream, openai-node Stream) raise as a stream error, then the end of the stream. No

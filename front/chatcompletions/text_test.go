@@ -34,3 +34,22 @@ func TestTextChunkMatchesTheGeneralEncoder(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageObjectLooksOnlyForAnObject(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		chunk string
+		want  bool
+	}{
+		{`{"choices":[{"delta":{"content":"hi"}}],"usage":null}`, false},
+		{`{"choices":[],"usage":{"prompt_tokens":5}}`, true},
+		{`{"choices":[],"usage" : {"prompt_tokens":5}}`, true},
+		{`{"choices":[{"delta":{"content":"the \"usage\" word"}}]}`, false},
+		{`{"choices":[]}`, false},
+	}
+	for _, c := range cases {
+		if got := usageObject([]byte(c.chunk)); got != c.want {
+			t.Errorf("usageObject(%s) = %v, want %v", c.chunk, got, c.want)
+		}
+	}
+}
