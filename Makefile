@@ -22,7 +22,10 @@ run: build
 bench: build
 	$(BIN)/gateway bench $(BENCH_FLAGS)
 
+# The TypeScript SDK suite (testdata/tsclients) needs `npm ci` there first; go test hides the
+# skip message of a passing package, so it is said here.
 test:
+	@[ -d testdata/tsclients/node_modules ] || echo "*** testdata/tsclients/node_modules is missing: the TypeScript SDK suite will be SKIPPED (run npm ci in testdata/tsclients; .ci/run does) ***" >&2
 	$(GO) test -count=1 -timeout 15m ./...
 
 check: fmt lint vet imports gen-check
