@@ -327,3 +327,34 @@ func BenchmarkStreamEncoder(b *testing.B) {
 		}
 	}
 }
+
+// A passthrough stream as an include_usage upstream sends it: 20 content chunks with
+// "usage":null, the usage chunk, then core's usage event with the cost spliced into it.
+func BenchmarkPassthroughStreamWithCost(b *testing.B) {
+	var events []*corev1.GenerateEvent
+	for i := range 20 {
+		events = append(events, &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Native{Native: &corev1.Native{Data: []byte(
+			fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" word%d"},"finish_reason":null}],"usage":null}`, i))}}})
+	}
+	events = append(events,
+		&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Native{Native: &corev1.Native{Data: []byte(
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":20,"total_tokens":32}}`)}}},
+		&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Usage{Usage: &corev1.Usage{InputTokens: 12, OutputTokens: 20, Reliable: true, Cost: "0.000052", Currency: "RUB"}}})
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	req := &corev1.GenerateRequest{Stream: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		enc := Protocol{}.Encoder(&discardWriter{h: http.Header{}}, r, req)
+		if err := enc.Start(passStart.GetStart()); err != nil {
+			b.Fatal(err)
+		}
+		for _, ev := range events {
+			if err := enc.Event(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := enc.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/tidwall/gjson"
-
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
@@ -114,7 +112,7 @@ func (e *streamEncoder) native(data []byte) error {
 			return err
 		}
 	}
-	if usageObject(data) && gjson.GetBytes(data, "usage.prompt_tokens").Exists() {
+	if usageObject(data) { // a JSON string cannot hold "usage":{ unescaped: this is the key
 		e.tail.Hold("", data, "usage")
 		return nil
 	}

@@ -1,7 +1,7 @@
 package relay
 
 import (
-	"regexp"
+	"strconv"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -15,32 +15,86 @@ import (
 // "currency" beside it. Core sets both on the stream's usage event once the charge is known;
 // a stream that is not charged shows neither.
 
-// decimalNumber guards the splice: only a plain decimal becomes a raw JSON number.
-var decimalNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?$`)
-
-// HasCost reports whether the usage event carries a cost to show.
+// HasCost reports whether the usage event carries a cost to show: a currency and a plain
+// decimal, which is then also a valid JSON number.
 func HasCost(u *corev1.Usage) bool {
-	return u != nil && u.GetCurrency() != "" && decimalNumber.MatchString(u.GetCost())
+	return u != nil && u.GetCurrency() != "" && plainDecimal(u.GetCost())
+}
+
+func plainDecimal(s string) bool {
+	if s != "" && s[0] == '-' {
+		s = s[1:]
+	}
+	digits, dot := 0, -1
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && dot < 0 && i > 0:
+			dot = i
+		default:
+			return false
+		}
+	}
+	switch {
+	case digits == 0 || dot == len(s)-1:
+		return false
+	case len(s) > 1 && s[0] == '0' && s[1] != '.':
+		return false // no leading zeros in JSON
+	}
+	return true
 }
 
 // AddCost sets "cost" and "currency" in the object at path of a JSON document (path "" is the
 // document itself); without a cost, or without an object there, the document is unchanged.
+// The members are spliced in before the object's closing brace: one copy, no re-encoding.
 func AddCost(doc []byte, path string, u *corev1.Usage) []byte {
 	if !HasCost(u) {
 		return doc
 	}
-	if at := gjson.GetBytes(doc, path); path == "" && !gjson.ValidBytes(doc) || path != "" && !at.IsObject() {
+	end := -1 // index of the object's closing brace
+	if path == "" {
+		for i := len(doc) - 1; i >= 0; i-- {
+			if c := doc[i]; c != ' ' && c != '\n' && c != '\r' && c != '\t' {
+				if c == '}' && gjson.ValidBytes(doc) {
+					end = i
+				}
+				break
+			}
+		}
+	} else if at := gjson.GetBytes(doc, path); at.IsObject() && at.Index > 0 {
+		end = at.Index + len(at.Raw) - 1
+	} else if at.IsObject() {
+		return addCostSlow(doc, path, u) // position unknown
+	}
+	if end < 0 || doc[end] != '}' {
 		return doc
 	}
-	prefix := ""
-	if path != "" {
-		prefix = path + "."
+	empty := true
+	for i := end - 1; i >= 0; i-- {
+		if c := doc[i]; c != ' ' && c != '\n' && c != '\r' && c != '\t' {
+			empty = c == '{'
+			break
+		}
 	}
-	out, err := sjson.SetRawBytes(doc, prefix+"cost", []byte(u.GetCost()))
+	out := make([]byte, 0, len(doc)+len(u.GetCost())+len(u.GetCurrency())+24)
+	out = append(out, doc[:end]...)
+	if !empty {
+		out = append(out, ',')
+	}
+	out = append(out, `"cost":`...)
+	out = append(out, u.GetCost()...)
+	out = append(out, `,"currency":`...)
+	out = strconv.AppendQuote(out, u.GetCurrency()) // ISO codes: ASCII letters
+	return append(out, doc[end:]...)
+}
+
+func addCostSlow(doc []byte, path string, u *corev1.Usage) []byte {
+	out, err := sjson.SetRawBytes(doc, path+".cost", []byte(u.GetCost()))
 	if err != nil {
 		return doc
 	}
-	if out, err = sjson.SetBytes(out, prefix+"currency", u.GetCurrency()); err != nil {
+	if out, err = sjson.SetBytes(out, path+".currency", u.GetCurrency()); err != nil {
 		return doc
 	}
 	return out
