@@ -168,7 +168,10 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
-	statusCfg := cfg.statusFlags()
+	statusCfg, err := cfg.statusFlags()
+	if err != nil {
+		return fail(err)
+	}
 	site := newStatusSite(st, holder, prober, statusCfg, log)
 	coreSrv.Gen.Meter = rpc.Meters{meter, rpc.StatusMeter{Recorder: site.rec}}
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: prober}

@@ -27,9 +27,19 @@ type statusFlags struct {
 	ProbeInterval time.Duration
 }
 
-func (c *Config) statusFlags() statusFlags {
-	probe, _ := time.ParseDuration(os.Getenv("GATEWAY_STATUS_PROBE_INTERVAL"))
-	return statusFlags{PublicBaseURL: os.Getenv("GATEWAY_PUBLIC_BASE_URL"), BotURL: os.Getenv("GATEWAY_BOT_URL"), ProbeInterval: max(probe, 0)}
+// minProbeInterval keeps the probe from hammering upstreams on a typo ("5s" for "5m").
+const minProbeInterval = 10 * time.Second
+
+func (c *Config) statusFlags() (statusFlags, error) {
+	f := statusFlags{PublicBaseURL: os.Getenv("GATEWAY_PUBLIC_BASE_URL"), BotURL: os.Getenv("GATEWAY_BOT_URL")}
+	if v := os.Getenv("GATEWAY_STATUS_PROBE_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < minProbeInterval {
+			return f, fmt.Errorf("GATEWAY_STATUS_PROBE_INTERVAL=%q: want a duration of at least %s, e.g. 5m", v, minProbeInterval)
+		}
+		f.ProbeInterval = d
+	}
+	return f, nil
 }
 
 // statusSite is the status site's core half (recorder, reader, probe) and its front.

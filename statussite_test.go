@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"modelgateway/core/store/storetest"
 )
@@ -156,5 +157,54 @@ func TestStatusSiteIsTheSameOnTwoReplicas(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(docs), a.base+"/v1") {
 		t.Errorf("docs do not show the listener-derived base URL %s/v1", a.base)
+	}
+}
+
+// A stream's latency is its time to first token: a stream that pauses 1.5 s after its first
+// chunk is fast, the same answer unstreamed is slow.
+func TestStreamLatencyIsTimeToFirstToken(t *testing.T) {
+	t.Parallel()
+	p50 := func(stream bool) float64 {
+		g := startGen(t)
+		body := `{"model":"m-openai","messages":[{"role":"user","content":"#sim:stall=1500ms"}]` + map[bool]string{true: `,"stream":true`, false: ""}[stream] + `}`
+		if s, _, raw := g.post(t, "/v1/chat/completions", nil, body); s != http.StatusOK {
+			t.Fatalf("chat: %d %s", s, raw)
+		}
+		if err := g.g.Status.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := g.summary(t)
+		for _, c := range s.Components {
+			if c.ID == "chat-completions" && c.Metrics.P50Ms != nil {
+				return *c.Metrics.P50Ms
+			}
+		}
+		t.Fatalf("no chat-completions latency: %+v", s.Components)
+		return 0
+	}
+	if got := p50(true); got >= 1500 {
+		t.Errorf("streamed p50 %v ms, want the time to the first token, under the 1.5 s pause", got)
+	}
+	if got := p50(false); got < 1500 {
+		t.Errorf("unstreamed p50 %v ms, want at least the 1.5 s pause", got)
+	}
+}
+
+func TestProbeIntervalIsCheckedAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		bad   bool
+	}{
+		{"", 0, false},
+		{"5m", 5 * time.Minute, false},
+		{"5s", 0, true},
+		{"often", 0, true},
+	} {
+		t.Setenv("GATEWAY_STATUS_PROBE_INTERVAL", tc.value)
+		f, err := (&Config{}).statusFlags()
+		if (err != nil) != tc.bad || f.ProbeInterval != tc.want {
+			t.Errorf("%q: %v, %v; want %v, error %v", tc.value, f.ProbeInterval, err, tc.want, tc.bad)
+		}
 	}
 }

@@ -50,7 +50,9 @@ func (p *Probe) Run(ctx context.Context) {
 // Once takes the lease for one interval and, when this replica has it, probes every pair
 // and flushes the counts. It reports how many pairs it probed (0 without the lease).
 func (p *Probe) Once(ctx context.Context) (int, error) {
-	ok, err := p.Store.TakeLease(ctx, ProbeLease, p.Holder, p.Interval)
+	// Two intervals: the holder renews it every round, even when a round runs long; a
+	// replica that died gives way after two intervals.
+	ok, err := p.Store.TakeLease(ctx, ProbeLease, p.Holder, 2*p.Interval)
 	if err != nil || !ok {
 		return 0, err
 	}
