@@ -52,6 +52,8 @@ type statusSite struct {
 
 func newStatusSite(st *store.Store, holder *snapshot.Holder, prober *verify.Prober, flags statusFlags, log *slog.Logger) *statusSite {
 	rec := &statusdata.Recorder{Store: st, Log: log.With("component", "status")}
+	// The chat bot component shows no data until Reader.BotHeartbeat is set to what reads the
+	// bot's last ReportBotHealth call (see statusdata.BotHeartbeat).
 	s := &statusSite{rec: rec, done: make(chan struct{}),
 		server: &rpc.StatusServer{Reader: &statusdata.Reader{Store: st, Snapshots: holder.Current}}}
 	if flags.ProbeInterval > 0 {
