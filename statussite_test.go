@@ -66,6 +66,20 @@ func TestStatusSiteIsTheSameOnTwoReplicas(t *testing.T) {
 		return status
 	}
 	okKey := a.key
+	// Keys reach the other replica within a second (contract); wait until b knows both.
+	for _, k := range []string{okKey, broke} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			status, _, _ := b.do("GET", "/v1/models", bearer(k), "")
+			if status == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica b does not know the key after 10 s: %d", status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	for i, g := range []*genEnv{a, b, a} {
 		if s := chat(g, okKey, "hello", i == 1); s != http.StatusOK {
 			t.Fatalf("chat %d: %d", i, s)
