@@ -30,6 +30,7 @@ import (
 	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
 	"modelgateway/core/snapshot"
+	"modelgateway/core/statusdata"
 	"modelgateway/core/store"
 	"modelgateway/core/tokens"
 	"modelgateway/core/verify"
@@ -108,6 +109,8 @@ type Gateway struct {
 	Admin              *rpc.AdminServer
 	// Core is the in-process client the front uses.
 	Core corev1.CoreServiceClient
+	// Status counts outcomes for the status site; Flush writes them out at once.
+	Status *statusdata.Recorder
 
 	front   *front.Server
 	httpSrv *http.Server
@@ -116,6 +119,7 @@ type Gateway struct {
 	ledger  *billing.Ledger
 	// closed when the ledger's background loop has stopped
 	ledgerDone chan struct{}
+	statusDone chan struct{}
 	stop       context.CancelFunc
 	done       chan struct{}
 }
@@ -163,14 +167,21 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
 	}}
-	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}, Env: cfg.Env}
+	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
+	statusCfg, err := cfg.statusFlags()
+	if err != nil {
+		return fail(err)
+	}
+	site := newStatusSite(st, holder, prober, statusCfg, log)
+	coreSrv.Gen.Meter = rpc.Meters{meter, rpc.StatusMeter{Recorder: site.rec}}
+	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
 			return fail(err)
 		}
 	}
 
-	interceptors := []grpc.UnaryServerInterceptor{rpc.ErrorInterceptor(log)}
+	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log)}
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
 	}
@@ -189,6 +200,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	for _, reg := range []grpc.ServiceRegistrar{grpcSrv, inproc} {
 		corev1.RegisterCoreServiceServer(reg, coreSrv)
 		catalogv1.RegisterCatalogServiceServer(reg, &rpc.CatalogServer{Snapshots: holder})
+		site.register(reg)
 		if cfg.AdminToken != "" {
 			adminv1.RegisterAdminServiceServer(reg, adminSrv)
 		}
@@ -236,6 +248,10 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		return fail(fmt.Errorf("listen http: %w", err))
 	}
 	closers = append(closers, func() { httpLn.Close() })
+	siteHandler, err := site.handler(inproc, statusCfg, httpLn.Addr().String(), handler, log)
+	if err != nil {
+		return fail(err)
+	}
 	grpcLn, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
 		return fail(fmt.Errorf("listen grpc: %w", err))
@@ -243,9 +259,10 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
-		front: handler, httpSrv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
-		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv,
+		front: handler, httpSrv: &http.Server{Handler: siteHandler, ReadHeaderTimeout: 10 * time.Second},
+		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, Status: site.rec, statusDone: site.done,
 	}
+	site.run(runCtx)
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); holder.Run(runCtx, cfg.DatabaseURL) }()
 	ledgerDone := make(chan struct{})
@@ -290,6 +307,7 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	g.stop()
 	<-g.done
 	<-g.ledgerDone
+	<-g.statusDone
 	// Every delivered response is charged before the process lets go of the database.
 	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelFlush()

@@ -42,7 +42,10 @@ type Outcome struct {
 	Cost      decimal.NullDecimal
 	Currency  string
 	StartTime time.Time
-	EndTime   time.Time
+	// FirstByteTime is when the first answer event went to the client (time to first token
+	// for streams); zero when none did.
+	FirstByteTime time.Time
+	EndTime       time.Time
 }
 
 // Meter observes every outcome once, after billing has queued it.
@@ -104,6 +107,9 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			// Only the stream's last event carries usage; price it for the client's headers.
 			b.charge(stream.Usage())
 			u.Cost, u.Currency = b.costString()
+		}
+		if out.FirstByteTime.IsZero() {
+			out.FirstByteTime = time.Now()
 		}
 		if err := srv.Send(ev); err != nil {
 			// Gone before the terminal usage was delivered: nothing may be charged.

@@ -1535,6 +1535,528 @@ func (x *Capability) GetInconclusive() []string {
 	return nil
 }
 
+// Incident is an incident or a maintenance note on the status site.
+type Incident struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// incident or maintenance.
+	Kind  string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Title string `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// incident: investigating, identified, monitoring, resolved;
+	// maintenance: scheduled, in_progress, verifying, completed.
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// none, minor, major, critical.
+	Impact string `protobuf:"bytes,5,opt,name=impact,proto3" json:"impact,omitempty"`
+	// Component ids of the status site (chat-completions, responses, ..., admin-api, chat-bot).
+	Components     []string               `protobuf:"bytes,6,rep,name=components,proto3" json:"components,omitempty"`
+	CreateTime     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	ResolveTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=resolve_time,json=resolveTime,proto3" json:"resolve_time,omitempty"`
+	ScheduledFor   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=scheduled_for,json=scheduledFor,proto3" json:"scheduled_for,omitempty"`
+	ScheduledUntil *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=scheduled_until,json=scheduledUntil,proto3" json:"scheduled_until,omitempty"`
+	// Newest first.
+	Updates       []*IncidentUpdate `protobuf:"bytes,12,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Incident) Reset() {
+	*x = Incident{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Incident) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Incident) ProtoMessage() {}
+
+func (x *Incident) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Incident.ProtoReflect.Descriptor instead.
+func (*Incident) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Incident) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Incident) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Incident) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Incident) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Incident) GetImpact() string {
+	if x != nil {
+		return x.Impact
+	}
+	return ""
+}
+
+func (x *Incident) GetComponents() []string {
+	if x != nil {
+		return x.Components
+	}
+	return nil
+}
+
+func (x *Incident) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *Incident) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+func (x *Incident) GetResolveTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResolveTime
+	}
+	return nil
+}
+
+func (x *Incident) GetScheduledFor() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledFor
+	}
+	return nil
+}
+
+func (x *Incident) GetScheduledUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledUntil
+	}
+	return nil
+}
+
+func (x *Incident) GetUpdates() []*IncidentUpdate {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
+type IncidentUpdate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Body          string                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IncidentUpdate) Reset() {
+	*x = IncidentUpdate{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IncidentUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IncidentUpdate) ProtoMessage() {}
+
+func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IncidentUpdate.ProtoReflect.Descriptor instead.
+func (*IncidentUpdate) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *IncidentUpdate) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *IncidentUpdate) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *IncidentUpdate) GetBody() string {
+	if x != nil {
+		return x.Body
+	}
+	return ""
+}
+
+func (x *IncidentUpdate) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+type CreateIncidentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// incident (default) or maintenance.
+	Kind  string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Title string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	// The first update's text.
+	Body string `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	// Default: investigating (incident), scheduled (maintenance).
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// Default: minor (incident), none (maintenance).
+	Impact     string   `protobuf:"bytes,5,opt,name=impact,proto3" json:"impact,omitempty"`
+	Components []string `protobuf:"bytes,6,rep,name=components,proto3" json:"components,omitempty"`
+	// Maintenance window; required for a maintenance.
+	ScheduledFor   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=scheduled_for,json=scheduledFor,proto3" json:"scheduled_for,omitempty"`
+	ScheduledUntil *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=scheduled_until,json=scheduledUntil,proto3" json:"scheduled_until,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CreateIncidentRequest) Reset() {
+	*x = CreateIncidentRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateIncidentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateIncidentRequest) ProtoMessage() {}
+
+func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateIncidentRequest.ProtoReflect.Descriptor instead.
+func (*CreateIncidentRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CreateIncidentRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CreateIncidentRequest) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *CreateIncidentRequest) GetBody() string {
+	if x != nil {
+		return x.Body
+	}
+	return ""
+}
+
+func (x *CreateIncidentRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *CreateIncidentRequest) GetImpact() string {
+	if x != nil {
+		return x.Impact
+	}
+	return ""
+}
+
+func (x *CreateIncidentRequest) GetComponents() []string {
+	if x != nil {
+		return x.Components
+	}
+	return nil
+}
+
+func (x *CreateIncidentRequest) GetScheduledFor() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledFor
+	}
+	return nil
+}
+
+func (x *CreateIncidentRequest) GetScheduledUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledUntil
+	}
+	return nil
+}
+
+type UpdateIncidentRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Status string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Body   string                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	// Unchanged when empty.
+	Impact        string `protobuf:"bytes,4,opt,name=impact,proto3" json:"impact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateIncidentRequest) Reset() {
+	*x = UpdateIncidentRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateIncidentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateIncidentRequest) ProtoMessage() {}
+
+func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateIncidentRequest.ProtoReflect.Descriptor instead.
+func (*UpdateIncidentRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *UpdateIncidentRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateIncidentRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *UpdateIncidentRequest) GetBody() string {
+	if x != nil {
+		return x.Body
+	}
+	return ""
+}
+
+func (x *UpdateIncidentRequest) GetImpact() string {
+	if x != nil {
+		return x.Impact
+	}
+	return ""
+}
+
+type ResolveIncidentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Body          string                 `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveIncidentRequest) Reset() {
+	*x = ResolveIncidentRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveIncidentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveIncidentRequest) ProtoMessage() {}
+
+func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveIncidentRequest.ProtoReflect.Descriptor instead.
+func (*ResolveIncidentRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ResolveIncidentRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ResolveIncidentRequest) GetBody() string {
+	if x != nil {
+		return x.Body
+	}
+	return ""
+}
+
+type ListIncidentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Also those resolved; default only open ones.
+	IncludeResolved bool `protobuf:"varint,1,opt,name=include_resolved,json=includeResolved,proto3" json:"include_resolved,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ListIncidentsRequest) Reset() {
+	*x = ListIncidentsRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListIncidentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListIncidentsRequest) ProtoMessage() {}
+
+func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListIncidentsRequest.ProtoReflect.Descriptor instead.
+func (*ListIncidentsRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListIncidentsRequest) GetIncludeResolved() bool {
+	if x != nil {
+		return x.IncludeResolved
+	}
+	return false
+}
+
+type ListIncidentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Incidents     []*Incident            `protobuf:"bytes,1,rep,name=incidents,proto3" json:"incidents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListIncidentsResponse) Reset() {
+	*x = ListIncidentsResponse{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListIncidentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListIncidentsResponse) ProtoMessage() {}
+
+func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListIncidentsResponse.ProtoReflect.Descriptor instead.
+func (*ListIncidentsResponse) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListIncidentsResponse) GetIncidents() []*Incident {
+	if x != nil {
+		return x.Incidents
+	}
+	return nil
+}
+
 var File_gateway_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_gateway_admin_v1_admin_proto_rawDesc = "" +
@@ -1663,7 +2185,54 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x13optional_parameters\x18\x03 \x03(\tR\x12optionalParameters\x12;\n" +
 	"\vverified_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"verifiedAt\x12\"\n" +
-	"\finconclusive\x18\x05 \x03(\tR\finconclusive2\xe3\f\n" +
+	"\finconclusive\x18\x05 \x03(\tR\finconclusive\"\x8f\x04\n" +
+	"\bIncident\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x16\n" +
+	"\x06impact\x18\x05 \x01(\tR\x06impact\x12\x1e\n" +
+	"\n" +
+	"components\x18\x06 \x03(\tR\n" +
+	"components\x12;\n" +
+	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\x12=\n" +
+	"\fresolve_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vresolveTime\x12?\n" +
+	"\rscheduled_for\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\fscheduledFor\x12C\n" +
+	"\x0fscheduled_until\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0escheduledUntil\x12:\n" +
+	"\aupdates\x18\f \x03(\v2 .gateway.admin.v1.IncidentUpdateR\aupdates\"\x89\x01\n" +
+	"\x0eIncidentUpdate\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x12\n" +
+	"\x04body\x18\x03 \x01(\tR\x04body\x12;\n" +
+	"\vcreate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\"\xab\x02\n" +
+	"\x15CreateIncidentRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12\x12\n" +
+	"\x04body\x18\x03 \x01(\tR\x04body\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x16\n" +
+	"\x06impact\x18\x05 \x01(\tR\x06impact\x12\x1e\n" +
+	"\n" +
+	"components\x18\x06 \x03(\tR\n" +
+	"components\x12?\n" +
+	"\rscheduled_for\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\fscheduledFor\x12C\n" +
+	"\x0fscheduled_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0escheduledUntil\"k\n" +
+	"\x15UpdateIncidentRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x12\n" +
+	"\x04body\x18\x03 \x01(\tR\x04body\x12\x16\n" +
+	"\x06impact\x18\x04 \x01(\tR\x06impact\"<\n" +
+	"\x16ResolveIncidentRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04body\x18\x02 \x01(\tR\x04body\"A\n" +
+	"\x14ListIncidentsRequest\x12)\n" +
+	"\x10include_resolved\x18\x01 \x01(\bR\x0fincludeResolved\"Q\n" +
+	"\x15ListIncidentsResponse\x128\n" +
+	"\tincidents\x18\x01 \x03(\v2\x1a.gateway.admin.v1.IncidentR\tincidents2\xe4\x10\n" +
 	"\fAdminService\x12q\n" +
 	"\rCreateProfile\x12&.gateway.admin.v1.CreateProfileRequest\x1a\x19.gateway.admin.v1.Profile\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/admin/v1/profiles\x12m\n" +
 	"\n" +
@@ -1679,7 +2248,11 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"SetFxRates\x12#.gateway.admin.v1.SetFxRatesRequest\x1a$.gateway.admin.v1.SetFxRatesResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/admin/v1/fx:set\x12{\n" +
 	"\tListUsage\x12\".gateway.admin.v1.ListUsageRequest\x1a#.gateway.admin.v1.ListUsageResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/admin/v1/profiles/{id}/usage\x12\x99\x01\n" +
-	"\x12VerifyCapabilities\x12+.gateway.admin.v1.VerifyCapabilitiesRequest\x1a,.gateway.admin.v1.VerifyCapabilitiesResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/admin/v1/capabilities:verifyB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
+	"\x12VerifyCapabilities\x12+.gateway.admin.v1.VerifyCapabilitiesRequest\x1a,.gateway.admin.v1.VerifyCapabilitiesResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/admin/v1/capabilities:verify\x12u\n" +
+	"\x0eCreateIncident\x12'.gateway.admin.v1.CreateIncidentRequest\x1a\x1a.gateway.admin.v1.Incident\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/admin/v1/incidents\x12\x81\x01\n" +
+	"\x0eUpdateIncident\x12'.gateway.admin.v1.UpdateIncidentRequest\x1a\x1a.gateway.admin.v1.Incident\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/admin/v1/incidents/{id}:update\x12\x84\x01\n" +
+	"\x0fResolveIncident\x12(.gateway.admin.v1.ResolveIncidentRequest\x1a\x1a.gateway.admin.v1.Incident\"+\x82\xd3\xe4\x93\x02%:\x01*\" /admin/v1/incidents/{id}:resolve\x12}\n" +
+	"\rListIncidents\x12&.gateway.admin.v1.ListIncidentsRequest\x1a'.gateway.admin.v1.ListIncidentsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/incidentsB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_gateway_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -1693,7 +2266,7 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
 	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
@@ -1719,61 +2292,86 @@ var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*VerifyCapabilitiesRequest)(nil),  // 21: gateway.admin.v1.VerifyCapabilitiesRequest
 	(*VerifyCapabilitiesResponse)(nil), // 22: gateway.admin.v1.VerifyCapabilitiesResponse
 	(*Capability)(nil),                 // 23: gateway.admin.v1.Capability
-	nil,                                // 24: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                                // 25: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil),      // 26: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 27: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),            // 28: google.protobuf.Struct
+	(*Incident)(nil),                   // 24: gateway.admin.v1.Incident
+	(*IncidentUpdate)(nil),             // 25: gateway.admin.v1.IncidentUpdate
+	(*CreateIncidentRequest)(nil),      // 26: gateway.admin.v1.CreateIncidentRequest
+	(*UpdateIncidentRequest)(nil),      // 27: gateway.admin.v1.UpdateIncidentRequest
+	(*ResolveIncidentRequest)(nil),     // 28: gateway.admin.v1.ResolveIncidentRequest
+	(*ListIncidentsRequest)(nil),       // 29: gateway.admin.v1.ListIncidentsRequest
+	(*ListIncidentsResponse)(nil),      // 30: gateway.admin.v1.ListIncidentsResponse
+	nil,                                // 31: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 32: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 33: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 34: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 35: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	26, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	26, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	33, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	33, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
 	5,  // 2: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
 	5,  // 3: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
 	5,  // 4: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	27, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	34, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
 	5,  // 6: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	28, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	26, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	24, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	26, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	25, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	35, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	33, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	31, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	33, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	32, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
 	20, // 12: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	26, // 13: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	26, // 14: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	33, // 13: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	33, // 14: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
 	23, // 15: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
-	26, // 16: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	1,  // 17: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
-	2,  // 18: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
-	3,  // 19: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
-	4,  // 20: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
-	6,  // 21: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
-	8,  // 22: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
-	10, // 23: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
-	11, // 24: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
-	12, // 25: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	14, // 26: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	16, // 27: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	18, // 28: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	21, // 29: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
-	0,  // 30: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 31: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 32: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 33: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	7,  // 34: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	9,  // 35: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 36: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 37: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	13, // 38: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	15, // 39: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	17, // 40: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	19, // 41: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	22, // 42: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
-	30, // [30:43] is the sub-list for method output_type
-	17, // [17:30] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	33, // 16: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	33, // 17: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
+	33, // 18: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
+	33, // 19: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
+	33, // 20: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
+	33, // 21: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
+	25, // 22: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
+	33, // 23: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
+	33, // 24: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
+	33, // 25: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
+	24, // 26: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
+	1,  // 27: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
+	2,  // 28: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
+	3,  // 29: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
+	4,  // 30: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
+	6,  // 31: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
+	8,  // 32: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
+	10, // 33: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
+	11, // 34: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
+	12, // 35: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
+	14, // 36: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	16, // 37: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	18, // 38: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	21, // 39: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	26, // 40: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
+	27, // 41: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
+	28, // 42: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
+	29, // 43: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
+	0,  // 44: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 45: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 46: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 47: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	7,  // 48: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	9,  // 49: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 50: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 51: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	13, // 52: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	15, // 53: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	17, // 54: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	19, // 55: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	22, // 56: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	24, // 57: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
+	24, // 58: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
+	24, // 59: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
+	30, // 60: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
+	44, // [44:61] is the sub-list for method output_type
+	27, // [27:44] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_gateway_admin_v1_admin_proto_init() }
@@ -1787,7 +2385,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

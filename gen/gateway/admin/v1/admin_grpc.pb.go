@@ -32,6 +32,10 @@ const (
 	AdminService_SetFxRates_FullMethodName         = "/gateway.admin.v1.AdminService/SetFxRates"
 	AdminService_ListUsage_FullMethodName          = "/gateway.admin.v1.AdminService/ListUsage"
 	AdminService_VerifyCapabilities_FullMethodName = "/gateway.admin.v1.AdminService/VerifyCapabilities"
+	AdminService_CreateIncident_FullMethodName     = "/gateway.admin.v1.AdminService/CreateIncident"
+	AdminService_UpdateIncident_FullMethodName     = "/gateway.admin.v1.AdminService/UpdateIncident"
+	AdminService_ResolveIncident_FullMethodName    = "/gateway.admin.v1.AdminService/ResolveIncident"
+	AdminService_ListIncidents_FullMethodName      = "/gateway.admin.v1.AdminService/ListIncidents"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -62,6 +66,14 @@ type AdminServiceClient interface {
 	// spec 2.6 using the smallest possible requests, and records the verified lists (spec 2.3).
 	// Probes are not charged to any profile.
 	VerifyCapabilities(ctx context.Context, in *VerifyCapabilitiesRequest, opts ...grpc.CallOption) (*VerifyCapabilitiesResponse, error)
+	// Incidents and maintenance notes of the status site, written by an operator (never
+	// generated). CreateIncident opens one with its first update.
+	CreateIncident(ctx context.Context, in *CreateIncidentRequest, opts ...grpc.CallOption) (*Incident, error)
+	// UpdateIncident appends an update (new status, text) and may change the impact.
+	UpdateIncident(ctx context.Context, in *UpdateIncidentRequest, opts ...grpc.CallOption) (*Incident, error)
+	// ResolveIncident closes an incident (status resolved) or a maintenance (completed).
+	ResolveIncident(ctx context.Context, in *ResolveIncidentRequest, opts ...grpc.CallOption) (*Incident, error)
+	ListIncidents(ctx context.Context, in *ListIncidentsRequest, opts ...grpc.CallOption) (*ListIncidentsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -202,6 +214,46 @@ func (c *adminServiceClient) VerifyCapabilities(ctx context.Context, in *VerifyC
 	return out, nil
 }
 
+func (c *adminServiceClient) CreateIncident(ctx context.Context, in *CreateIncidentRequest, opts ...grpc.CallOption) (*Incident, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Incident)
+	err := c.cc.Invoke(ctx, AdminService_CreateIncident_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpdateIncident(ctx context.Context, in *UpdateIncidentRequest, opts ...grpc.CallOption) (*Incident, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Incident)
+	err := c.cc.Invoke(ctx, AdminService_UpdateIncident_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ResolveIncident(ctx context.Context, in *ResolveIncidentRequest, opts ...grpc.CallOption) (*Incident, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Incident)
+	err := c.cc.Invoke(ctx, AdminService_ResolveIncident_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListIncidents(ctx context.Context, in *ListIncidentsRequest, opts ...grpc.CallOption) (*ListIncidentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListIncidentsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListIncidents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -230,6 +282,14 @@ type AdminServiceServer interface {
 	// spec 2.6 using the smallest possible requests, and records the verified lists (spec 2.3).
 	// Probes are not charged to any profile.
 	VerifyCapabilities(context.Context, *VerifyCapabilitiesRequest) (*VerifyCapabilitiesResponse, error)
+	// Incidents and maintenance notes of the status site, written by an operator (never
+	// generated). CreateIncident opens one with its first update.
+	CreateIncident(context.Context, *CreateIncidentRequest) (*Incident, error)
+	// UpdateIncident appends an update (new status, text) and may change the impact.
+	UpdateIncident(context.Context, *UpdateIncidentRequest) (*Incident, error)
+	// ResolveIncident closes an incident (status resolved) or a maintenance (completed).
+	ResolveIncident(context.Context, *ResolveIncidentRequest) (*Incident, error)
+	ListIncidents(context.Context, *ListIncidentsRequest) (*ListIncidentsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -278,6 +338,18 @@ func (UnimplementedAdminServiceServer) ListUsage(context.Context, *ListUsageRequ
 }
 func (UnimplementedAdminServiceServer) VerifyCapabilities(context.Context, *VerifyCapabilitiesRequest) (*VerifyCapabilitiesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method VerifyCapabilities not implemented")
+}
+func (UnimplementedAdminServiceServer) CreateIncident(context.Context, *CreateIncidentRequest) (*Incident, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateIncident not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateIncident(context.Context, *UpdateIncidentRequest) (*Incident, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateIncident not implemented")
+}
+func (UnimplementedAdminServiceServer) ResolveIncident(context.Context, *ResolveIncidentRequest) (*Incident, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResolveIncident not implemented")
+}
+func (UnimplementedAdminServiceServer) ListIncidents(context.Context, *ListIncidentsRequest) (*ListIncidentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListIncidents not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -534,6 +606,78 @@ func _AdminService_VerifyCapabilities_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_CreateIncident_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateIncidentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CreateIncident(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CreateIncident_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CreateIncident(ctx, req.(*CreateIncidentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpdateIncident_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateIncidentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateIncident(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateIncident_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateIncident(ctx, req.(*UpdateIncidentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ResolveIncident_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResolveIncidentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ResolveIncident(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ResolveIncident_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ResolveIncident(ctx, req.(*ResolveIncidentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListIncidents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListIncidentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListIncidents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListIncidents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListIncidents(ctx, req.(*ListIncidentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -592,6 +736,22 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "VerifyCapabilities",
 			Handler:    _AdminService_VerifyCapabilities_Handler,
+		},
+		{
+			MethodName: "CreateIncident",
+			Handler:    _AdminService_CreateIncident_Handler,
+		},
+		{
+			MethodName: "UpdateIncident",
+			Handler:    _AdminService_UpdateIncident_Handler,
+		},
+		{
+			MethodName: "ResolveIncident",
+			Handler:    _AdminService_ResolveIncident_Handler,
+		},
+		{
+			MethodName: "ListIncidents",
+			Handler:    _AdminService_ListIncidents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

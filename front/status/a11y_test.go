@@ -1,0 +1,208 @@
+package status
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	_ "image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// stateWords are the states in words, and the overall descriptions of the banner.
+var stateWords = []string{"Operational", "Degraded performance", "Partial outage", "Major outage", "No data", "Minor Service Outage", "Partial System Outage", "Major Service Outage"}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return strings.TrimSpace(b.String())
+}
+
+func all(n *html.Node, match func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && match(n) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func tag(name string) func(*html.Node) bool { return func(n *html.Node) bool { return n.Data == name } }
+
+// Every table has column headers (scoped), every row a header cell or a full row under the
+// headers, and every coloured state carries its state in words; colour is never alone.
+func TestPagesAreAccessible(t *testing.T) {
+	t.Parallel()
+	srv := server(t, fixture())
+	for _, path := range []string{"/status", "/docs"} {
+		_, body := get(t, srv.URL+path)
+		doc, err := html.Parse(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := all(doc, tag("html")); len(h) != 1 || attr(h[0], "lang") != "en" {
+			t.Errorf("%s: <html> without lang", path)
+		}
+		tables := all(doc, tag("table"))
+		if len(tables) < 2 {
+			t.Fatalf("%s: %d tables", path, len(tables))
+		}
+		for _, tb := range tables {
+			heads := all(tb, tag("thead"))
+			if len(heads) != 1 {
+				t.Errorf("%s: table %q has no header row", path, attr(tb, "id"))
+				continue
+			}
+			cols := all(heads[0], tag("th"))
+			for _, th := range cols {
+				if attr(th, "scope") != "col" || text(th) == "" {
+					t.Errorf("%s: table %q: header %q without scope=col or text", path, attr(tb, "id"), text(th))
+				}
+			}
+			for _, body := range all(tb, tag("tbody")) {
+				for _, tr := range all(body, tag("tr")) {
+					ths := all(tr, tag("th"))
+					cells := len(ths) + len(all(tr, tag("td")))
+					spanned := len(all(tr, func(n *html.Node) bool { return attr(n, "colspan") != "" })) > 0
+					// A row continuing a rowgroup carries one cell less than the headers.
+					if !spanned && cells != len(cols) && !(len(ths) == 0 && cells == len(cols)-1) {
+						t.Errorf("%s: table %q: a row with %d cells under %d headers", path, attr(tb, "id"), cells, len(cols))
+					}
+					for _, th := range ths {
+						if s := attr(th, "scope"); s != "row" && s != "rowgroup" {
+							t.Errorf("%s: table %q: row header %q without scope", path, attr(tb, "id"), text(th))
+						}
+					}
+				}
+			}
+		}
+		coloured := all(doc, func(n *html.Node) bool {
+			return slices.ContainsFunc(strings.Fields(attr(n, "class")), func(c string) bool { return strings.HasPrefix(c, "s-") })
+		})
+		if path == "/status" && len(coloured) < 20 {
+			t.Fatalf("%s: only %d coloured states", path, len(coloured))
+		}
+		for _, n := range coloured {
+			got := text(n)
+			if !slices.ContainsFunc(stateWords, func(w string) bool { return strings.Contains(got, w) }) {
+				t.Errorf("%s: a coloured %s <%s> says %q, not its state in words", path, attr(n, "class"), n.Data, got)
+			}
+		}
+	}
+}
+
+// The page as a browser draws it: headless Chromium under the page's own CSP, with the
+// stylesheet loaded from the site. Skips only when Chromium is not installed (CI installs it).
+func TestChromiumRendersTheStatusPage(t *testing.T) {
+	t.Parallel()
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Skip("chromium is not installed (apt-get install -y chromium)")
+	}
+	srv := server(t, fixture())
+	dir := t.TempDir()
+	shot := filepath.Join(dir, "status.png")
+	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=1200,900", "--screenshot="+shot, srv.URL+"/status")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("chromium: %v\n%s", err, out.String())
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("chromium took over 90 s\n%s", out.String())
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, out.String())
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 900 {
+		t.Fatalf("screenshot is %v, want 1200x900", b)
+	}
+	near := func(c color.Color, want color.RGBA) bool {
+		r, g, b, _ := c.RGBA()
+		d := func(x uint32, y uint8) bool { return int(x>>8)-int(y) < 12 && int(y)-int(x>>8) < 12 }
+		return d(r, want.R) && d(g, want.G) && d(b, want.B)
+	}
+	// The page background comes from the stylesheet: loaded despite default-src 'none'.
+	if c := img.At(10, 890); !near(c, color.RGBA{0xf7, 0xf8, 0xfa, 0xff}) {
+		t.Errorf("background at (10,890) is %v, want #f7f8fa from style.css", c)
+	}
+	// The banner of the overall state (major outage: #c53030) spans the content column.
+	banner := -1
+	for y := 0; y < 300 && banner < 0; y++ {
+		if near(img.At(600, y), color.RGBA{0xc5, 0x30, 0x30, 0xff}) && near(img.At(1000, y), color.RGBA{0xc5, 0x30, 0x30, 0xff}) {
+			banner = y
+		}
+	}
+	if banner < 0 {
+		t.Fatalf("no red banner across x=600..1000 in the top 300 px")
+	}
+	// Left and right of the 1100 px column the background shows again.
+	if c := img.At(5, banner+5); !near(c, color.RGBA{0xf7, 0xf8, 0xfa, 0xff}) {
+		t.Errorf("left of the banner at (5,%d) is %v, want the background", banner+5, c)
+	}
+	if testing.Verbose() {
+		_ = os.WriteFile(filepath.Join(os.TempDir(), "status-page.png"), mustRead(t, shot), 0o644)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
