@@ -523,7 +523,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	mustContain(t, "payment reply", r.Fields["text"], "Payment received: 150.5 RUB")
 	after := e.profileByRef("tg:101")["balance"].(string)
 	m = h.tg.mark()
-	h.tg.push(paid())           // Telegram delivering the payment again under a new update id
+	h.tg.push(paid())             // Telegram delivering the payment again under a new update id
 	h.tg.redeliver(payID, paid()) // and the same update again
 	h.tg.waitCall(m, "sendMessage", ann.toMe)
 	ann.say("/balance")

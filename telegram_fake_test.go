@@ -28,7 +28,7 @@ type fakeTelegram struct {
 	queueID []int64
 	// forced are redelivered updates handed out once whatever the offset: Telegram repeats an
 	// update whose confirmation it did not see, and a bot must not act on it twice.
-	forced []json.RawMessage
+	forced  []json.RawMessage
 	nextID  int64
 	nextMsg int
 	calls   []tgCall
