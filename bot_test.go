@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,7 +184,7 @@ func (u *tgUser) say(text string) tgCall {
 	return u.h.tg.waitCall(m, "sendMessage", u.toMe)
 }
 
-func (u *tgUser) toMe(c tgCall) bool { return c.Fields["chat_id"] == fmt.Sprint(u.chat) }
+func (u *tgUser) toMe(c tgCall) bool { return c.Fields["chat_id"] == fmt.Sprint(u.chat) && c.ErrorCode == 0 }
 
 var cbSeq = 0
 
@@ -547,5 +550,163 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 		if strings.Contains(logs, bad) {
 			t.Fatalf("the bot's log contains %q:\n%s", bad, logs)
 		}
+	}
+}
+
+func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.DatabaseURL(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	first, err := Start(context.Background(), &Config{DatabaseURL: dbURL, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", AdminToken: adminToken, DrainTimeout: 5 * time.Second}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, g: first, base: "http://" + first.HTTPAddr}
+	e.admin("POST", "/admin/v1/catalog:apply", botCatalog)
+	if hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "no_data" {
+		t.Fatalf("health before any report: %v", hl)
+	}
+	h := newBotHarness(t, first.GRPCAddr)
+	h.start()
+	ann := h.user(101, "Ann")
+
+	// Health: the first successful poll is reported.
+	deadline := time.Now().Add(20 * time.Second)
+	for hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational" || hl["last_poll_time"] == nil; hl = e.admin("GET", "/admin/v1/bot/health", "") {
+		if time.Now().After(deadline) {
+			t.Fatalf("health while polling: %v", hl)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Without a payment provider token /topup explains instead of invoicing.
+	m := h.tg.mark()
+	r := ann.say("/topup 10")
+	mustContain(t, "/topup without payments", r.Fields["text"], "not enabled", "<code>101</code>")
+	if inv := h.tg.callsSince(m, "sendInvoice"); len(inv) != 0 {
+		t.Fatalf("invoice sent without a provider token: %v", inv)
+	}
+
+	// 429 on sendMessage: the reply comes after retry_after.
+	h.tg.failNext("sendMessage", 429, 1)
+	m = h.tg.mark()
+	r = ann.say("/balance")
+	sends := h.tg.callsSince(m, "sendMessage")
+	if len(sends) != 2 || sends[0].ErrorCode != 429 || sends[1].ErrorCode != 0 || sends[1].At.Sub(sends[0].At) < time.Second {
+		t.Fatalf("sendMessage calls around a 429: %+v", sends)
+	}
+	mustContain(t, "/balance", r.Fields["text"], "Balance: <b>0 RUB</b>", "Available now")
+
+	// 429 on getUpdates: the next poll waits retry_after.
+	h.tg.failNext("getUpdates", 429, 2)
+	m = h.tg.mark()
+	var polls []tgCall
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if polls = h.tg.callsSince(m, "getUpdates"); len(polls) >= 2 && polls[0].ErrorCode == 429 || len(polls) >= 3 {
+			break
+		}
+	}
+	for i, p := range polls {
+		if p.ErrorCode == 429 {
+			if i+1 >= len(polls) || polls[i+1].At.Sub(p.At) < 2*time.Second {
+				t.Fatalf("getUpdates after a 429 with retry_after 2: %+v", polls)
+			}
+			break
+		}
+	}
+
+	// 403 (the user blocked the bot): not retried, the bot goes on with the next update.
+	h.tg.failNext("sendMessage", 403, 0)
+	m = h.tg.mark()
+	h.tg.push(ann.messageUpdate("/balance"))
+	r = ann.say("/help")
+	mustContain(t, "/help after a 403", r.Fields["text"], "Commands")
+	if sends := h.tg.callsSince(m, "sendMessage"); len(sends) != 2 || sends[0].ErrorCode != 403 {
+		t.Fatalf("sendMessage calls around a 403: %+v", sends)
+	}
+
+	// The gateway goes away: the user is told to try again, the update is kept and carried
+	// out when a gateway answers on the same address again.
+	addr := first.GRPCAddr
+	if err := first.Shutdown(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	m = h.tg.mark()
+	h.tg.push(ann.messageUpdate("/start"))
+	notice := h.tg.waitCall(m, "sendMessage", ann.toMe)
+	mustContain(t, "unreachable notice", notice.Fields["text"], "cannot be reached", "try again")
+	time.Sleep(time.Second) // a few retries against nothing
+	second, err := Start(context.Background(), &Config{DatabaseURL: dbURL, HTTPAddr: "127.0.0.1:0", GRPCAddr: addr, AdminToken: adminToken, DrainTimeout: 5 * time.Second}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.Shutdown(5 * time.Second) })
+	e = &env{t: t, g: second, base: "http://" + second.HTTPAddr}
+	welcome := h.tg.waitCall(m, "sendMessage", func(c tgCall) bool { return strings.Contains(c.Fields["text"], "Welcome") })
+	if welcome.At.Before(notice.At) {
+		t.Fatal("welcome before the notice")
+	}
+	r = ann.say("/balance")
+	if got := h.tg.callsSince(m, "sendMessage"); len(got) != 3 {
+		t.Fatalf("messages around the outage: %v", h.tg.methodsSince(m))
+	}
+
+	// Health: operational while reports arrive, major_outage when the last is over 2 minutes old.
+	h.stop()
+	if _, err := second.Store.Pool.Exec(context.Background(), `UPDATE bot_health SET last_report_time = now() - interval '121 seconds'`); err != nil {
+		t.Fatal(err)
+	}
+	if hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "major_outage" || hl["last_report_time"] == nil {
+		t.Fatalf("health after 2 minutes without a report: %v", hl)
+	}
+	h.start()
+	deadline = time.Now().Add(20 * time.Second)
+	for hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational"; hl = e.admin("GET", "/admin/v1/bot/health", "") {
+		if time.Now().After(deadline) {
+			t.Fatalf("health after the bot came back: %v", hl)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	h.stop()
+	if logs := h.out.String(); strings.Contains(logs, botToken) || !strings.Contains(logs, `"outcome":"gateway_unavailable"`) {
+		t.Fatalf("bot log:\n%s", logs)
+	}
+}
+
+// The bot state RPCs over their HTTP mapping: put-if-absent, take-once, expiry, listing.
+func TestBotStateAdminAPI(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	put := func(key, body string) map[string]any { return e.admin("POST", "/admin/v1/bot/state/"+key+":put", body) }
+	if r := put("s.1", `{"value":"one","only_if_absent":true}`); r["created"] != true || r["state"].(map[string]any)["value"] != "one" {
+		t.Fatalf("first put: %v", r)
+	}
+	if r := put("s.1", `{"value":"two","only_if_absent":true}`); r["created"] == true || r["state"].(map[string]any)["value"] != "one" {
+		t.Fatalf("put if absent over a value: %v", r)
+	}
+	put("s.2", `{"value":"x"}`)
+	put("s.3", `{"value":"old","expire_time":"2020-01-01T00:00:00Z"}`)
+	put("t.1", `{"value":"other"}`)
+	list := e.admin("GET", "/admin/v1/bot/state?prefix=s.", "")
+	if got := ids(t, list, "states", "key"); fmt.Sprint(got) != "[s.1 s.2]" {
+		t.Fatalf("listed %v", got)
+	}
+	if r := e.admin("POST", "/admin/v1/bot/state/s.1:take", `{}`); r["value"] != "one" {
+		t.Fatalf("take: %v", r)
+	}
+	for _, k := range []string{"s.1", "s.3"} {
+		status, _, body := e.do("POST", "/admin/v1/bot/state/"+k+":take", bearer(adminToken), `{}`)
+		if status != 404 || body["error"].(map[string]any)["code"] != "not_found" {
+			t.Fatalf("take %s after take or expiry: %d %v", k, status, body)
+		}
+	}
+	if status, _, _ := e.do("GET", "/admin/v1/bot/state/s.2", nil, ""); status != 401 {
+		t.Fatalf("bot state without the admin token: %d", status)
+	}
+	if status, _, body := e.do("POST", "/admin/v1/bot/state/bad%20key:put", bearer(adminToken), `{"value":"v"}`); status != 400 {
+		t.Fatalf("bad key: %d %v", status, body)
+	}
+	if r := e.admin("POST", "/admin/v1/bot/health:report", `{"last_poll_time":"2026-01-01T00:00:00Z"}`); r["status"] != "operational" || r["last_poll_time"] != "2026-01-01T00:00:00Z" {
+		t.Fatalf("report: %v", r)
 	}
 }

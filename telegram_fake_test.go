@@ -218,6 +218,8 @@ func (f *fakeTelegram) getUpdates(w http.ResponseWriter, r *http.Request, fields
 		f.calls = append(f.calls, tgCall{Method: "getUpdates", ContentType: "application/json", Fields: fields, At: time.Now()})
 		if fl := f.fail["getUpdates"]; len(fl) > 0 {
 			f.fail["getUpdates"] = fl[1:]
+			f.calls[len(f.calls)-1].ErrorCode = fl[0].code
+			f.notify()
 			f.mu.Unlock()
 			f.apiError(w, fl[0].code, fmt.Sprintf("Too Many Requests: retry after %d", fl[0].retryAfter), fl[0].retryAfter)
 			return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -38,7 +39,9 @@ func dialGateway(addr, token string) (*gateway, error) {
 		defer cancel()
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(auth))
+	// A restarted gateway is found again within seconds, not after gRPC's default 2 minutes.
+	reconnect := grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 500 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second}, MinConnectTimeout: 5 * time.Second}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(auth), grpc.WithConnectParams(reconnect))
 	if err != nil {
 		return nil, fmt.Errorf("gateway client for %s: %w", addr, err)
 	}
