@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,7 +185,9 @@ func (u *tgUser) say(text string) tgCall {
 	return u.h.tg.waitCall(m, "sendMessage", u.toMe)
 }
 
-func (u *tgUser) toMe(c tgCall) bool { return c.Fields["chat_id"] == fmt.Sprint(u.chat) && c.ErrorCode == 0 }
+func (u *tgUser) toMe(c tgCall) bool {
+	return c.Fields["chat_id"] == fmt.Sprint(u.chat) && c.ErrorCode == 0
+}
 
 var cbSeq = 0
 
@@ -708,5 +711,53 @@ func TestBotStateAdminAPI(t *testing.T) {
 	}
 	if r := e.admin("POST", "/admin/v1/bot/health:report", `{"last_poll_time":"2026-01-01T00:00:00Z"}`); r["status"] != "operational" || r["last_poll_time"] != "2026-01-01T00:00:00Z" {
 		t.Fatalf("report: %v", r)
+	}
+}
+
+// With GATEWAY_BOT_WEBHOOK_URL the bot sets a webhook and takes updates from Telegram's
+// POSTs: only with the secret token, each update once.
+func TestBotWebhook(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	hookURL := "http://" + addr + "/tg/hook"
+	h := newBotHarness(t, e.g.GRPCAddr, "GATEWAY_BOT_WEBHOOK_URL="+hookURL, "GATEWAY_BOT_WEBHOOK_ADDR="+addr)
+	m := h.tg.mark()
+	h.start()
+	set := h.tg.waitCall(m, "setWebhook", nil)
+	if set.Fields["url"] != hookURL || len(set.Fields["secret_token"]) < 32 || set.Fields["max_connections"] != "1" {
+		t.Fatalf("setWebhook: %v", set.Fields)
+	}
+	ann := h.user(101, "Ann")
+	if code := h.tg.deliver(0, ann.messageUpdate("/start"), "wrong-secret"); code != 403 {
+		t.Fatalf("delivery with a wrong secret: %d", code)
+	}
+	upd := ann.messageUpdate("/start")
+	m = h.tg.mark()
+	var id int64 = 9000
+	if code := h.tg.deliver(id, upd, ""); code != 200 {
+		t.Fatalf("delivery: %d", code)
+	}
+	mustContain(t, "/start by webhook", h.tg.waitCall(m, "sendMessage", ann.toMe).Fields["text"], "Welcome")
+	if code := h.tg.deliver(id, upd, ""); code != 200 {
+		t.Fatalf("redelivery: %d", code)
+	}
+	if got := h.tg.callsSince(m, "sendMessage"); len(got) != 1 {
+		t.Fatalf("a redelivered update was answered again: %v", h.tg.methodsSince(m))
+	}
+	if e.profileByRef("tg:101")["id"] == nil {
+		t.Fatal("no profile after /start by webhook")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational"; hl = e.admin("GET", "/admin/v1/bot/health", "") {
+		if time.Now().After(deadline) {
+			t.Fatalf("health with a working webhook: %v", hl)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

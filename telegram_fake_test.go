@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,6 +34,8 @@ type fakeTelegram struct {
 	nextMsg int
 	calls   []tgCall
 	fail    map[string][]tgFailure
+	// hookURL and hookSecret are the webhook set with setWebhook.
+	hookURL, hookSecret string
 }
 
 // tgCall is one Bot API request as received.
@@ -157,6 +160,10 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 	case "deleteMessage":
 		fmt.Sscan(fields["message_id"], &c.MessageID)
 	case "answerCallbackQuery", "answerPreCheckoutQuery":
+	case "setWebhook":
+		f.hookURL, f.hookSecret = fields["url"], fields["secret_token"]
+	case "getWebhookInfo":
+		result = map[string]any{"url": f.hookURL, "has_custom_certificate": false, "pending_update_count": 0, "max_connections": 1}
 	default:
 		f.mu.Unlock()
 		f.apiError(w, 404, "Not Found: method not found", 0)
@@ -189,7 +196,12 @@ func readFields(r *http.Request) (map[string]string, string, error) {
 			}
 		}
 	case "multipart/form-data":
-		mr := multipart.NewReader(r.Body, params["boundary"])
+		body, err := io.ReadAll(r.Body)
+		if err != nil || len(body) == 0 {
+			// A method without parameters comes with an empty body, as the Bot API allows.
+			return out, ctype, err
+		}
+		mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
 		for {
 			p, err := mr.NextPart()
 			if err == io.EOF {
@@ -322,4 +334,30 @@ func (f *fakeTelegram) queued() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.queue)
+}
+
+// deliver posts an update to the webhook as Telegram does (with the secret token header) and
+// returns the HTTP status; id 0 assigns a fresh update id.
+func (f *fakeTelegram) deliver(id int64, update map[string]any, secret string) int {
+	f.mu.Lock()
+	if id == 0 {
+		f.nextID++
+		id = f.nextID
+	}
+	url := f.hookURL
+	if secret == "" {
+		secret = f.hookSecret
+	}
+	f.mu.Unlock()
+	update["update_id"] = id
+	raw, _ := json.Marshal(update)
+	req, _ := http.NewRequest("POST", url, strings.NewReader(string(raw)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatalf("webhook delivery: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 )
 
@@ -35,6 +36,10 @@ type Config struct {
 	PollTimeout time.Duration
 	// HealthEvery is the interval of health reports while polling works.
 	HealthEvery time.Duration
+	// WebhookURL switches from polling to a webhook (GATEWAY_BOT_WEBHOOK_URL) served on
+	// WebhookAddr (GATEWAY_BOT_WEBHOOK_ADDR, 127.0.0.1:8081) behind a TLS-terminating proxy.
+	WebhookURL  string
+	WebhookAddr string
 }
 
 // FromEnv reads the configuration; getenv is os.Getenv outside tests.
@@ -54,6 +59,8 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		PublicBaseURL: strings.TrimRight(or("GATEWAY_PUBLIC_BASE_URL", "http://"+or("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")), "/"),
 		Operators:     map[int64]bool{},
 		HealthEvery:   30 * time.Second,
+		WebhookURL:    strings.TrimSpace(getenv("GATEWAY_BOT_WEBHOOK_URL")),
+		WebhookAddr:   or("GATEWAY_BOT_WEBHOOK_ADDR", "127.0.0.1:8081"),
 	}
 	if c.Token == "" {
 		return nil, errors.New("TELEGRAM_BOT_TOKEN is not set: create a bot with @BotFather and export its token")
@@ -102,6 +109,8 @@ type Bot struct {
 	// unscheduled are deletions that could not be recorded yet (gateway down).
 	unscheduled []deletion
 	lastReport  time.Time
+	// hookMu serialises webhook deliveries.
+	hookMu sync.Mutex
 }
 
 // Run polls Telegram until ctx ends.
@@ -119,8 +128,11 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); b.deleteLoop(ctx) }()
+	defer wg.Wait()
+	if cfg.WebhookURL != "" {
+		return b.webhook(ctx)
+	}
 	b.poll(ctx)
-	wg.Wait()
 	return nil
 }
 
@@ -152,6 +164,14 @@ func (b *Bot) poll(ctx context.Context) {
 				b.log.Warn("getUpdates rate limited", "retry_after", ae.RetryAfter)
 				backoff = retryAfter(ae.RetryAfter)
 				continue
+			}
+			if errors.As(err, &ae) && ae.Code == 409 {
+				// A webhook is set (an earlier run in webhook mode): polling needs it removed.
+				b.log.Warn("a webhook is set; removing it to poll")
+				_ = b.tg.call(ctx, "deleteWebhook", func(ctx context.Context) error {
+					_, err := b.tg.api.DeleteWebhook(ctx, &tgbot.DeleteWebhookParams{})
+					return err
+				})
 			}
 			b.log.Warn("getUpdates failed", "error", err.Error())
 			backoff = nextBackoff(backoff)
@@ -186,29 +206,36 @@ func nextBackoff(d time.Duration) time.Duration {
 // unreachable; false only when ctx ended first.
 func (b *Bot) handleDurably(ctx context.Context, u *models.Update) bool {
 	var backoff time.Duration
-	for {
-		err := b.handle(ctx, u)
-		if err == nil {
-			err = b.gw.saveOffset(ctx, u.ID)
-		}
-		if err == nil {
-			b.offset = u.ID
-			delete(b.told, u.ID)
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		b.log.Warn("update", "update_id", u.ID, "outcome", "gateway_unavailable", "error", grpcCode(err))
-		if chat := chatOf(u); chat != 0 && !b.told[u.ID] {
-			b.told[u.ID] = true
-			_, _ = b.tg.send(ctx, chat, msgUnavailable, nil, false)
-		}
+	for !b.attempt(ctx, u) {
 		backoff = nextBackoff(backoff)
 		if sleep(ctx, backoff) != nil {
 			return false
 		}
 	}
+	return true
+}
+
+// attempt handles an update once and records it as handled; false when the gateway could not
+// be reached, after telling the user (once per update) to try again.
+func (b *Bot) attempt(ctx context.Context, u *models.Update) bool {
+	err := b.handle(ctx, u)
+	if err == nil {
+		err = b.gw.saveOffset(ctx, u.ID)
+	}
+	if err == nil {
+		b.offset = u.ID
+		delete(b.told, u.ID)
+		return true
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	b.log.Warn("update", "update_id", u.ID, "outcome", "gateway_unavailable", "error", grpcCode(err))
+	if chat := chatOf(u); chat != 0 && !b.told[u.ID] {
+		b.told[u.ID] = true
+		_, _ = b.tg.send(ctx, chat, msgUnavailable, nil, false)
+	}
+	return false
 }
 
 // polled reports health after a successful poll, at most every HealthEvery.
