@@ -88,6 +88,9 @@ func cmdDev(ctx context.Context, args []string) error {
   curl -s %[1]s/v1/balance -H 'Authorization: Bearer %[4]s'
   curl -s %[1]s/admin/v1/profiles:lookup?external_ref=demo -H 'Authorization: Bearer %[5]s'
 
+  Telegram bot (token from @BotFather; see README, "Telegram bot"):
+  TELEGRAM_BOT_TOKEN=... GATEWAY_ADMIN_ADDR=%[2]s GATEWAY_ADMIN_TOKEN=%[5]s GATEWAY_PUBLIC_BASE_URL=%[1]s bin/gateway bot
+
 `, base, g.GRPCAddr, sim, secret, cfg.AdminToken)
 	<-ctx.Done()
 	return g.Shutdown(cfg.DrainTimeout)
