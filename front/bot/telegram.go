@@ -25,8 +25,8 @@ type telegram struct {
 	api    *tgbot.Bot
 	base   string // {TELEGRAM_API_URL}/bot{token}/; never logged
 	token  string
-	client *http.Client
-	// sleep waits for retry_after; the context ends it early.
+	client *http.Client // getUpdates
+	// maxRetries bounds how often one call waits out a 429's retry_after.
 	maxRetries int
 }
 

@@ -50,10 +50,12 @@ func (b *Bot) webhook(ctx context.Context) error {
 		_ = srv.Shutdown(sctx)
 	}()
 	// The offset is read before Telegram is told where to deliver.
-	for b.offset < 0 {
+	for {
 		off, err := b.gw.offset(ctx)
 		if err == nil {
+			b.hookMu.Lock()
 			b.offset = off
+			b.hookMu.Unlock()
 			break
 		}
 		b.log.Warn("gateway unreachable: cannot read the last handled update", "error", grpcCode(err))
@@ -74,7 +76,7 @@ func (b *Bot) webhook(ctx context.Context) error {
 			return nil
 		}
 	}
-	b.log.Info("webhook set", "listen", ln.Addr().String(), "offset", b.offset)
+	b.log.Info("webhook set", "listen", ln.Addr().String())
 	// Health: Telegram's own view of the webhook, checked every HealthEvery.
 	for {
 		info, err := b.webhookInfo(ctx)
