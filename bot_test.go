@@ -622,7 +622,8 @@ func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
 	h.tg.failNext("sendMessage", 403, 0)
 	m = h.tg.mark()
 	h.tg.push(ann.messageUpdate("/balance"))
-	r = ann.say("/help")
+	helpID := h.tg.push(ann.messageUpdate("/help"))
+	r = h.tg.waitCall(m, "sendMessage", ann.toMe)
 	mustContain(t, "/help after a 403", r.Fields["text"], "Commands")
 	if sends := h.tg.callsSince(m, "sendMessage"); len(sends) != 2 || sends[0].ErrorCode != 403 {
 		t.Fatalf("sendMessage calls around a 403: %+v", sends)
@@ -631,6 +632,7 @@ func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
 	// The gateway goes away: the user is told to try again, the update is kept and carried
 	// out when a gateway answers on the same address again.
 	addr := first.GRPCAddr
+	h.tg.waitConfirmed(helpID)
 	if err := first.Shutdown(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}

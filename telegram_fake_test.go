@@ -122,7 +122,7 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if method == "getUpdates" {
-		f.getUpdates(w, r, fields)
+		f.getUpdates(w, r, fields, ctype)
 		return
 	}
 	f.mu.Lock()
@@ -220,14 +220,15 @@ func readFields(r *http.Request) (map[string]string, string, error) {
 	return out, ctype, nil
 }
 
-func (f *fakeTelegram) getUpdates(w http.ResponseWriter, r *http.Request, fields map[string]string) {
+func (f *fakeTelegram) getUpdates(w http.ResponseWriter, r *http.Request, fields map[string]string, ctype string) {
 	var offset, timeout int64
 	fmt.Sscan(fields["offset"], &offset)
 	fmt.Sscan(fields["timeout"], &timeout)
 	deadline := time.After(time.Duration(timeout) * time.Second)
 	for {
 		f.mu.Lock()
-		f.calls = append(f.calls, tgCall{Method: "getUpdates", ContentType: "application/json", Fields: fields, At: time.Now()})
+		f.calls = append(f.calls, tgCall{Method: "getUpdates", ContentType: ctype, Fields: fields, At: time.Now()})
+		f.notify()
 		if fl := f.fail["getUpdates"]; len(fl) > 0 {
 			f.fail["getUpdates"] = fl[1:]
 			f.calls[len(f.calls)-1].ErrorCode = fl[0].code
@@ -360,4 +361,15 @@ func (f *fakeTelegram) deliver(id int64, update map[string]any, secret string) i
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// waitConfirmed waits until the bot polls with an offset past id: it has handled and recorded
+// every update up to id.
+func (f *fakeTelegram) waitConfirmed(id int64) {
+	f.t.Helper()
+	f.waitCall(0, "getUpdates", func(c tgCall) bool {
+		var off int64
+		fmt.Sscan(c.Fields["offset"], &off)
+		return off > id
+	})
 }
