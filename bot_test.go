@@ -427,6 +427,11 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 			t.Fatalf("Bob's %s answered %q", data, ans)
 		}
 	}
+	for data, want := range map[string]string{"s:../x:ok": "Unknown button.", "s:999999:ok": "This request was already handled or has expired.", "k:r": "Unknown button.", "": "Unknown button."} {
+		if ans := bob.press(1, data); ans != want {
+			t.Fatalf("made-up callback data %q answered %q, want %q", data, ans, want)
+		}
+	}
 	if k := e.keysOf(pid); len(k) != 1 || k[0]["state"] != "ACTIVE" {
 		t.Fatalf("Ann's keys after Bob: %v", k)
 	}

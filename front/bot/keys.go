@@ -196,7 +196,7 @@ func (b *Bot) button(ctx context.Context, c *call, data string) (string, error) 
 			_ = b.tg.edit(ctx, c.chat, m.ID, "Cancelled.", nil)
 		}
 		return "", nil
-	case parts[0] == "s" && len(parts) == 3:
+	case parts[0] == "s" && len(parts) == 3 && isDigits(parts[1]):
 		return b.sessionButton(ctx, c, parts[1], parts[2])
 	case (parts[0] == "k" || parts[0] == "ky") && len(parts) == 3:
 		return b.keyButton(ctx, c, parts[0] == "ky", parts[1], parts[2])
@@ -398,4 +398,14 @@ func (b *Bot) keyButton(ctx context.Context, c *call, confirmed bool, action, ke
 	}
 	c.outcome = "bad_callback"
 	return "Unknown button.", nil
+}
+
+// isDigits guards session ids taken from callback data before they name a stored value.
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
