@@ -768,3 +768,50 @@ func TestBotWebhook(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Configuration that retrying cannot fix stops the bot with a message naming the variable
+// (never its value).
+func TestBotRefusesToStartMisconfigured(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	tg := newFakeTelegram(t, botToken)
+	base := []string{"PATH=" + os.Getenv("PATH"), "TELEGRAM_API_URL=" + tg.URL(), "GATEWAY_ADMIN_ADDR=" + e.g.GRPCAddr, "GATEWAY_BOT_POLL_TIMEOUT=1s"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"without a bot token", []string{"GATEWAY_ADMIN_TOKEN=" + adminToken}, "TELEGRAM_BOT_TOKEN is not set"},
+		{"with a wrong admin token", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=wrong-admin-token"}, "the gateway rejects GATEWAY_ADMIN_TOKEN"},
+		{"with a bot token Telegram rejects", []string{"TELEGRAM_BOT_TOKEN=999:WRONG-bot-token", "GATEWAY_ADMIN_TOKEN=" + adminToken}, "Telegram rejects TELEGRAM_BOT_TOKEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(gatewayBinary(t), "bot")
+			cmd.Env = append(append([]string{}, base...), tc.env...)
+			buf := &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = buf, buf
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(60 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("the bot kept running:\n%s", buf.String())
+			}
+			out := []byte(buf.String())
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("exit %v, output:\n%s", err, out)
+			}
+			for _, secret := range []string{"wrong-admin-token", "WRONG-bot-token", botToken} {
+				if strings.Contains(string(out), secret) {
+					t.Fatalf("the output names a token:\n%s", out)
+				}
+			}
+		})
+	}
+}

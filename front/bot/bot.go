@@ -19,6 +19,8 @@ import (
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Config is the bot's environment (contract.md); FromEnv reads it.
@@ -125,20 +127,22 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	defer gw.conn.Close()
 	b := &Bot{cfg: cfg, log: log, tg: tg, gw: gw, limits: newLimiter(), told: map[int64]bool{}, offset: -1}
+	// The deletion loop ends with the bot, also when the bot stops on an error.
+	loopCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); b.deleteLoop(ctx) }()
+	go func() { defer wg.Done(); b.deleteLoop(loopCtx) }()
 	defer wg.Wait()
+	defer stop()
 	if cfg.WebhookURL != "" {
 		return b.webhook(ctx)
 	}
-	b.poll(ctx)
-	return nil
+	return b.poll(ctx)
 }
 
 // poll is the getUpdates loop. The offset sent to Telegram is the last update handled and
 // recorded, so an update received but not handled (gateway down, crash) comes again.
-func (b *Bot) poll(ctx context.Context) {
+func (b *Bot) poll(ctx context.Context) error {
 	var backoff time.Duration
 	for ctx.Err() == nil {
 		if backoff > 0 {
@@ -146,6 +150,9 @@ func (b *Bot) poll(ctx context.Context) {
 		}
 		if b.offset < 0 {
 			off, err := b.gw.offset(ctx)
+			if err := misconfigured(err); err != nil {
+				return err
+			}
 			if err != nil {
 				b.log.Warn("gateway unreachable: cannot read the last handled update", "error", grpcCode(err))
 				backoff = nextBackoff(backoff)
@@ -157,7 +164,10 @@ func (b *Bot) poll(ctx context.Context) {
 		ups, err := b.tg.getUpdates(ctx, b.offset+1, b.cfg.PollTimeout)
 		if err != nil {
 			if ctx.Err() != nil {
-				return
+				return nil
+			}
+			if ae, ok := err.(*apiError); ok && (ae.Code == 401 || ae.Code == 404) {
+				return errors.New("Telegram rejects TELEGRAM_BOT_TOKEN (check it with @BotFather)")
 			}
 			var ae *apiError
 			if errors.As(err, &ae) && ae.Code == 429 {
@@ -186,10 +196,23 @@ func (b *Bot) poll(ctx context.Context) {
 				continue
 			}
 			if !b.handleDurably(ctx, u) {
-				return
+				return nil
 			}
 		}
 	}
+	return nil
+}
+
+// misconfigured turns the answers that retrying cannot fix into a start-up error: a wrong
+// admin token, or a gateway without the admin API.
+func misconfigured(err error) error {
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return errors.New("the gateway rejects GATEWAY_ADMIN_TOKEN")
+	case codes.Unimplemented:
+		return errors.New("the gateway at GATEWAY_ADMIN_ADDR does not serve the admin API (is GATEWAY_ADMIN_TOKEN set there, and is it this version?)")
+	}
+	return nil
 }
 
 func nextBackoff(d time.Duration) time.Duration {

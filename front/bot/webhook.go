@@ -52,6 +52,9 @@ func (b *Bot) webhook(ctx context.Context) error {
 	// The offset is read before Telegram is told where to deliver.
 	for {
 		off, err := b.gw.offset(ctx)
+		if err := misconfigured(err); err != nil {
+			return err
+		}
 		if err == nil {
 			b.hookMu.Lock()
 			b.offset = off
