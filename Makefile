@@ -46,10 +46,13 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 
 # Import rules of the design: front and realtime reach core only through gen/ and core/wire;
-# core never imports front or realtime; provider adapters never touch the store.
+# core never imports front or realtime; provider adapters never touch the store; the chat bot
+# (front/bot) holds no database connection.
 imports:
 	@$(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' ./... | awk '\
-	  { pkg=$$1; for (i=2;i<=NF;i++) { imp=$$i; if (imp !~ /^modelgateway\//) continue; \
+	  { pkg=$$1; for (i=2;i<=NF;i++) { imp=$$i; \
+	    if (pkg ~ /^modelgateway\/front\/bot(\/|$$)/ && imp ~ /^github.com\/jackc\//) bad=bad "\n  " pkg " imports " imp " (the bot has no database connection)"; \
+	    if (imp !~ /^modelgateway\//) continue; \
 	    if (pkg ~ /^modelgateway\/(front|realtime)(\/|$$)/ && imp ~ /^modelgateway\/core\// && imp !~ /^modelgateway\/core\/wire(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
 	    if (pkg ~ /^modelgateway\/core(\/|$$)/ && imp ~ /^modelgateway\/(front|realtime)(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
 	    if (pkg ~ /^modelgateway\/core\/provider(\/|$$)/ && imp ~ /^modelgateway\/core\/store(\/|$$)/) bad=bad "\n  " pkg " imports " imp; } } \

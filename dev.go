@@ -110,6 +110,9 @@ func cmdDev(ctx context.Context, args []string) error {
   curl -s %[1]s/admin/v1/profiles:lookup?external_ref=demo -H 'Authorization: Bearer %[5]s'
   curl -s '%[1]s/v1/catalog?currency=USD'
 
+  Telegram bot (token from @BotFather; see README, "Telegram bot"):
+  TELEGRAM_BOT_TOKEN=... GATEWAY_ADMIN_ADDR=%[2]s GATEWAY_ADMIN_TOKEN=%[5]s GATEWAY_PUBLIC_BASE_URL=%[1]s bin/gateway bot
+
 %[6]s
 %[7]s  stop: Ctrl-C (the local PostgreSQL keeps running for the next run; README.md, Quick start,
   says how to stop it and start over)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"modelgateway/front/bot"
 )
 
 const usage = `usage: gateway <command> [flags]
@@ -20,6 +22,7 @@ commands:
   dev               local run: throwaway PostgreSQL in .data/, demo catalogue, demo key, serve
   simulator         serve the upstream simulator alone (-addr, -first-byte, -chunk-delay, -words)
   verify            probe models for the optional parameters they accept and record them
+  bot               run the Telegram bot (TELEGRAM_BOT_TOKEN, GATEWAY_ADMIN_ADDR; see README)
   bench             measure the gateway against a bare reverse proxy (make bench)
 `
 
@@ -46,6 +49,8 @@ func main() {
 		err = cmdSimulator(ctx, args)
 	case "verify":
 		err = cmdVerify(ctx, args)
+	case "bot":
+		err = bot.Main(ctx, args)
 	case "bench":
 		err = cmdBench(ctx, args)
 	case "bare-proxy":

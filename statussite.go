@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -52,10 +53,9 @@ type statusSite struct {
 
 func newStatusSite(st *store.Store, holder *snapshot.Holder, prober *verify.Prober, flags statusFlags, log *slog.Logger) *statusSite {
 	rec := &statusdata.Recorder{Store: st, Log: log.With("component", "status")}
-	// The chat bot component shows no data until Reader.BotHeartbeat is set to what reads the
-	// bot's last ReportBotHealth call (see statusdata.BotHeartbeat).
+	// The chat bot component reads the bot's last ReportBotHealth call.
 	s := &statusSite{rec: rec, done: make(chan struct{}),
-		server: &rpc.StatusServer{Reader: &statusdata.Reader{Store: st, Snapshots: holder.Current}}}
+		server: &rpc.StatusServer{Reader: &statusdata.Reader{Store: st, Snapshots: holder.Current, BotHeartbeat: botHeartbeat(st)}}}
 	if flags.ProbeInterval > 0 {
 		host, _ := os.Hostname()
 		s.probe = &statusdata.Probe{Store: st, Snapshots: holder.Current, Prober: prober, Recorder: rec, Interval: flags.ProbeInterval,
@@ -93,4 +93,19 @@ func (s *statusSite) run(ctx context.Context) {
 		go s.probe.Run(ctx)
 	}
 	go func() { defer close(s.done); s.rec.Run(ctx, 0) }()
+}
+
+// botHeartbeat reads when the chat bot last reported its health; the zero time when it never
+// did.
+func botHeartbeat(st *store.Store) statusdata.BotHeartbeat {
+	return func(ctx context.Context) (time.Time, error) {
+		h, _, err := st.GetBotHealth(ctx)
+		if errors.Is(err, store.ErrNotFound) {
+			return time.Time{}, nil
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+		return h.LastReportTime, nil
+	}
 }

@@ -222,3 +222,27 @@ func TestProbeIntervalIsCheckedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// The chat bot component follows the bot's health reports: no data before the first one,
+// operational once one arrived through the admin API.
+func TestStatusSiteShowsTheChatBotsReports(t *testing.T) {
+	t.Parallel()
+	g := startGenOn(t, storetest.DatabaseURL(t), true)
+	state := func() string {
+		s, raw := g.summary(t)
+		for _, c := range s.Components {
+			if c.ID == "chat-bot" {
+				return c.Status
+			}
+		}
+		t.Fatalf("no chat-bot component in %s", raw)
+		return ""
+	}
+	if got := state(); got != "no_data" {
+		t.Fatalf("before any report: %q, want no_data", got)
+	}
+	g.admin("POST", "/admin/v1/bot/health:report", `{"last_poll_time":"`+time.Now().UTC().Format(time.RFC3339)+`"}`)
+	if got := state(); got != "operational" {
+		t.Fatalf("after a report: %q, want operational", got)
+	}
+}

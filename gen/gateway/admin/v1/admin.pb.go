@@ -2057,6 +2057,516 @@ func (x *ListIncidentsResponse) GetIncidents() []*Incident {
 	return nil
 }
 
+type BotState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// Unset: kept until taken or overwritten.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BotState) Reset() {
+	*x = BotState{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BotState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BotState) ProtoMessage() {}
+
+func (x *BotState) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BotState.ProtoReflect.Descriptor instead.
+func (*BotState) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BotState) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *BotState) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *BotState) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *BotState) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+type GetBotStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBotStateRequest) Reset() {
+	*x = GetBotStateRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBotStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBotStateRequest) ProtoMessage() {}
+
+func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBotStateRequest.ProtoReflect.Descriptor instead.
+func (*GetBotStateRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *GetBotStateRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type PutBotStateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Letters, digits and ".", "_", "-"; at most 200 characters.
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	OnlyIfAbsent  bool                   `protobuf:"varint,4,opt,name=only_if_absent,json=onlyIfAbsent,proto3" json:"only_if_absent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBotStateRequest) Reset() {
+	*x = PutBotStateRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBotStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBotStateRequest) ProtoMessage() {}
+
+func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBotStateRequest.ProtoReflect.Descriptor instead.
+func (*PutBotStateRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *PutBotStateRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *PutBotStateRequest) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *PutBotStateRequest) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *PutBotStateRequest) GetOnlyIfAbsent() bool {
+	if x != nil {
+		return x.OnlyIfAbsent
+	}
+	return false
+}
+
+type PutBotStateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored value: the new one, or the existing one when only_if_absent kept it.
+	State         *BotState `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	Created       bool      `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBotStateResponse) Reset() {
+	*x = PutBotStateResponse{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBotStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBotStateResponse) ProtoMessage() {}
+
+func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBotStateResponse.ProtoReflect.Descriptor instead.
+func (*PutBotStateResponse) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PutBotStateResponse) GetState() *BotState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *PutBotStateResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type TakeBotStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeBotStateRequest) Reset() {
+	*x = TakeBotStateRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeBotStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeBotStateRequest) ProtoMessage() {}
+
+func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeBotStateRequest.ProtoReflect.Descriptor instead.
+func (*TakeBotStateRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *TakeBotStateRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+type ListBotStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBotStateRequest) Reset() {
+	*x = ListBotStateRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBotStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBotStateRequest) ProtoMessage() {}
+
+func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBotStateRequest.ProtoReflect.Descriptor instead.
+func (*ListBotStateRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListBotStateRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+type ListBotStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	States        []*BotState            `protobuf:"bytes,1,rep,name=states,proto3" json:"states,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBotStateResponse) Reset() {
+	*x = ListBotStateResponse{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBotStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBotStateResponse) ProtoMessage() {}
+
+func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBotStateResponse.ProtoReflect.Descriptor instead.
+func (*ListBotStateResponse) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListBotStateResponse) GetStates() []*BotState {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+type ReportBotHealthRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the bot last polled getUpdates (or received a webhook) successfully.
+	LastPollTime  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=last_poll_time,json=lastPollTime,proto3" json:"last_poll_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportBotHealthRequest) Reset() {
+	*x = ReportBotHealthRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportBotHealthRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportBotHealthRequest) ProtoMessage() {}
+
+func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportBotHealthRequest.ProtoReflect.Descriptor instead.
+func (*ReportBotHealthRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ReportBotHealthRequest) GetLastPollTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastPollTime
+	}
+	return nil
+}
+
+type GetBotHealthRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBotHealthRequest) Reset() {
+	*x = GetBotHealthRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBotHealthRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBotHealthRequest) ProtoMessage() {}
+
+func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBotHealthRequest.ProtoReflect.Descriptor instead.
+func (*GetBotHealthRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+}
+
+type BotHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// operational, major_outage or no_data.
+	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// When the gateway last received a report; unset when none ever came.
+	LastReportTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_report_time,json=lastReportTime,proto3" json:"last_report_time,omitempty"`
+	LastPollTime   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_poll_time,json=lastPollTime,proto3" json:"last_poll_time,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *BotHealth) Reset() {
+	*x = BotHealth{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BotHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BotHealth) ProtoMessage() {}
+
+func (x *BotHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BotHealth.ProtoReflect.Descriptor instead.
+func (*BotHealth) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *BotHealth) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *BotHealth) GetLastReportTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastReportTime
+	}
+	return nil
+}
+
+func (x *BotHealth) GetLastPollTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastPollTime
+	}
+	return nil
+}
+
 var File_gateway_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_gateway_admin_v1_admin_proto_rawDesc = "" +
@@ -2232,7 +2742,38 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x14ListIncidentsRequest\x12)\n" +
 	"\x10include_resolved\x18\x01 \x01(\bR\x0fincludeResolved\"Q\n" +
 	"\x15ListIncidentsResponse\x128\n" +
-	"\tincidents\x18\x01 \x03(\v2\x1a.gateway.admin.v1.IncidentR\tincidents2\xe4\x10\n" +
+	"\tincidents\x18\x01 \x03(\v2\x1a.gateway.admin.v1.IncidentR\tincidents\"\xac\x01\n" +
+	"\bBotState\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12;\n" +
+	"\vexpire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x12;\n" +
+	"\vupdate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"&\n" +
+	"\x12GetBotStateRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"\x9f\x01\n" +
+	"\x12PutBotStateRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12;\n" +
+	"\vexpire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x12$\n" +
+	"\x0eonly_if_absent\x18\x04 \x01(\bR\fonlyIfAbsent\"a\n" +
+	"\x13PutBotStateResponse\x120\n" +
+	"\x05state\x18\x01 \x01(\v2\x1a.gateway.admin.v1.BotStateR\x05state\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"'\n" +
+	"\x13TakeBotStateRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"-\n" +
+	"\x13ListBotStateRequest\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"J\n" +
+	"\x14ListBotStateResponse\x122\n" +
+	"\x06states\x18\x01 \x03(\v2\x1a.gateway.admin.v1.BotStateR\x06states\"Z\n" +
+	"\x16ReportBotHealthRequest\x12@\n" +
+	"\x0elast_poll_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime\"\x15\n" +
+	"\x13GetBotHealthRequest\"\xab\x01\n" +
+	"\tBotHealth\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12D\n" +
+	"\x10last_report_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastReportTime\x12@\n" +
+	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime2\xce\x16\n" +
 	"\fAdminService\x12q\n" +
 	"\rCreateProfile\x12&.gateway.admin.v1.CreateProfileRequest\x1a\x19.gateway.admin.v1.Profile\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/admin/v1/profiles\x12m\n" +
 	"\n" +
@@ -2252,7 +2793,13 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x0eCreateIncident\x12'.gateway.admin.v1.CreateIncidentRequest\x1a\x1a.gateway.admin.v1.Incident\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/admin/v1/incidents\x12\x81\x01\n" +
 	"\x0eUpdateIncident\x12'.gateway.admin.v1.UpdateIncidentRequest\x1a\x1a.gateway.admin.v1.Incident\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/admin/v1/incidents/{id}:update\x12\x84\x01\n" +
 	"\x0fResolveIncident\x12(.gateway.admin.v1.ResolveIncidentRequest\x1a\x1a.gateway.admin.v1.Incident\"+\x82\xd3\xe4\x93\x02%:\x01*\" /admin/v1/incidents/{id}:resolve\x12}\n" +
-	"\rListIncidents\x12&.gateway.admin.v1.ListIncidentsRequest\x1a'.gateway.admin.v1.ListIncidentsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/incidentsB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
+	"\rListIncidents\x12&.gateway.admin.v1.ListIncidentsRequest\x1a'.gateway.admin.v1.ListIncidentsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/incidents\x12r\n" +
+	"\vGetBotState\x12$.gateway.admin.v1.GetBotStateRequest\x1a\x1a.gateway.admin.v1.BotState\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/admin/v1/bot/state/{key}\x12\x84\x01\n" +
+	"\vPutBotState\x12$.gateway.admin.v1.PutBotStateRequest\x1a%.gateway.admin.v1.PutBotStateResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/admin/v1/bot/state/{key}:put\x12|\n" +
+	"\fTakeBotState\x12%.gateway.admin.v1.TakeBotStateRequest\x1a\x1a.gateway.admin.v1.BotState\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/admin/v1/bot/state/{key}:take\x12z\n" +
+	"\fListBotState\x12%.gateway.admin.v1.ListBotStateRequest\x1a&.gateway.admin.v1.ListBotStateResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/bot/state\x12\x80\x01\n" +
+	"\x0fReportBotHealth\x12(.gateway.admin.v1.ReportBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/admin/v1/bot/health:report\x12p\n" +
+	"\fGetBotHealth\x12%.gateway.admin.v1.GetBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/admin/v1/bot/healthB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_gateway_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -2266,7 +2813,7 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
 	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
@@ -2299,79 +2846,109 @@ var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*ResolveIncidentRequest)(nil),     // 28: gateway.admin.v1.ResolveIncidentRequest
 	(*ListIncidentsRequest)(nil),       // 29: gateway.admin.v1.ListIncidentsRequest
 	(*ListIncidentsResponse)(nil),      // 30: gateway.admin.v1.ListIncidentsResponse
-	nil,                                // 31: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                                // 32: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil),      // 33: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 34: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),            // 35: google.protobuf.Struct
+	(*BotState)(nil),                   // 31: gateway.admin.v1.BotState
+	(*GetBotStateRequest)(nil),         // 32: gateway.admin.v1.GetBotStateRequest
+	(*PutBotStateRequest)(nil),         // 33: gateway.admin.v1.PutBotStateRequest
+	(*PutBotStateResponse)(nil),        // 34: gateway.admin.v1.PutBotStateResponse
+	(*TakeBotStateRequest)(nil),        // 35: gateway.admin.v1.TakeBotStateRequest
+	(*ListBotStateRequest)(nil),        // 36: gateway.admin.v1.ListBotStateRequest
+	(*ListBotStateResponse)(nil),       // 37: gateway.admin.v1.ListBotStateResponse
+	(*ReportBotHealthRequest)(nil),     // 38: gateway.admin.v1.ReportBotHealthRequest
+	(*GetBotHealthRequest)(nil),        // 39: gateway.admin.v1.GetBotHealthRequest
+	(*BotHealth)(nil),                  // 40: gateway.admin.v1.BotHealth
+	nil,                                // 41: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 42: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 43: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 44: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 45: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	33, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	33, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	43, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	43, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
 	5,  // 2: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
 	5,  // 3: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
 	5,  // 4: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	34, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	44, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
 	5,  // 6: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	35, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	33, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	31, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	33, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	32, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	45, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	43, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	41, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	43, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	42, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
 	20, // 12: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	33, // 13: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	33, // 14: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	43, // 13: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	43, // 14: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
 	23, // 15: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
-	33, // 16: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	33, // 17: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
-	33, // 18: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
-	33, // 19: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
-	33, // 20: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
-	33, // 21: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
+	43, // 16: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	43, // 17: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
+	43, // 18: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
+	43, // 19: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
+	43, // 20: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
+	43, // 21: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
 	25, // 22: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
-	33, // 23: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
-	33, // 24: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
-	33, // 25: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
+	43, // 23: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
+	43, // 24: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
+	43, // 25: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
 	24, // 26: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
-	1,  // 27: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
-	2,  // 28: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
-	3,  // 29: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
-	4,  // 30: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
-	6,  // 31: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
-	8,  // 32: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
-	10, // 33: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
-	11, // 34: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
-	12, // 35: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	14, // 36: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	16, // 37: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	18, // 38: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	21, // 39: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
-	26, // 40: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
-	27, // 41: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
-	28, // 42: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
-	29, // 43: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
-	0,  // 44: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 45: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 46: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 47: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	7,  // 48: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	9,  // 49: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 50: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 51: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	13, // 52: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	15, // 53: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	17, // 54: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	19, // 55: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	22, // 56: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
-	24, // 57: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
-	24, // 58: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
-	24, // 59: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
-	30, // 60: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
-	44, // [44:61] is the sub-list for method output_type
-	27, // [27:44] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	43, // 27: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
+	43, // 28: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
+	43, // 29: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
+	31, // 30: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
+	31, // 31: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
+	43, // 32: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
+	43, // 33: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
+	43, // 34: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
+	1,  // 35: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
+	2,  // 36: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
+	3,  // 37: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
+	4,  // 38: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
+	6,  // 39: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
+	8,  // 40: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
+	10, // 41: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
+	11, // 42: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
+	12, // 43: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
+	14, // 44: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	16, // 45: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	18, // 46: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	21, // 47: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	26, // 48: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
+	27, // 49: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
+	28, // 50: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
+	29, // 51: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
+	32, // 52: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
+	33, // 53: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
+	35, // 54: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
+	36, // 55: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
+	38, // 56: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
+	39, // 57: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
+	0,  // 58: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 59: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 60: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 61: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	7,  // 62: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	9,  // 63: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 64: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 65: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	13, // 66: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	15, // 67: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	17, // 68: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	19, // 69: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	22, // 70: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	24, // 71: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
+	24, // 72: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
+	24, // 73: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
+	30, // 74: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
+	31, // 75: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
+	34, // 76: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
+	31, // 77: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
+	37, // 78: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
+	40, // 79: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
+	40, // 80: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
+	58, // [58:81] is the sub-list for method output_type
+	35, // [35:58] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_gateway_admin_v1_admin_proto_init() }
@@ -2385,7 +2962,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,12 @@ const (
 	AdminService_UpdateIncident_FullMethodName     = "/gateway.admin.v1.AdminService/UpdateIncident"
 	AdminService_ResolveIncident_FullMethodName    = "/gateway.admin.v1.AdminService/ResolveIncident"
 	AdminService_ListIncidents_FullMethodName      = "/gateway.admin.v1.AdminService/ListIncidents"
+	AdminService_GetBotState_FullMethodName        = "/gateway.admin.v1.AdminService/GetBotState"
+	AdminService_PutBotState_FullMethodName        = "/gateway.admin.v1.AdminService/PutBotState"
+	AdminService_TakeBotState_FullMethodName       = "/gateway.admin.v1.AdminService/TakeBotState"
+	AdminService_ListBotState_FullMethodName       = "/gateway.admin.v1.AdminService/ListBotState"
+	AdminService_ReportBotHealth_FullMethodName    = "/gateway.admin.v1.AdminService/ReportBotHealth"
+	AdminService_GetBotHealth_FullMethodName       = "/gateway.admin.v1.AdminService/GetBotHealth"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -74,6 +80,22 @@ type AdminServiceClient interface {
 	// ResolveIncident closes an incident (status resolved) or a maintenance (completed).
 	ResolveIncident(ctx context.Context, in *ResolveIncidentRequest, opts ...grpc.CallOption) (*Incident, error)
 	ListIncidents(ctx context.Context, in *ListIncidentsRequest, opts ...grpc.CallOption) (*ListIncidentsResponse, error)
+	// The chat bot's durable state (contract.md, "Chat bot"): the last handled Telegram update
+	// id and one-shot actions (pending confirmations, scheduled deletions). Values are opaque to
+	// the gateway; a value past its expire_time reads as absent.
+	GetBotState(ctx context.Context, in *GetBotStateRequest, opts ...grpc.CallOption) (*BotState, error)
+	// Writes a value; with only_if_absent an existing value is kept and created is false.
+	PutBotState(ctx context.Context, in *PutBotStateRequest, opts ...grpc.CallOption) (*PutBotStateResponse, error)
+	// Deletes a value and returns it in one step: of two callers taking the same key, one gets
+	// it and the other NOT_FOUND, which is what makes a confirmation button act once.
+	TakeBotState(ctx context.Context, in *TakeBotStateRequest, opts ...grpc.CallOption) (*BotState, error)
+	// The unexpired values whose keys start with prefix, in key order.
+	ListBotState(ctx context.Context, in *ListBotStateRequest, opts ...grpc.CallOption) (*ListBotStateResponse, error)
+	// The bot calls this while it polls (or receives webhooks) successfully.
+	ReportBotHealth(ctx context.Context, in *ReportBotHealthRequest, opts ...grpc.CallOption) (*BotHealth, error)
+	// The chat bot's state for the status site: operational while reports arrive, major_outage
+	// when none came for 2 minutes, no_data when none ever came.
+	GetBotHealth(ctx context.Context, in *GetBotHealthRequest, opts ...grpc.CallOption) (*BotHealth, error)
 }
 
 type adminServiceClient struct {
@@ -254,6 +276,66 @@ func (c *adminServiceClient) ListIncidents(ctx context.Context, in *ListIncident
 	return out, nil
 }
 
+func (c *adminServiceClient) GetBotState(ctx context.Context, in *GetBotStateRequest, opts ...grpc.CallOption) (*BotState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BotState)
+	err := c.cc.Invoke(ctx, AdminService_GetBotState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) PutBotState(ctx context.Context, in *PutBotStateRequest, opts ...grpc.CallOption) (*PutBotStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutBotStateResponse)
+	err := c.cc.Invoke(ctx, AdminService_PutBotState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) TakeBotState(ctx context.Context, in *TakeBotStateRequest, opts ...grpc.CallOption) (*BotState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BotState)
+	err := c.cc.Invoke(ctx, AdminService_TakeBotState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListBotState(ctx context.Context, in *ListBotStateRequest, opts ...grpc.CallOption) (*ListBotStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBotStateResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListBotState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ReportBotHealth(ctx context.Context, in *ReportBotHealthRequest, opts ...grpc.CallOption) (*BotHealth, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BotHealth)
+	err := c.cc.Invoke(ctx, AdminService_ReportBotHealth_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetBotHealth(ctx context.Context, in *GetBotHealthRequest, opts ...grpc.CallOption) (*BotHealth, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BotHealth)
+	err := c.cc.Invoke(ctx, AdminService_GetBotHealth_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -290,6 +372,22 @@ type AdminServiceServer interface {
 	// ResolveIncident closes an incident (status resolved) or a maintenance (completed).
 	ResolveIncident(context.Context, *ResolveIncidentRequest) (*Incident, error)
 	ListIncidents(context.Context, *ListIncidentsRequest) (*ListIncidentsResponse, error)
+	// The chat bot's durable state (contract.md, "Chat bot"): the last handled Telegram update
+	// id and one-shot actions (pending confirmations, scheduled deletions). Values are opaque to
+	// the gateway; a value past its expire_time reads as absent.
+	GetBotState(context.Context, *GetBotStateRequest) (*BotState, error)
+	// Writes a value; with only_if_absent an existing value is kept and created is false.
+	PutBotState(context.Context, *PutBotStateRequest) (*PutBotStateResponse, error)
+	// Deletes a value and returns it in one step: of two callers taking the same key, one gets
+	// it and the other NOT_FOUND, which is what makes a confirmation button act once.
+	TakeBotState(context.Context, *TakeBotStateRequest) (*BotState, error)
+	// The unexpired values whose keys start with prefix, in key order.
+	ListBotState(context.Context, *ListBotStateRequest) (*ListBotStateResponse, error)
+	// The bot calls this while it polls (or receives webhooks) successfully.
+	ReportBotHealth(context.Context, *ReportBotHealthRequest) (*BotHealth, error)
+	// The chat bot's state for the status site: operational while reports arrive, major_outage
+	// when none came for 2 minutes, no_data when none ever came.
+	GetBotHealth(context.Context, *GetBotHealthRequest) (*BotHealth, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -350,6 +448,24 @@ func (UnimplementedAdminServiceServer) ResolveIncident(context.Context, *Resolve
 }
 func (UnimplementedAdminServiceServer) ListIncidents(context.Context, *ListIncidentsRequest) (*ListIncidentsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListIncidents not implemented")
+}
+func (UnimplementedAdminServiceServer) GetBotState(context.Context, *GetBotStateRequest) (*BotState, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBotState not implemented")
+}
+func (UnimplementedAdminServiceServer) PutBotState(context.Context, *PutBotStateRequest) (*PutBotStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutBotState not implemented")
+}
+func (UnimplementedAdminServiceServer) TakeBotState(context.Context, *TakeBotStateRequest) (*BotState, error) {
+	return nil, status.Error(codes.Unimplemented, "method TakeBotState not implemented")
+}
+func (UnimplementedAdminServiceServer) ListBotState(context.Context, *ListBotStateRequest) (*ListBotStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBotState not implemented")
+}
+func (UnimplementedAdminServiceServer) ReportBotHealth(context.Context, *ReportBotHealthRequest) (*BotHealth, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportBotHealth not implemented")
+}
+func (UnimplementedAdminServiceServer) GetBotHealth(context.Context, *GetBotHealthRequest) (*BotHealth, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBotHealth not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -678,6 +794,114 @@ func _AdminService_ListIncidents_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetBotState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBotStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetBotState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetBotState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetBotState(ctx, req.(*GetBotStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_PutBotState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutBotStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).PutBotState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_PutBotState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).PutBotState(ctx, req.(*PutBotStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_TakeBotState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TakeBotStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).TakeBotState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_TakeBotState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).TakeBotState(ctx, req.(*TakeBotStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListBotState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBotStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListBotState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListBotState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListBotState(ctx, req.(*ListBotStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ReportBotHealth_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportBotHealthRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ReportBotHealth(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ReportBotHealth_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ReportBotHealth(ctx, req.(*ReportBotHealthRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetBotHealth_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBotHealthRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetBotHealth(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetBotHealth_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetBotHealth(ctx, req.(*GetBotHealthRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -752,6 +976,30 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListIncidents",
 			Handler:    _AdminService_ListIncidents_Handler,
+		},
+		{
+			MethodName: "GetBotState",
+			Handler:    _AdminService_GetBotState_Handler,
+		},
+		{
+			MethodName: "PutBotState",
+			Handler:    _AdminService_PutBotState_Handler,
+		},
+		{
+			MethodName: "TakeBotState",
+			Handler:    _AdminService_TakeBotState_Handler,
+		},
+		{
+			MethodName: "ListBotState",
+			Handler:    _AdminService_ListBotState_Handler,
+		},
+		{
+			MethodName: "ReportBotHealth",
+			Handler:    _AdminService_ReportBotHealth_Handler,
+		},
+		{
+			MethodName: "GetBotHealth",
+			Handler:    _AdminService_GetBotHealth_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,311 @@
+// Package bot is the Telegram bot of contract.md ("Chat bot"): keys, balance, models, usage
+// and top-ups for Telegram users. It is a front: it reaches the gateway only through the
+// generated admin and catalogue gRPC clients, holds no database connection and no provider
+// key, and keeps what must survive a restart (the last handled update, pending
+// confirmations, scheduled deletions) in the gateway through the admin API.
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Config is the bot's environment (contract.md); FromEnv reads it.
+type Config struct {
+	Token         string // TELEGRAM_BOT_TOKEN
+	APIURL        string // TELEGRAM_API_URL
+	AdminAddr     string // GATEWAY_ADMIN_ADDR
+	AdminToken    string // GATEWAY_ADMIN_TOKEN
+	Operators     map[int64]bool
+	PaymentToken  string // TELEGRAM_PAYMENT_PROVIDER_TOKEN
+	PublicBaseURL string // GATEWAY_PUBLIC_BASE_URL
+	// SecretTTL is how long a message holding a secret stays (GATEWAY_BOT_SECRET_TTL, 10m).
+	SecretTTL time.Duration
+	// PollTimeout is the long-polling timeout of getUpdates (GATEWAY_BOT_POLL_TIMEOUT, 50s).
+	PollTimeout time.Duration
+	// HealthEvery is the interval of health reports while polling works.
+	HealthEvery time.Duration
+	// WebhookURL switches from polling to a webhook (GATEWAY_BOT_WEBHOOK_URL) served on
+	// WebhookAddr (GATEWAY_BOT_WEBHOOK_ADDR, 127.0.0.1:8081) behind a TLS-terminating proxy.
+	WebhookURL  string
+	WebhookAddr string
+}
+
+// FromEnv reads the configuration; getenv is os.Getenv outside tests.
+func FromEnv(getenv func(string) string) (*Config, error) {
+	or := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := &Config{
+		Token:         strings.TrimSpace(getenv("TELEGRAM_BOT_TOKEN")),
+		APIURL:        strings.TrimRight(or("TELEGRAM_API_URL", "https://api.telegram.org"), "/"),
+		AdminAddr:     or("GATEWAY_ADMIN_ADDR", "127.0.0.1:9090"),
+		AdminToken:    getenv("GATEWAY_ADMIN_TOKEN"),
+		PaymentToken:  getenv("TELEGRAM_PAYMENT_PROVIDER_TOKEN"),
+		PublicBaseURL: strings.TrimRight(or("GATEWAY_PUBLIC_BASE_URL", "http://"+or("GATEWAY_HTTP_ADDR", "127.0.0.1:8080")), "/"),
+		Operators:     map[int64]bool{},
+		HealthEvery:   30 * time.Second,
+		WebhookURL:    strings.TrimSpace(getenv("GATEWAY_BOT_WEBHOOK_URL")),
+		WebhookAddr:   or("GATEWAY_BOT_WEBHOOK_ADDR", "127.0.0.1:8081"),
+	}
+	if c.Token == "" {
+		return nil, errors.New("TELEGRAM_BOT_TOKEN is not set: create a bot with @BotFather and export its token")
+	}
+	for _, f := range strings.Split(getenv("GATEWAY_BOT_OPERATORS"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("GATEWAY_BOT_OPERATORS: %q is not a Telegram user id", f)
+		}
+		c.Operators[id] = true
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+		def  time.Duration
+	}{{"GATEWAY_BOT_SECRET_TTL", &c.SecretTTL, 10 * time.Minute}, {"GATEWAY_BOT_POLL_TIMEOUT", &c.PollTimeout, 50 * time.Second}} {
+		*d.dst = d.def
+		if v := getenv(d.name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x <= 0 {
+				return nil, fmt.Errorf("%s: %q is not a positive duration", d.name, v)
+			}
+			*d.dst = x
+		}
+	}
+	return c, nil
+}
+
+// Bot handles updates one at a time, in update id order.
+type Bot struct {
+	cfg    *Config
+	log    *slog.Logger
+	tg     *telegram
+	gw     *gateway
+	limits *limiter
+
+	// offset is the last update handled and recorded in the gateway.
+	offset int64
+	// told holds the updates whose user was already told the gateway is unreachable.
+	told map[int64]bool
+
+	mu sync.Mutex
+	// unscheduled are deletions that could not be recorded yet (gateway down).
+	unscheduled []deletion
+	lastReport  time.Time
+	// hookMu serialises webhook deliveries.
+	hookMu sync.Mutex
+}
+
+// Run polls Telegram until ctx ends.
+func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	tg, err := newTelegram(cfg.APIURL, cfg.Token)
+	if err != nil {
+		return err
+	}
+	gw, err := dialGateway(cfg.AdminAddr, cfg.AdminToken)
+	if err != nil {
+		return err
+	}
+	defer gw.conn.Close()
+	b := &Bot{cfg: cfg, log: log, tg: tg, gw: gw, limits: newLimiter(), told: map[int64]bool{}, offset: -1}
+	// The deletion loop ends with the bot, also when the bot stops on an error.
+	loopCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); b.deleteLoop(loopCtx) }()
+	defer wg.Wait()
+	defer stop()
+	if cfg.WebhookURL != "" {
+		return b.webhook(ctx)
+	}
+	return b.poll(ctx)
+}
+
+// poll is the getUpdates loop. The offset sent to Telegram is the last update handled and
+// recorded, so an update received but not handled (gateway down, crash) comes again.
+func (b *Bot) poll(ctx context.Context) error {
+	var backoff time.Duration
+	for ctx.Err() == nil {
+		if backoff > 0 {
+			_ = sleep(ctx, backoff)
+		}
+		if b.offset < 0 {
+			off, err := b.gw.offset(ctx)
+			if err := misconfigured(err); err != nil {
+				return err
+			}
+			if err != nil {
+				b.log.Warn("gateway unreachable: cannot read the last handled update", "error", grpcCode(err))
+				backoff = nextBackoff(backoff)
+				continue
+			}
+			b.offset = off
+			b.log.Info("polling", "offset", off)
+		}
+		ups, err := b.tg.getUpdates(ctx, b.offset+1, b.cfg.PollTimeout)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if ae, ok := err.(*apiError); ok && (ae.Code == 401 || ae.Code == 404) {
+				return errors.New("Telegram rejects TELEGRAM_BOT_TOKEN (check it with @BotFather)")
+			}
+			var ae *apiError
+			if errors.As(err, &ae) && ae.Code == 429 {
+				b.log.Warn("getUpdates rate limited", "retry_after", ae.RetryAfter)
+				backoff = retryAfter(ae.RetryAfter)
+				continue
+			}
+			if errors.As(err, &ae) && ae.Code == 409 {
+				// A webhook is set (an earlier run in webhook mode): polling needs it removed.
+				b.log.Warn("a webhook is set; removing it to poll")
+				_ = b.tg.call(ctx, "deleteWebhook", func(ctx context.Context) error {
+					_, err := b.tg.api.DeleteWebhook(ctx, &tgbot.DeleteWebhookParams{})
+					return err
+				})
+			}
+			b.log.Warn("getUpdates failed", "error", err.Error())
+			backoff = nextBackoff(backoff)
+			continue
+		}
+		backoff = 0
+		b.polled(ctx)
+		for _, u := range ups {
+			if u.ID <= b.offset {
+				// Delivered again (a replay, or Telegram before it saw our offset).
+				b.log.Info("update", "update_id", u.ID, "outcome", "replay_skipped")
+				continue
+			}
+			if !b.handleDurably(ctx, u) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// misconfigured turns the answers that retrying cannot fix into a start-up error: a wrong
+// admin token, or a gateway without the admin API.
+func misconfigured(err error) error {
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return errors.New("the gateway rejects GATEWAY_ADMIN_TOKEN")
+	case codes.Unimplemented:
+		return errors.New("the gateway at GATEWAY_ADMIN_ADDR does not serve the admin API (is GATEWAY_ADMIN_TOKEN set there, and is it this version?)")
+	}
+	return nil
+}
+
+func nextBackoff(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return 500 * time.Millisecond
+	case d >= 15*time.Second:
+		return 30 * time.Second
+	}
+	return 2 * d
+}
+
+// handleDurably handles an update and records it as handled, retrying while the gateway is
+// unreachable; false only when ctx ended first.
+func (b *Bot) handleDurably(ctx context.Context, u *models.Update) bool {
+	var backoff time.Duration
+	for !b.attempt(ctx, u) {
+		backoff = nextBackoff(backoff)
+		if sleep(ctx, backoff) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// attempt handles an update once and records it as handled; false when the gateway could not
+// be reached, after telling the user (once per update) to try again.
+func (b *Bot) attempt(ctx context.Context, u *models.Update) bool {
+	err := b.handle(ctx, u)
+	if err == nil {
+		err = b.gw.saveOffset(ctx, u.ID)
+	}
+	if err == nil {
+		b.offset = u.ID
+		delete(b.told, u.ID)
+		return true
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	b.log.Warn("update", "update_id", u.ID, "outcome", "gateway_unavailable", "error", grpcCode(err))
+	if chat := chatOf(u); chat != 0 && !b.told[u.ID] {
+		b.told[u.ID] = true
+		_, _ = b.tg.send(ctx, chat, msgUnavailable, nil, false)
+	}
+	return false
+}
+
+// polled reports health after a successful poll, at most every HealthEvery.
+func (b *Bot) polled(ctx context.Context) {
+	now := time.Now()
+	if now.Sub(b.lastReport) < b.cfg.HealthEvery {
+		return
+	}
+	if err := b.reportHealth(ctx, now); err != nil {
+		b.log.Warn("health report failed", "error", grpcCode(err))
+		return
+	}
+	b.lastReport = now
+}
+
+// chatOf is where a "try again" notice for an update goes; 0 when nowhere.
+func chatOf(u *models.Update) int64 {
+	switch {
+	case u.Message != nil && u.Message.Chat.Type == models.ChatTypePrivate:
+		return u.Message.Chat.ID
+	case u.CallbackQuery != nil && u.CallbackQuery.Message.Message != nil && u.CallbackQuery.Message.Message.Chat.Type == models.ChatTypePrivate:
+		return u.CallbackQuery.Message.Message.Chat.ID
+	}
+	return 0
+}
+
+// Main is `gateway bot`: the environment of contract.md, JSON logs on stderr.
+func Main(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("bot takes no arguments; it reads its environment (see README)")
+	}
+	cfg, err := FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(os.Getenv("GATEWAY_LOG_LEVEL")))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "bot")
+	log.Info("bot starting", "api", redactURL(cfg.APIURL), "gateway", cfg.AdminAddr, "payments", cfg.PaymentToken != "", "operators", len(cfg.Operators))
+	return Run(ctx, cfg, log)
+}
+
+// redactURL keeps only scheme and host of a URL for the log.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "unparsable"
+	}
+	return u.Scheme + "://" + u.Host
+}

@@ -1,0 +1,2 @@
+DROP TABLE bot_health;
+DROP TABLE bot_state;
