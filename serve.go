@@ -51,6 +51,10 @@ type Config struct {
 	// FxURL is a CBR-format daily rates document fetched on a schedule; empty: off.
 	FxURL      string
 	FxInterval time.Duration
+	// AdminHTTPAddr, when set, is the only listener of the admin routes (GATEWAY_ADMIN_HTTP_ADDR).
+	AdminHTTPAddr string
+	// Limits bound request bodies (front.LimitsFromEnv); zero values are the defaults.
+	Limits front.Limits
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -70,6 +74,8 @@ func configFlags(fs *flag.FlagSet) *Config {
 	if err != nil || fxEvery <= 0 {
 		fxEvery = fx.DefaultInterval
 	}
+	fs.StringVar(&c.AdminHTTPAddr, "admin-http-addr", os.Getenv("GATEWAY_ADMIN_HTTP_ADDR"), "listener of the admin routes alone; empty: they share the client listener (GATEWAY_ADMIN_HTTP_ADDR)")
+	c.Limits = front.LimitsFromEnv(os.Getenv)
 	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
 	return c
 }
@@ -103,6 +109,7 @@ func cmdMigrate(ctx context.Context, args []string) error {
 // Gateway is a running server: both listeners, the snapshot watcher and the pool.
 type Gateway struct {
 	HTTPAddr, GRPCAddr string
+	AdminHTTPAddr      string // empty unless GATEWAY_ADMIN_HTTP_ADDR is set
 	Store              *store.Store
 	Snapshots          *snapshot.Holder
 	Admin              *rpc.AdminServer
@@ -111,9 +118,11 @@ type Gateway struct {
 
 	front   *front.Server
 	httpSrv *http.Server
-	grpcSrv *grpc.Server
-	simSrv  *http.Server
-	ledger  *billing.Ledger
+	// adminSrv serves GATEWAY_ADMIN_HTTP_ADDR; nil when the admin routes share httpSrv
+	adminSrv *http.Server
+	grpcSrv  *grpc.Server
+	simSrv   *http.Server
+	ledger   *billing.Ledger
 	// closed when the ledger's background loop has stopped
 	ledgerDone chan struct{}
 	stop       context.CancelFunc
@@ -219,7 +228,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			}
 			return st.Pool.Ping(ctx)
 		},
-		Log: log,
+		Log: log, Limits: cfg.Limits, AdminSeparate: cfg.AdminHTTPAddr != "",
 	}
 	if cfg.AdminToken != "" {
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)
@@ -243,8 +252,16 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
-		front: handler, httpSrv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
+		front: handler, httpSrv: newHTTPServer(handler),
 		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv,
+	}
+	if cfg.AdminHTTPAddr != "" {
+		adminLn, err := net.Listen("tcp", cfg.AdminHTTPAddr)
+		if err != nil {
+			return fail(fmt.Errorf("listen admin http: %w", err))
+		}
+		g.AdminHTTPAddr, g.adminSrv = adminLn.Addr().String(), newHTTPServer(handler.AdminHandler())
+		go func() { _ = g.adminSrv.Serve(front.WrapListener(adminLn)) }()
 	}
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); holder.Run(runCtx, cfg.DatabaseURL) }()
@@ -259,7 +276,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	go func() { _ = grpcSrv.Serve(grpcLn) }()
 	go func() {
 		defer close(g.done)
-		if err := g.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := g.httpSrv.Serve(front.WrapListener(httpLn)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server failed", "err", err)
 		}
 		<-watchDone
@@ -277,6 +294,9 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	realtimeDone := make(chan error, 1)
 	go func() { realtimeDone <- g.front.Shutdown(ctx) }()
 	err := errors.Join(g.httpSrv.Shutdown(ctx), <-realtimeDone)
+	if g.adminSrv != nil {
+		err = errors.Join(err, g.adminSrv.Shutdown(ctx))
+	}
 	stopped := make(chan struct{})
 	go func() { g.grpcSrv.GracefulStop(); close(stopped) }()
 	select {
@@ -294,6 +314,13 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	_ = g.simSrv.Close()
 	g.Store.Close()
 	return err
+}
+
+// newHTTPServer bounds what a connection may cost before and between requests: headers
+// within 10 s, an idle keep-alive connection closed after 2 minutes. Bodies are paced by the
+// front (front.Limits); nothing bounds an answer's total time (spec 6.2).
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
 // logMeter logs every outcome at debug level.

@@ -36,13 +36,14 @@ type AdminServer struct {
 
 // AdminAuth guards the admin service with the operator token, compared in constant time.
 func AdminAuth(token string) grpc.UnaryServerInterceptor {
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if !strings.HasPrefix(info.FullMethod, "/"+adminv1.AdminService_ServiceDesc.ServiceName+"/") {
 			return handler(ctx, req)
 		}
-		got := []byte(firstMD(ctx, MetadataAuthorization))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		// The scheme is case-insensitive (RFC 7235); bearer() reads it so.
+		got := []byte(bearer(ctx))
+		if len(got) == 0 || subtle.ConstantTimeCompare(got, want) != 1 {
 			return nil, apierror.New(apierror.InvalidAdminToken, "the admin token is missing or wrong")
 		}
 		return handler(ctx, req)

@@ -8,9 +8,7 @@ package relay
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"strconv"
 
 	"google.golang.org/grpc/metadata"
 
@@ -256,41 +254,6 @@ func (h *heldResponse) send(w http.ResponseWriter) {
 	w.Header().Del("Content-Length")
 	w.WriteHeader(h.status)
 	_, _ = w.Write(h.body)
-}
-
-// ReadBody reads at most limit bytes; a larger body is payload_too_large, decided while
-// reading (a lying or absent Content-Length does not help).
-func ReadBody(r *http.Request, limit int64) ([]byte, *apierror.Error) {
-	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
-	}
-	size := r.ContentLength
-	if size < 0 || size > 1<<20 {
-		size = 16 << 10
-	}
-	buf := make([]byte, 0, size+1)
-	lr := &io.LimitedReader{R: r.Body, N: limit + 1}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := lr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, apierror.New(apierror.InvalidRequest, "reading the request body: %v", err)
-		}
-	}
-	if int64(len(buf)) > limit {
-		return nil, tooLarge(limit)
-	}
-	return buf, nil
-}
-
-func tooLarge(limit int64) *apierror.Error {
-	return apierror.New(apierror.PayloadTooLarge, "the request body is larger than %s bytes", strconv.FormatInt(limit, 10))
 }
 
 // WriteError renders the spec envelope with the request's id.
