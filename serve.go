@@ -118,15 +118,16 @@ type Gateway struct {
 
 	front   *front.Server
 	httpSrv *http.Server
-	// adminSrv serves GATEWAY_ADMIN_HTTP_ADDR; nil when the admin routes share httpSrv
-	adminSrv *http.Server
-	grpcSrv  *grpc.Server
-	simSrv   *http.Server
-	ledger   *billing.Ledger
+	grpcSrv *grpc.Server
+	simSrv  *http.Server
+	ledger  *billing.Ledger
 	// closed when the ledger's background loop has stopped
 	ledgerDone chan struct{}
 	stop       context.CancelFunc
 	done       chan struct{}
+
+	// adminSrv serves GATEWAY_ADMIN_HTTP_ADDR; nil when the admin routes share httpSrv
+	adminSrv *http.Server
 }
 
 // Start migrates, loads the snapshot and serves; it returns once both listeners are bound.
