@@ -107,26 +107,30 @@ var postFamilies = map[string]string{
 // request's share of the replica's body budget. It returns the request to serve, with its
 // body paced and charged, and a release to run when the request ends; nil when it answered.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (*http.Request, func()) {
+	// A refusal closes the connection: net/http would otherwise read up to 256 KiB of the
+	// unread body, at the client's pace, before sending the answer.
+	refuse := func(e *apierror.Error) (*http.Request, func()) {
+		w.Header().Set("Connection", "close")
+		writeError(w, r, e)
+		return nil, nil
+	}
 	family, model := routeFamily(r.URL.Path)
 	resp, err := s.cfg.Core.Authorize(relay.OutgoingContext(r), &corev1.AuthorizeRequest{EndpointFamily: family, Model: model})
 	if err != nil {
-		writeError(w, r, apistatus.FromError(err))
-		return nil, nil
+		return refuse(apistatus.FromError(err))
 	}
 	if _, isMedia := h.(*media.Handler); !isMedia {
 		// Media routes check their own (spec 4.4); text routes take JSON.
 		if apiErr := checkJSONType(r.Header.Get("Content-Type")); apiErr != nil {
-			writeError(w, r, apiErr)
-			return nil, nil
+			return refuse(apiErr)
 		}
 	}
 	rc := http.NewResponseController(w)
-	paced := &pacedBody{body: r.Body, rc: rc, start: time.Now(), limits: s.limits}
+	paced := &pacedBody{body: r.Body, rc: rc, header: w.Header(), start: time.Now(), limits: s.limits}
 	r.Body = paced
 	if apiErr := decodeContentEncoding(r); apiErr != nil {
-		writeError(w, r, apiErr)
 		paced.clear()
-		return nil, nil
+		return refuse(apiErr)
 	}
 	lease := s.budget.Lease(resp.GetKeyId())
 	return relay.WithLease(r, lease), func() {
@@ -208,6 +212,7 @@ func (g *gzipBody) Close() error { return g.raw.Close() }
 type pacedBody struct {
 	body    io.ReadCloser
 	rc      *http.ResponseController
+	header  http.Header
 	start   time.Time
 	n       int64
 	limits  Limits
@@ -234,12 +239,16 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 	n, err := p.body.Read(b)
 	p.n += int64(n)
 	if err != nil {
-		p.clear()
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
+			// The connection is done for: leave the deadline expired and close after the
+			// answer, or net/http would wait for the rest of the body before answering.
+			p.cleared = true
+			p.header.Set("Connection", "close")
 			return n, &apierror.Error{Code: apierror.InvalidRequest, Status: http.StatusRequestTimeout,
 				Message: "the request body arrived too slowly (a pause of " + p.limits.BodyIdle.String() + " or a rate below the minimum)"}
 		}
+		p.clear()
 	}
 	return n, err
 }

@@ -32,12 +32,12 @@ func (l listener) Accept() (net.Conn, error) {
 type conn struct{ net.Conn }
 
 // goHeaderTooLarge is what net/http writes for headers over MaxHeaderBytes (net/http
-// server.go, errTooLarge); a test pins it against the running Go version.
-const goHeaderTooLarge = "HTTP/1.0 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large"
+// server.go, errTooLarge) after "HTTP/1.x "; a test pins it against the running Go version.
+const goHeaderTooLarge = "431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large"
 
 func (c *conn) Write(b []byte) (int, error) {
 	// The length comparison first: any other write costs one integer comparison.
-	if len(b) == len(goHeaderTooLarge) && string(b) == goHeaderTooLarge {
+	if len(b) == len("HTTP/1.1 ")+len(goHeaderTooLarge) && string(b[9:]) == goHeaderTooLarge && string(b[:7]) == "HTTP/1." {
 		if _, err := c.Conn.Write(headerTooLarge()); err != nil {
 			return 0, err
 		}

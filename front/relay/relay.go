@@ -204,7 +204,9 @@ func (h *Handler) keyFirst(ctx context.Context, bodyErr *apierror.Error) *apierr
 // KeyFirst returns the key's error when the key may not call the family at all, else
 // bodyErr; ctx is an OutgoingContext.
 func KeyFirst(ctx context.Context, core corev1.CoreServiceClient, family string, bodyErr *apierror.Error) *apierror.Error {
-	if _, err := core.Authorize(ctx, &corev1.AuthorizeRequest{EndpointFamily: family}); err != nil {
+	// Not cancelled with the request: a body that failed because the connection did (a
+	// timeout) still gets its proper answer; the check is an in-memory lookup.
+	if _, err := core.Authorize(context.WithoutCancel(ctx), &corev1.AuthorizeRequest{EndpointFamily: family}); err != nil {
 		return apistatus.FromError(err)
 	}
 	return bodyErr
