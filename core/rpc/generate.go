@@ -246,9 +246,9 @@ func upstreamError(err error) *apierror.Error {
 		return apierror.New(apierror.UpstreamError, "the upstream failed")
 	}
 	if pe.Timeout {
-		return apierror.New(apierror.UpstreamTimeout, "%s", pe.Message)
+		return apierror.New(apierror.UpstreamTimeout, "%s", provider.Redact(pe.Message))
 	}
-	e := apierror.New(apierror.UpstreamError, "%s", pe.Message)
+	e := apierror.New(apierror.UpstreamError, "%s", provider.Redact(pe.Message))
 	switch {
 	case pe.Status == http.StatusTooManyRequests:
 		e.Status = http.StatusTooManyRequests
