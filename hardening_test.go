@@ -22,11 +22,21 @@ import (
 // startGenWith is startGen with the gateway's configuration adjusted.
 func startGenWith(t *testing.T, opt func(*Config)) *genEnv {
 	t.Helper()
+	g := startGenWithDB(t, storetest.DatabaseURL(t), opt)
+	doc := strings.NewReplacer("{{UP}}", g.upURL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
+	g.admin("POST", "/admin/v1/catalog:apply", doc)
+	g.key, g.profileID = g.newProfile(t, "hard", "1000")
+	return g
+}
+
+// startGenWithDB starts a gateway on dbURL, with the upstream simulator and no catalogue.
+func startGenWithDB(t *testing.T, dbURL string, opt func(*Config)) *genEnv {
+	t.Helper()
 	rec := &recorder{next: simulator.New(simulator.Options{})}
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
 	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) {
+	e := startGateway(t, dbURL, adminToken, func(c *Config) {
 		c.Meter = meter
 		c.Env = func(name string) string {
 			if name == "UP_KEY" {
@@ -36,11 +46,7 @@ func startGenWith(t *testing.T, opt func(*Config)) *genEnv {
 		}
 		opt(c)
 	})
-	doc := strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
-	e.admin("POST", "/admin/v1/catalog:apply", doc)
-	g := &genEnv{env: e, up: rec, meter: meter, upURL: up.URL}
-	g.key, g.profileID = g.newProfile(t, "hard", "1000")
-	return g
+	return &genEnv{env: e, up: rec, meter: meter, upURL: up.URL}
 }
 
 // rawRequest writes a request head on a fresh connection and returns the connection and a

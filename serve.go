@@ -55,6 +55,9 @@ type Config struct {
 	AdminHTTPAddr string
 	// Limits bound request bodies (front.LimitsFromEnv); zero values are the defaults.
 	Limits front.Limits
+	// RealtimeMaxSession ends realtime sessions after this long; 0: no limit
+	// (GATEWAY_REALTIME_MAX_SESSION).
+	RealtimeMaxSession time.Duration
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -76,6 +79,7 @@ func configFlags(fs *flag.FlagSet) *Config {
 	}
 	fs.StringVar(&c.AdminHTTPAddr, "admin-http-addr", os.Getenv("GATEWAY_ADMIN_HTTP_ADDR"), "listener of the admin routes alone; empty: they share the client listener (GATEWAY_ADMIN_HTTP_ADDR)")
 	c.Limits = front.LimitsFromEnv(os.Getenv)
+	c.RealtimeMaxSession, _ = time.ParseDuration(os.Getenv("GATEWAY_REALTIME_MAX_SESSION"))
 	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
 	return c
 }
@@ -172,6 +176,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
+		RealtimeMaxSession: cfg.RealtimeMaxSession,
 	}}
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}}
 	if cfg.CatalogPath != "" {

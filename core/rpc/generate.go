@@ -59,6 +59,8 @@ type Generator struct {
 	// RealtimeSessionsPerKey bounds the realtime sessions of one key on this replica;
 	// DefaultRealtimeSessionsPerKey when 0.
 	RealtimeSessionsPerKey int
+	// RealtimeMaxSession ends a realtime session after this long (close 1008); 0: no limit.
+	RealtimeMaxSession time.Duration
 	// TextCounter measures texts whose upstream reports no usage (embeddings, moderations).
 	TextCounter func(texts []string) int64
 	// Ledger holds and charges; every generation goes through it.

@@ -69,7 +69,7 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 		limit = DefaultRealtimeSessionsPerKey
 	}
 	if !s.sessions.acquire(b.k.ID, limit) {
-		return b.refuse(&apierror.Error{Code: apierror.InvalidRequest, Status: http.StatusTooManyRequests,
+		return b.refuse(&apierror.Error{Code: apierror.RateLimited, Status: http.StatusTooManyRequests, RetryAfter: 1,
 			Message: fmt.Sprintf("the key already has %d realtime sessions open", limit)})
 	}
 	defer s.sessions.release(b.k.ID)
@@ -97,6 +97,9 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 	if err := x.toClient(&corev1.RealtimeResponse{Msg: &corev1.RealtimeResponse_Opened{Opened: &corev1.RealtimeOpened{SessionId: b.out.RequestID}}}); err != nil {
 		return nil
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go x.watch(ctx, bearer(ctx), done)
 	go x.fromClient()
 	x.fromUpstream()
 	return nil
@@ -115,6 +118,7 @@ type session struct {
 	sendMu sync.Mutex // the client side has two writers: both loops
 	upMu   sync.Mutex // the upstream connection has two writers too
 	events atomic.Int64
+	closed atomic.Bool // the client has been sent its close frame
 }
 
 func (x *session) toClient(m *corev1.RealtimeResponse) error {
@@ -127,7 +131,11 @@ func (x *session) frameToClient(f *corev1.Frame) error {
 	return x.toClient(&corev1.RealtimeResponse{Msg: &corev1.RealtimeResponse_Frame{Frame: f}})
 }
 
+// closeClient sends the client its close frame, once, whichever side ends the session first.
 func (x *session) closeClient(code int, reason string) {
+	if !x.closed.CompareAndSwap(false, true) {
+		return
+	}
 	_ = x.frameToClient(&corev1.Frame{Kind: corev1.FrameKind_FRAME_KIND_CLOSE, CloseCode: int32(code), CloseReason: reason})
 }
 
