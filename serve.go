@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/fullstorydev/grpchan/inprocgrpc"
@@ -58,6 +59,8 @@ type Config struct {
 	// RealtimeMaxSession ends realtime sessions after this long; 0: no limit
 	// (GATEWAY_REALTIME_MAX_SESSION).
 	RealtimeMaxSession time.Duration
+	// Replicas is how many replicas share each key's request limits (GATEWAY_REPLICAS).
+	Replicas int
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -80,6 +83,7 @@ func configFlags(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.AdminHTTPAddr, "admin-http-addr", os.Getenv("GATEWAY_ADMIN_HTTP_ADDR"), "listener of the admin routes alone; empty: they share the client listener (GATEWAY_ADMIN_HTTP_ADDR)")
 	c.Limits = front.LimitsFromEnv(os.Getenv)
 	c.RealtimeMaxSession, _ = time.ParseDuration(os.Getenv("GATEWAY_REALTIME_MAX_SESSION"))
+	c.Replicas, _ = strconv.Atoi(os.Getenv("GATEWAY_REPLICAS"))
 	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
 	return c
 }
@@ -185,13 +189,14 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		}
 	}
 
-	interceptors := []grpc.UnaryServerInterceptor{rpc.ErrorInterceptor(log)}
+	limiter := &rpc.KeyLimiter{Snapshots: holder, Replicas: cfg.Replicas}
+	interceptors := []grpc.UnaryServerInterceptor{rpc.ErrorInterceptor(log), limiter.Unary}
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
 	}
 	grpcSrv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(interceptors...),
-		grpc.ChainStreamInterceptor(rpc.StreamErrorInterceptor(log)),
+		grpc.ChainStreamInterceptor(rpc.StreamErrorInterceptor(log), limiter.Stream),
 	)
 	// The front reaches core over an in-process channel: same generated client, same
 	// interceptors, no socket, no serialisation. Messages change hands instead of being
@@ -200,7 +205,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	inproc := (&inprocgrpc.Channel{}).
 		WithCloner(inprocgrpc.CloneFunc(func(m any) (any, error) { return m, nil })).
 		WithServerUnaryInterceptor(rpc.Chain(interceptors...)).
-		WithServerStreamInterceptor(rpc.StreamErrorInterceptor(log))
+		WithServerStreamInterceptor(rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream))
 	for _, reg := range []grpc.ServiceRegistrar{grpcSrv, inproc} {
 		corev1.RegisterCoreServiceServer(reg, coreSrv)
 		catalogv1.RegisterCatalogServiceServer(reg, &rpc.CatalogServer{Snapshots: holder})
@@ -208,7 +213,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			adminv1.RegisterAdminServiceServer(reg, adminSrv)
 		}
 	}
-	streamErrors := rpc.StreamErrorInterceptor(log)
+	streamErrors := rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)
 	// inHandler runs a streaming RPC in the HTTP handler's goroutine, through the same
 	// interceptor as any stream.
 	inHandler := func(method string, stream grpc.ServerStream, call func() error) error {
