@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -228,36 +227,6 @@ func (x *session) fromUpstream() {
 			return
 		}
 	}
-}
-
-// clientEvent applies the session's fixed model: a session.update that names another model is
-// refused with the protocol's own error event (and not forwarded); one that names the
-// session's model gets the upstream name.
-func (x *session) clientEvent(data []byte) (forward, refusal []byte) {
-	if !bytes.Contains(data, []byte(`"model"`)) {
-		return data, nil
-	}
-	ev := gjson.ParseBytes(data)
-	model := ev.Get("session.model")
-	if ev.Get("type").String() != "session.update" || !model.Exists() {
-		return data, nil
-	}
-	if model.String() != x.b.m.ID && model.String() != x.upstreamModel {
-		msg := fmt.Sprintf("the session's model is fixed to %q by the connection; session.update may not switch it to %q", x.b.m.ID, model.String())
-		refusal, _ = sjson.SetBytes([]byte(`{"type":"error","error":{"type":"invalid_request_error","code":"model_switch_not_allowed","param":"session.model"}}`), "error.message", msg)
-		refusal, _ = sjson.SetBytes(refusal, "event_id", fmt.Sprintf("event_gw_%d", x.events.Add(1)))
-		if id := ev.Get("event_id"); id.Exists() {
-			refusal, _ = sjson.SetBytes(refusal, "error.event_id", id.String())
-		} else {
-			refusal, _ = sjson.SetRawBytes(refusal, "error.event_id", []byte("null"))
-		}
-		return nil, refusal
-	}
-	out, err := sjson.SetBytes(data, "session.model", x.upstreamModel)
-	if err != nil {
-		return data, nil
-	}
-	return out, nil
 }
 
 // upstreamEvent meters response.done and shows the public model in session events. It
