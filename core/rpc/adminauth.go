@@ -27,4 +27,3 @@ func AdminAuth(token string) grpc.UnaryServerInterceptor {
 		return handler(ctx, req)
 	}
 }
-

@@ -7,7 +7,6 @@ import (
 	"os"
 	"testing"
 
-
 	"modelgateway/core/metering"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
