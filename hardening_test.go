@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,9 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	adminv1 "modelgateway/gen/gateway/admin/v1"
+
 	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
 	"modelgateway/core/store/storetest"
+	"modelgateway/core/wire/apistatus"
 	"modelgateway/front"
 )
 
@@ -284,5 +292,29 @@ func TestAdminListenerAndAuthentication(t *testing.T) {
 	status, hdr, out := admin.do("GET", "/admin/v1/profiles/"+body["id"].(string), bearer(adminToken), "")
 	if status != 429 || code(out) != "rate_limited" || hdr.Get("Retry-After") == "" {
 		t.Fatalf("after ten failures: %d %v retry-after %q, want 429 rate_limited", status, out, hdr.Get("Retry-After"))
+	}
+
+	// The gRPC listener limits its callers the same way, by their address.
+	conn, err := grpc.NewClient(e.g.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := adminv1.NewAdminServiceClient(conn)
+	get := func(token string) error {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "bearer "+token)
+		_, err := cl.GetProfile(ctx, &adminv1.GetProfileRequest{Id: body["id"].(string)})
+		return err
+	}
+	if err := get(adminToken); err != nil {
+		t.Fatalf("gRPC with the right token and a lower-case scheme: %v", err)
+	}
+	for i := range 10 {
+		if e := apistatus.FromError(get(fmt.Sprint("wrong-", i))); e.Code != "invalid_admin_token" {
+			t.Fatalf("gRPC wrong token %d: %v", i, e)
+		}
+	}
+	if e := apistatus.FromError(get(adminToken)); e.Code != "rate_limited" || e.RetryAfter < 1 {
+		t.Fatalf("gRPC after ten failures: %+v, want rate_limited", e)
 	}
 }

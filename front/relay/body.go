@@ -103,8 +103,10 @@ func ReadBody(r *http.Request, limit int64) ([]byte, *apierror.Error) {
 	lease := leaseOf(r)
 	var size int64
 	switch {
-	case r.ContentLength == 0:
+	case r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody):
 		return []byte{}, nil
+	case r.ContentLength == 0: // a request built without its length: read as unknown
+		size = 16 << 10
 	case r.ContentLength > 0:
 		size = r.ContentLength
 	default:
