@@ -28,6 +28,20 @@ test:
 	@[ -d testdata/tsclients/node_modules ] || echo "*** testdata/tsclients/node_modules is missing: the TypeScript SDK suite will be SKIPPED (run npm ci in testdata/tsclients; .ci/run does) ***" >&2
 	$(GO) test -count=1 -timeout 15m ./...
 
+# Every fuzz target (each decoder of client input and of upstream answers) for FUZZTIME,
+# then the executions of each; `make test` runs their seed corpora only. The default is a
+# count, 10^6 executions per target, whatever the machine's speed; a duration works too
+# (FUZZTIME=3m). CI runs a short one.
+FUZZTIME ?= 1000000x
+.PHONY: fuzz
+fuzz:
+	@for dir in $$(grep -rl '^func Fuzz' --include='*_test.go' . | xargs -n1 dirname | sort -u); do \
+	  for fz in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | cut -d' ' -f2); do \
+	    out=$$($(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$dir 2>&1) || { echo "$$out"; exit 1; }; \
+	    printf '%-34s %-22s %12s executions\n' "$$dir" "$$fz" "$$(echo "$$out" | grep -o 'execs: [0-9]*' | tail -1 | cut -d' ' -f2)"; \
+	  done; \
+	done
+
 check: fmt lint vet imports gen-check
 
 $(BUF):

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/fullstorydev/grpchan/inprocgrpc"
@@ -52,6 +53,15 @@ type Config struct {
 	// FxURL is a CBR-format daily rates document fetched on a schedule; empty: off.
 	FxURL      string
 	FxInterval time.Duration
+	// AdminHTTPAddr, when set, is the only listener of the admin routes (GATEWAY_ADMIN_HTTP_ADDR).
+	AdminHTTPAddr string
+	// Limits bound request bodies (front.LimitsFromEnv); zero values are the defaults.
+	Limits front.Limits
+	// RealtimeMaxSession ends realtime sessions after this long; 0: no limit
+	// (GATEWAY_REALTIME_MAX_SESSION).
+	RealtimeMaxSession time.Duration
+	// Replicas is how many replicas share each key's request limits (GATEWAY_REPLICAS).
+	Replicas int
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -71,6 +81,10 @@ func configFlags(fs *flag.FlagSet) *Config {
 	if err != nil || fxEvery <= 0 {
 		fxEvery = fx.DefaultInterval
 	}
+	fs.StringVar(&c.AdminHTTPAddr, "admin-http-addr", os.Getenv("GATEWAY_ADMIN_HTTP_ADDR"), "listener of the admin routes alone; empty: they share the client listener (GATEWAY_ADMIN_HTTP_ADDR)")
+	c.Limits = front.LimitsFromEnv(os.Getenv)
+	c.RealtimeMaxSession, _ = time.ParseDuration(os.Getenv("GATEWAY_REALTIME_MAX_SESSION"))
+	c.Replicas, _ = strconv.Atoi(os.Getenv("GATEWAY_REPLICAS"))
 	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
 	return c
 }
@@ -104,6 +118,7 @@ func cmdMigrate(ctx context.Context, args []string) error {
 // Gateway is a running server: both listeners, the snapshot watcher and the pool.
 type Gateway struct {
 	HTTPAddr, GRPCAddr string
+	AdminHTTPAddr      string // empty unless GATEWAY_ADMIN_HTTP_ADDR is set
 	Store              *store.Store
 	Snapshots          *snapshot.Holder
 	Admin              *rpc.AdminServer
@@ -122,6 +137,9 @@ type Gateway struct {
 	statusDone chan struct{}
 	stop       context.CancelFunc
 	done       chan struct{}
+
+	// adminSrv serves GATEWAY_ADMIN_HTTP_ADDR; nil when the admin routes share httpSrv
+	adminSrv *http.Server
 }
 
 // Start migrates, loads the snapshot and serves; it returns once both listeners are bound.
@@ -166,6 +184,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
+		RealtimeMaxSession: cfg.RealtimeMaxSession,
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
 	statusCfg, err := cfg.statusFlags()
@@ -181,13 +200,14 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		}
 	}
 
-	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log)}
+	limiter := &rpc.KeyLimiter{Snapshots: holder, Replicas: cfg.Replicas}
+	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log), limiter.Unary}
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
 	}
 	grpcSrv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(interceptors...),
-		grpc.ChainStreamInterceptor(rpc.StreamErrorInterceptor(log)),
+		grpc.ChainStreamInterceptor(rpc.StreamErrorInterceptor(log), limiter.Stream),
 	)
 	// The front reaches core over an in-process channel: same generated client, same
 	// interceptors, no socket, no serialisation. Messages change hands instead of being
@@ -196,7 +216,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	inproc := (&inprocgrpc.Channel{}).
 		WithCloner(inprocgrpc.CloneFunc(func(m any) (any, error) { return m, nil })).
 		WithServerUnaryInterceptor(rpc.Chain(interceptors...)).
-		WithServerStreamInterceptor(rpc.StreamErrorInterceptor(log))
+		WithServerStreamInterceptor(rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream))
 	for _, reg := range []grpc.ServiceRegistrar{grpcSrv, inproc} {
 		corev1.RegisterCoreServiceServer(reg, coreSrv)
 		catalogv1.RegisterCatalogServiceServer(reg, &rpc.CatalogServer{Snapshots: holder})
@@ -205,7 +225,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			adminv1.RegisterAdminServiceServer(reg, adminSrv)
 		}
 	}
-	streamErrors := rpc.StreamErrorInterceptor(log)
+	streamErrors := rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)
 	// inHandler runs a streaming RPC in the HTTP handler's goroutine, through the same
 	// interceptor as any stream.
 	inHandler := func(method string, stream grpc.ServerStream, call func() error) error {
@@ -231,7 +251,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			}
 			return st.Pool.Ping(ctx)
 		},
-		Log: log,
+		Log: log, Limits: cfg.Limits, AdminSeparate: cfg.AdminHTTPAddr != "",
 	}
 	if cfg.AdminToken != "" {
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)
@@ -259,8 +279,16 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
-		front: handler, httpSrv: &http.Server{Handler: siteHandler, ReadHeaderTimeout: 10 * time.Second},
+		front: handler, httpSrv: newHTTPServer(siteHandler),
 		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, Status: site.rec, statusDone: site.done,
+	}
+	if cfg.AdminHTTPAddr != "" {
+		adminLn, err := net.Listen("tcp", cfg.AdminHTTPAddr)
+		if err != nil {
+			return fail(fmt.Errorf("listen admin http: %w", err))
+		}
+		g.AdminHTTPAddr, g.adminSrv = adminLn.Addr().String(), newHTTPServer(handler.AdminHandler())
+		go func() { _ = g.adminSrv.Serve(front.WrapListener(adminLn)) }()
 	}
 	site.run(runCtx)
 	watchDone := make(chan struct{})
@@ -276,7 +304,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	go func() { _ = grpcSrv.Serve(grpcLn) }()
 	go func() {
 		defer close(g.done)
-		if err := g.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := g.httpSrv.Serve(front.WrapListener(httpLn)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server failed", "err", err)
 		}
 		<-watchDone
@@ -297,6 +325,9 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	realtimeDone := make(chan error, 1)
 	go func() { realtimeDone <- g.front.Shutdown(ctx) }()
 	err := errors.Join(g.httpSrv.Shutdown(ctx), <-realtimeDone)
+	if g.adminSrv != nil {
+		err = errors.Join(err, g.adminSrv.Shutdown(ctx))
+	}
 	stopped := make(chan struct{})
 	go func() { g.grpcSrv.GracefulStop(); close(stopped) }()
 	select {
@@ -315,6 +346,13 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	_ = g.simSrv.Close()
 	g.Store.Close()
 	return err
+}
+
+// newHTTPServer bounds what a connection may cost before and between requests: headers
+// within 10 s, an idle keep-alive connection closed after 2 minutes. Bodies are paced by the
+// front (front.Limits); nothing bounds an answer's total time (spec 6.2).
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
 // logMeter logs every outcome at debug level.

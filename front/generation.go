@@ -83,5 +83,10 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, h http.
 		return
 	}
 	setBearer(r, key)
+	r, release := s.admit(w, r, h)
+	if r == nil {
+		return
+	}
+	defer release()
 	h.ServeHTTP(w, r)
 }

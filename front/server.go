@@ -37,6 +37,11 @@ type Config struct {
 	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).
 	Ready func(context.Context) error
 	Log   *slog.Logger
+	// AdminSeparate keeps the admin routes off this handler: they are served by AdminHandler
+	// on a listener of their own (GATEWAY_ADMIN_HTTP_ADDR).
+	AdminSeparate bool
+	// Limits bound what a client can make the front hold; zero values are the defaults.
+	Limits Limits
 }
 
 // Server is the HTTP handler.
@@ -46,6 +51,10 @@ type Server struct {
 	adminMux *runtime.ServeMux
 	gen      *generation
 	realtime *realtime.Handler
+	limits   Limits
+	budget   *relay.Budget
+
+	adminFailures *failureLimiter
 }
 
 // genMIME selects the camelCase marshaler that the content-generation model objects need;
@@ -61,6 +70,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime}}
+	s.limits = cfg.Limits.withDefaults()
+	s.adminFailures = &failureLimiter{Burst: adminFailureBurst, Every: adminFailureEvery}
+	s.budget = &relay.Budget{Total: s.limits.BodyBudget, PerKey: s.limits.KeyBodyBudget}
 	s.coreMux = newGatewayMux()
 	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
 		return nil, err
@@ -151,23 +163,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.onlyGET(w, r, s.healthz)
 	case p == "/readyz":
 		s.onlyGET(w, r, s.readyz)
-	case strings.HasPrefix(p, "/admin/v1/"):
-		if s.adminMux == nil {
-			writeError(w, r, apierror.New(apierror.NotFound, "the admin API is disabled: GATEWAY_ADMIN_TOKEN is not set"))
-			return
-		}
-		if r.ContentLength > maxAdminBody {
-			writeError(w, r, apierror.New(apierror.PayloadTooLarge, "the request body is larger than %d bytes", maxAdminBody))
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxAdminBody)
-		if p == "/admin/v1/catalog:apply" && isYAML(r.Header.Get("Content-Type")) {
-			if err := yamlToJSON(r); err != nil {
-				writeError(w, r, apierror.New(apierror.InvalidRequest, "catalog document: %v", err))
-				return
-			}
-		}
-		s.adminMux.ServeHTTP(w, r)
+	case strings.HasPrefix(p, "/admin/v1/") && !s.cfg.AdminSeparate:
+		s.serveAdmin(w, r)
 	case p == "/v1/catalog":
 		s.onlyGET(w, r, s.catalog)
 	case p == "/v1/models", strings.HasPrefix(p, "/v1/models/"), p == "/v1/balance",

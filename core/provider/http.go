@@ -124,7 +124,7 @@ func transportError(parent context.Context, cause, err error) *Error {
 // message at error.message.
 func StatusError(status int, body []byte) *Error {
 	e := &Error{Status: status, Retryable: status == http.StatusTooManyRequests || status >= 500}
-	msg := gjson.GetBytes(body, "error.message").String()
+	msg := Redact(gjson.GetBytes(body, "error.message").String())
 	if len(msg) > 500 {
 		msg = msg[:500] + "..."
 	}

@@ -79,11 +79,13 @@ type Error struct {
 	Err       error
 }
 
+// Error is redacted (Redact): it is what logs print, and a transport error quotes the
+// upstream address, where some providers take their key.
 func (e *Error) Error() string {
 	if e.Err != nil {
-		return e.Message + ": " + e.Err.Error()
+		return Redact(e.Message + ": " + e.Err.Error())
 	}
-	return e.Message
+	return Redact(e.Message)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -18,13 +18,18 @@ type RealtimeDialer interface {
 	DialRealtime(ctx context.Context, up Upstream, open *corev1.RealtimeOpen) (*websocket.Conn, error)
 }
 
+// realtimeQuery are the query parameters of the upstream's realtime endpoint a client may
+// set: anything else (an api-version, a key, a debugging switch of some deployment) is the
+// gateway's business, not the client's.
+var realtimeQuery = map[string]bool{"intent": true}
+
 // realtimeDialer dials with the first-byte timeout bounding the handshake.
 var realtimeDialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: DefaultFirstByteTimeout,
 	ReadBufferSize: 32 << 10, WriteBufferSize: 32 << 10}
 
 // DialOpenAIRealtime opens {base}/realtime?model=<upstream model> (base as the OpenAI SDK
 // takes it, http(s) turned into ws(s)) with the provider's credential and the client's beta
-// choice; the client's other query parameters (e.g. intent) go along.
+// choice; of the client's other query parameters only those of realtimeQuery go along.
 func DialOpenAIRealtime(ctx context.Context, base string, up Upstream, open *corev1.RealtimeOpen) (*websocket.Conn, error) {
 	u, err := url.Parse(strings.TrimRight(base, "/") + "/realtime")
 	if err != nil {
@@ -38,7 +43,9 @@ func DialOpenAIRealtime(ctx context.Context, base string, up Upstream, open *cor
 	}
 	q := url.Values{}
 	for k, v := range open.GetQuery() {
-		q.Set(k, v)
+		if realtimeQuery[k] {
+			q.Set(k, v)
+		}
 	}
 	q.Set("model", up.UpstreamModel)
 	u.RawQuery = q.Encode()

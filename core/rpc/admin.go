@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -34,21 +32,6 @@ type AdminServer struct {
 	Verifier Verifier
 	// Env reads provider credentials, to warn about unset ones; os.Getenv when nil.
 	Env func(string) string
-}
-
-// AdminAuth guards the admin service with the operator token, compared in constant time.
-func AdminAuth(token string) grpc.UnaryServerInterceptor {
-	want := []byte("Bearer " + token)
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if !strings.HasPrefix(info.FullMethod, "/"+adminv1.AdminService_ServiceDesc.ServiceName+"/") {
-			return handler(ctx, req)
-		}
-		got := []byte(firstMD(ctx, MetadataAuthorization))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			return nil, apierror.New(apierror.InvalidAdminToken, "the admin token is missing or wrong")
-		}
-		return handler(ctx, req)
-	}
 }
 
 // Amounts are exact to 9 fractional digits and bounded by the numeric(38,9) columns.
@@ -101,7 +84,7 @@ func keyProto(k *store.Key) *adminv1.Key {
 	return &adminv1.Key{
 		Id: k.ID.String(), ProfileId: k.ProfileID.String(), Name: k.Name, Prefix: k.Prefix,
 		AllowedEndpoints: k.AllowedEndpoints, AllowedModels: k.AllowedModels, State: k.State,
-		CreateTime: timestamppb.New(k.CreateTime),
+		CreateTime: timestamppb.New(k.CreateTime), MaxConcurrentRequests: k.MaxConcurrent, MaxRequestsPerSecond: k.MaxRPS,
 	}
 }
 
@@ -206,6 +189,9 @@ func (s *AdminServer) CreateKey(ctx context.Context, req *adminv1.CreateKeyReque
 	if err := validatePolicy(req.GetAllowedEndpoints(), req.GetAllowedModels()); err != nil {
 		return nil, err
 	}
+	if err := validateLimits(req.GetMaxConcurrentRequests(), req.GetMaxRequestsPerSecond()); err != nil {
+		return nil, err
+	}
 	if _, err := s.Store.GetProfile(ctx, pid); err != nil {
 		return nil, storeError("profile", err)
 	}
@@ -216,6 +202,7 @@ func (s *AdminServer) CreateKey(ctx context.Context, req *adminv1.CreateKeyReque
 	k, err := s.Store.CreateKey(ctx, &store.Key{
 		ProfileID: pid, Name: req.GetName(), Prefix: sec.Prefix, SecretHash: sec.Hash[:],
 		AllowedEndpoints: req.GetAllowedEndpoints(), AllowedModels: req.GetAllowedModels(),
+		MaxConcurrent: req.GetMaxConcurrentRequests(), MaxRPS: req.GetMaxRequestsPerSecond(),
 	})
 	if err != nil {
 		return nil, storeError("key", err)
@@ -265,6 +252,12 @@ func (s *AdminServer) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyReque
 		if len(in.GetAllowedModels()) > 0 {
 			paths = append(paths, "allowed_models")
 		}
+		if in.GetMaxConcurrentRequests() != 0 {
+			paths = append(paths, "max_concurrent_requests")
+		}
+		if in.GetMaxRequestsPerSecond() != 0 {
+			paths = append(paths, "max_requests_per_second")
+		}
 	}
 	var u store.KeyUpdate
 	for _, p := range paths {
@@ -277,12 +270,21 @@ func (s *AdminServer) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyReque
 			u.AllowedEndpoints = in.GetAllowedEndpoints()
 		case "allowed_models":
 			u.AllowedModels = in.GetAllowedModels()
+		case "max_concurrent_requests":
+			v := in.GetMaxConcurrentRequests()
+			u.MaxConcurrent = &v
+		case "max_requests_per_second":
+			v := in.GetMaxRequestsPerSecond()
+			u.MaxRPS = &v
 		default:
 			return nil, apierror.New(apierror.InvalidRequest, "%s: cannot be updated", p)
 		}
 	}
-	if u.Name == nil && u.AllowedEndpoints == nil && u.AllowedModels == nil {
-		return nil, apierror.New(apierror.InvalidRequest, "nothing to update: give name, allowed_endpoints or allowed_models")
+	if u.Name == nil && u.AllowedEndpoints == nil && u.AllowedModels == nil && u.MaxConcurrent == nil && u.MaxRPS == nil {
+		return nil, apierror.New(apierror.InvalidRequest, "nothing to update: give name, allowed_endpoints, allowed_models or a request limit")
+	}
+	if err := validateLimits(in.GetMaxConcurrentRequests(), in.GetMaxRequestsPerSecond()); err != nil {
+		return nil, err
 	}
 	cur, err := s.Store.GetKey(ctx, id)
 	if err != nil {

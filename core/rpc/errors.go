@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"modelgateway/core/provider"
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
 )
@@ -85,9 +86,13 @@ func toStatus(ctx context.Context, log *slog.Logger, method string, err error) e
 		if ctx.Err() != nil {
 			apiErr = apierror.New(apierror.InvalidRequest, "the request was cancelled")
 		} else {
-			log.Error("rpc failed", "method", method, "request_id", firstMD(ctx, MetadataRequestID), "err", err)
+			log.Error("rpc failed", "method", method, "request_id", firstMD(ctx, MetadataRequestID), "err", provider.Redact(err.Error()))
 			apiErr = apierror.New(apierror.Internal, "internal error")
 		}
+	}
+	// Every message leaves core through here: no provider credential or key in any of them.
+	if red := provider.Redact(apiErr.Message); red != apiErr.Message {
+		apiErr = &apierror.Error{Code: apiErr.Code, Message: red, Status: apiErr.Status, RetryAfter: apiErr.RetryAfter}
 	}
 	return apistatus.ToStatus(apiErr, firstMD(ctx, MetadataRequestID))
 }

@@ -62,6 +62,8 @@ type Generator struct {
 	// RealtimeSessionsPerKey bounds the realtime sessions of one key on this replica;
 	// DefaultRealtimeSessionsPerKey when 0.
 	RealtimeSessionsPerKey int
+	// RealtimeMaxSession ends a realtime session after this long (close 1008); 0: no limit.
+	RealtimeMaxSession time.Duration
 	// TextCounter measures texts whose upstream reports no usage (embeddings, moderations).
 	TextCounter func(texts []string) int64
 	// Ledger holds and charges; every generation goes through it.
@@ -253,9 +255,9 @@ func upstreamError(err error) *apierror.Error {
 		return apierror.New(apierror.UpstreamError, "the upstream failed")
 	}
 	if pe.Timeout {
-		return apierror.New(apierror.UpstreamTimeout, "%s", pe.Message)
+		return apierror.New(apierror.UpstreamTimeout, "%s", provider.Redact(pe.Message))
 	}
-	e := apierror.New(apierror.UpstreamError, "%s", pe.Message)
+	e := apierror.New(apierror.UpstreamError, "%s", provider.Redact(pe.Message))
 	switch {
 	case pe.Status == http.StatusTooManyRequests:
 		e.Status = http.StatusTooManyRequests

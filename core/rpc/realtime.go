@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -69,7 +68,7 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 		limit = DefaultRealtimeSessionsPerKey
 	}
 	if !s.sessions.acquire(b.k.ID, limit) {
-		return b.refuse(&apierror.Error{Code: apierror.InvalidRequest, Status: http.StatusTooManyRequests,
+		return b.refuse(&apierror.Error{Code: apierror.RateLimited, Status: http.StatusTooManyRequests, RetryAfter: 1,
 			Message: fmt.Sprintf("the key already has %d realtime sessions open", limit)})
 	}
 	defer s.sessions.release(b.k.ID)
@@ -97,6 +96,9 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 	if err := x.toClient(&corev1.RealtimeResponse{Msg: &corev1.RealtimeResponse_Opened{Opened: &corev1.RealtimeOpened{SessionId: b.out.RequestID}}}); err != nil {
 		return nil
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go x.watch(ctx, bearer(ctx), done)
 	go x.fromClient()
 	x.fromUpstream()
 	return nil
@@ -115,6 +117,7 @@ type session struct {
 	sendMu sync.Mutex // the client side has two writers: both loops
 	upMu   sync.Mutex // the upstream connection has two writers too
 	events atomic.Int64
+	closed atomic.Bool // the client has been sent its close frame
 }
 
 func (x *session) toClient(m *corev1.RealtimeResponse) error {
@@ -127,7 +130,11 @@ func (x *session) frameToClient(f *corev1.Frame) error {
 	return x.toClient(&corev1.RealtimeResponse{Msg: &corev1.RealtimeResponse_Frame{Frame: f}})
 }
 
+// closeClient sends the client its close frame, once, whichever side ends the session first.
 func (x *session) closeClient(code int, reason string) {
+	if !x.closed.CompareAndSwap(false, true) {
+		return
+	}
 	_ = x.frameToClient(&corev1.Frame{Kind: corev1.FrameKind_FRAME_KIND_CLOSE, CloseCode: int32(code), CloseReason: reason})
 }
 
@@ -220,36 +227,6 @@ func (x *session) fromUpstream() {
 			return
 		}
 	}
-}
-
-// clientEvent applies the session's fixed model: a session.update that names another model is
-// refused with the protocol's own error event (and not forwarded); one that names the
-// session's model gets the upstream name.
-func (x *session) clientEvent(data []byte) (forward, refusal []byte) {
-	if !bytes.Contains(data, []byte(`"model"`)) {
-		return data, nil
-	}
-	ev := gjson.ParseBytes(data)
-	model := ev.Get("session.model")
-	if ev.Get("type").String() != "session.update" || !model.Exists() {
-		return data, nil
-	}
-	if model.String() != x.b.m.ID && model.String() != x.upstreamModel {
-		msg := fmt.Sprintf("the session's model is fixed to %q by the connection; session.update may not switch it to %q", x.b.m.ID, model.String())
-		refusal, _ = sjson.SetBytes([]byte(`{"type":"error","error":{"type":"invalid_request_error","code":"model_switch_not_allowed","param":"session.model"}}`), "error.message", msg)
-		refusal, _ = sjson.SetBytes(refusal, "event_id", fmt.Sprintf("event_gw_%d", x.events.Add(1)))
-		if id := ev.Get("event_id"); id.Exists() {
-			refusal, _ = sjson.SetBytes(refusal, "error.event_id", id.String())
-		} else {
-			refusal, _ = sjson.SetRawBytes(refusal, "error.event_id", []byte("null"))
-		}
-		return nil, refusal
-	}
-	out, err := sjson.SetBytes(data, "session.model", x.upstreamModel)
-	if err != nil {
-		return data, nil
-	}
-	return out, nil
 }
 
 // upstreamEvent meters response.done and shows the public model in session events. It

@@ -63,6 +63,9 @@ type Key struct {
 	endpoints     map[string]bool
 	allModels     bool
 	models        map[string]bool
+
+	// MaxConcurrent and MaxRPS are the key's request limits across replicas; 0: none.
+	MaxConcurrent, MaxRPS int32
 }
 
 // AllowsEndpoint reports whether the key may use an endpoint family.
@@ -131,7 +134,7 @@ func Build(d *store.CatalogData, now time.Time) *Snapshot {
 		if k.State != store.KeyActive || len(k.SecretHash) != 32 {
 			continue
 		}
-		key := &Key{ID: k.ID, ProfileID: k.ProfileID, endpoints: map[string]bool{}, models: map[string]bool{}}
+		key := &Key{ID: k.ID, ProfileID: k.ProfileID, MaxConcurrent: k.MaxConcurrent, MaxRPS: k.MaxRPS, endpoints: map[string]bool{}, models: map[string]bool{}}
 		for _, e := range k.AllowedEndpoints {
 			key.allEndpoints = key.allEndpoints || e == Wildcard
 			key.endpoints[e] = true

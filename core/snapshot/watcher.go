@@ -25,6 +25,9 @@ type Holder struct {
 	// change could finish after one that read it afterwards and put the older snapshot back.
 	reloading sync.Mutex
 	reloadCh  chan struct{}
+	// changed is closed, and replaced, whenever a new snapshot is stored (Changed).
+	changedMu sync.Mutex
+	changed   chan struct{}
 	// Interval of the safety-net reload.
 	Interval time.Duration
 	Log      *slog.Logger
@@ -52,7 +55,24 @@ func (h *Holder) Reload(ctx context.Context) error {
 		return fmt.Errorf("load snapshot: %w", err)
 	}
 	h.cur.Store(Build(d, time.Now()))
+	h.changedMu.Lock()
+	if h.changed != nil {
+		close(h.changed)
+		h.changed = nil
+	}
+	h.changedMu.Unlock()
 	return nil
+}
+
+// Changed returns a channel that is closed when the next snapshot replaces the current one:
+// long-lived sessions re-check their key on it instead of polling.
+func (h *Holder) Changed() <-chan struct{} {
+	h.changedMu.Lock()
+	defer h.changedMu.Unlock()
+	if h.changed == nil {
+		h.changed = make(chan struct{})
+	}
+	return h.changed
 }
 
 // Run listens for change notifications until ctx ends. Notifications are coalesced: a burst

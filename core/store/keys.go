@@ -20,6 +20,9 @@ type Key struct {
 	AllowedModels    []string
 	State            string
 	CreateTime       time.Time
+	// MaxConcurrent and MaxRPS limit the key's requests in flight and per second across
+	// replicas; 0 is no limit.
+	MaxConcurrent, MaxRPS int32
 }
 
 // Key states.
@@ -28,11 +31,11 @@ const (
 	KeyRevoked = "REVOKED"
 )
 
-const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time`
+const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time, max_concurrent, max_rps`
 
 func scanKey(row pgx.Row) (*Key, error) {
 	var k Key
-	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime); err != nil {
+	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime, &k.MaxConcurrent, &k.MaxRPS); err != nil {
 		return nil, interpretError(err)
 	}
 	return &k, nil
@@ -51,9 +54,9 @@ func createKey(ctx context.Context, q interface {
 		return nil, fmt.Errorf("new key id: %w", err)
 	}
 	return scanKey(q.QueryRow(ctx, `
-		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels))
+		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, max_concurrent, max_rps)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels, k.MaxConcurrent, k.MaxRPS))
 }
 
 // GetKey reads one key.
@@ -84,6 +87,8 @@ type KeyUpdate struct {
 	Name             *string
 	AllowedEndpoints []string // nil = unchanged
 	AllowedModels    []string // nil = unchanged
+	MaxConcurrent    *int32
+	MaxRPS           *int32
 }
 
 // ErrKeyRevoked refuses changes to a revoked key.
@@ -95,9 +100,11 @@ func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key,
 		UPDATE api_keys SET
 			name = coalesce($2, name),
 			allowed_endpoints = coalesce($3, allowed_endpoints),
-			allowed_models = coalesce($4, allowed_models)
+			allowed_models = coalesce($4, allowed_models),
+			max_concurrent = coalesce($5, max_concurrent),
+			max_rps = coalesce($6, max_rps)
 		WHERE id = $1 AND state = 'ACTIVE'
-		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels))
+		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS))
 	if err == ErrNotFound {
 		if _, getErr := s.GetKey(ctx, id); getErr == nil {
 			return nil, ErrKeyRevoked
@@ -129,6 +136,7 @@ func (s *Store) RotateKey(ctx context.Context, id uuid.UUID, prefix string, secr
 		created, err = createKey(ctx, tx, &Key{
 			ProfileID: old.ProfileID, Name: old.Name, Prefix: prefix, SecretHash: secretHash,
 			AllowedEndpoints: old.AllowedEndpoints, AllowedModels: old.AllowedModels,
+			MaxConcurrent: old.MaxConcurrent, MaxRPS: old.MaxRPS,
 		})
 		if err != nil {
 			return fmt.Errorf("create replacement key: %w", err)

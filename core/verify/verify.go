@@ -159,6 +159,7 @@ func Upstream(m *snapshot.Model, p *store.Provider, route *store.Route, env func
 			env = os.Getenv
 		}
 		u.APIKey = env(p.APIKeyEnv)
+		provider.NoteSecret(u.APIKey) // hidden from every upstream string from now on
 	}
 	if u.UpstreamModel == "" {
 		u.UpstreamModel = m.ID

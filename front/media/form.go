@@ -17,6 +17,11 @@ const (
 	chunkSize = 64 << 10
 	// maxField caps a plain field, which is read whole.
 	maxField = 1 << 20
+	// maxFields caps the bytes of all plain fields of a form together, and maxParts the
+	// number of parts: the SDKs send a handful of each, and every part costs a header map
+	// and a message, so hundreds of thousands of tiny parts in 25 MiB must not be parsed.
+	maxFields = 2 << 20
+	maxParts  = 256
 )
 
 // requiredFiles names the file part a multipart family cannot do without (spec 4.4); the
@@ -42,6 +47,8 @@ type form struct {
 	curStaged     bool
 	ended         bool // the closing boundary has been read
 	sawRequired   bool
+	parts         int   // parts read so far
+	fieldBytes    int64 // bytes of plain fields read so far
 	data          *corev1.ForwardRequest_Data
 	dataMsg       *corev1.ForwardRequest
 }
@@ -75,7 +82,7 @@ func newForm(family, dir string, body *limitedBody, boundary string, contentLeng
 func (f *form) readHead() (*corev1.ForwardHead, error) {
 	head := &corev1.ForwardHead{EndpointFamily: f.family, Multipart: true}
 	for {
-		p, err := f.mr.NextPart()
+		p, err := f.nextPart()
 		if err == io.EOF { // exactly: a wrapped EOF is a truncated form
 			if err := f.end(); err != nil {
 				return nil, err
@@ -96,7 +103,7 @@ func (f *form) readHead() (*corev1.ForwardHead, error) {
 			}
 			continue
 		}
-		field, err := readField(p)
+		field, err := f.readField(p)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +165,7 @@ func (f *form) next() (*corev1.ForwardRequest, error) {
 		if f.ended {
 			return nil, io.EOF
 		}
-		p, err := f.mr.NextPart()
+		p, err := f.nextPart()
 		if err == io.EOF {
 			if err := f.end(); err != nil {
 				return nil, err
@@ -176,7 +183,7 @@ func (f *form) next() (*corev1.ForwardRequest, error) {
 			f.cur, f.curStaged = p, false
 			return partMessage(filePart(p)), nil
 		}
-		field, err := readField(p)
+		field, err := f.readField(p)
 		if err != nil {
 			return nil, err
 		}
@@ -256,12 +263,30 @@ func filePart(p *multipart.Part) *corev1.FormPart {
 	return &corev1.FormPart{Name: p.FormName(), Filename: p.FileName(), ContentType: p.Header.Get("Content-Type"), File: true}
 }
 
-func readField(p *multipart.Part) (*corev1.FormPart, error) {
-	v, err := io.ReadAll(io.LimitReader(p, maxField+1))
+// nextPart is the form's next part within the part count.
+func (f *form) nextPart() (*multipart.Part, error) {
+	p, err := f.mr.NextPart()
 	if err != nil {
 		return nil, err
 	}
-	if len(v) > maxField {
+	if f.parts++; f.parts > maxParts {
+		return nil, invalid("the form has more than %d parts", maxParts)
+	}
+	return p, nil
+}
+
+// readField reads a plain field whole, within its own limit and the form's.
+func (f *form) readField(p *multipart.Part) (*corev1.FormPart, error) {
+	limit := min(maxField, maxFields-f.fieldBytes)
+	v, err := io.ReadAll(io.LimitReader(p, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	f.fieldBytes += int64(len(v))
+	if int64(len(v)) > limit {
+		if limit < maxField {
+			return nil, invalid("the form's plain fields together are larger than %d bytes", maxFields)
+		}
 		return nil, invalid("the form field %q is larger than %d bytes", p.FormName(), maxField)
 	}
 	return &corev1.FormPart{Name: p.FormName(), Value: v}, nil

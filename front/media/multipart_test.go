@@ -110,6 +110,15 @@ func TestMultipartRejects(t *testing.T) {
 			formString(t, field("model", "m"), file("image", "a.png", "image/png", 5000, 1))[:3000], goodKey,
 			400, "invalid_request_error", "unexpected EOF", true},
 		{"an empty body", "images.variations", "", goodKey, 400, "invalid_request_error", "multipart", false},
+		{"more parts than any SDK sends, before the head (issue 16)", "audio.transcriptions",
+			formString(t, append(tinyFields(maxParts), field("model", "whisper-1"))...), goodKey,
+			400, "invalid_request_error", "more than 256 parts", false},
+		{"more parts than any SDK sends, after the head", "audio.transcriptions",
+			formString(t, append([]part{field("model", "whisper-1"), file("file", "a.mp3", "audio/mpeg", 10, 1)}, tinyFields(maxParts)...)...), goodKey,
+			400, "invalid_request_error", "more than 256 parts", true},
+		{"plain fields above 2 MiB together", "audio.transcriptions",
+			formString(t, field("a", bigField[:maxField]), field("b", bigField[:maxField]), field("c", "x"), field("model", "whisper-1")), goodKey,
+			400, "invalid_request_error", "plain fields together are larger than", false},
 		{"a bad key wins over a bad form (spec 5 rule 2)", "images.edits", formString(t, field("prompt", "p")), "Bearer sk-bad",
 			401, "invalid_key", "not valid", false},
 	}
@@ -127,6 +136,15 @@ func TestMultipartRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tinyFields is n one-byte plain fields.
+func tinyFields(n int) []part {
+	out := make([]part, n)
+	for i := range out {
+		out[i] = field("f", "x")
+	}
+	return out
 }
 
 func formString(t *testing.T, parts ...part) string { return string(buildForm(t, parts...)) }

@@ -8,9 +8,7 @@ package relay
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
@@ -207,7 +205,9 @@ func (h *Handler) keyFirst(ctx context.Context, bodyErr *apierror.Error) *apierr
 // KeyFirst returns the key's error when the key may not call the family at all, else
 // bodyErr; ctx is an OutgoingContext.
 func KeyFirst(ctx context.Context, core corev1.CoreServiceClient, family string, bodyErr *apierror.Error) *apierror.Error {
-	if _, err := core.Authorize(ctx, &corev1.AuthorizeRequest{EndpointFamily: family}); err != nil {
+	// Not cancelled with the request: a body that failed because the connection did (a
+	// timeout) still gets its proper answer; the check is an in-memory lookup.
+	if _, err := core.Authorize(context.WithoutCancel(ctx), &corev1.AuthorizeRequest{EndpointFamily: family}); err != nil {
 		return apistatus.FromError(err)
 	}
 	return bodyErr
@@ -257,41 +257,6 @@ func (h *heldResponse) send(w http.ResponseWriter) {
 	w.Header().Del("Content-Length")
 	w.WriteHeader(h.status)
 	_, _ = w.Write(h.body)
-}
-
-// ReadBody reads at most limit bytes; a larger body is payload_too_large, decided while
-// reading (a lying or absent Content-Length does not help).
-func ReadBody(r *http.Request, limit int64) ([]byte, *apierror.Error) {
-	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
-	}
-	size := r.ContentLength
-	if size < 0 || size > 1<<20 {
-		size = 16 << 10
-	}
-	buf := make([]byte, 0, size+1)
-	lr := &io.LimitedReader{R: r.Body, N: limit + 1}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := lr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, apierror.New(apierror.InvalidRequest, "reading the request body: %v", err)
-		}
-	}
-	if int64(len(buf)) > limit {
-		return nil, tooLarge(limit)
-	}
-	return buf, nil
-}
-
-func tooLarge(limit int64) *apierror.Error {
-	return apierror.New(apierror.PayloadTooLarge, "the request body is larger than %s bytes", strconv.FormatInt(limit, 10))
 }
 
 // WriteError renders the spec envelope with the request's id; on the messages routes it

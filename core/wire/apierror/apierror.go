@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // Spec error codes (spec 7) and the few operator-surface codes the spec leaves to us.
@@ -26,6 +27,10 @@ const (
 	UpstreamTimeout        = "upstream_timeout"
 	PricingUnavailable     = "pricing_unavailable"
 	DuplicateRequestID     = "duplicate_request_id"
+	// RateLimited: a per-key limit (concurrent requests, requests per second, realtime
+	// sessions, bytes of bodies in flight) or the replica's body budget is exhausted; HTTP 429
+	// with Retry-After.
+	RateLimited = "rate_limited"
 
 	// Operator surface and routing; not in the spec's table.
 	NotFound           = "not_found"
@@ -59,6 +64,7 @@ var statuses = map[string]int{
 	UpstreamTimeout:        http.StatusGatewayTimeout,
 	PricingUnavailable:     http.StatusForbidden,
 	DuplicateRequestID:     http.StatusConflict,
+	RateLimited:            http.StatusTooManyRequests,
 	NotFound:               http.StatusNotFound,
 	MethodNotAllowed:       http.StatusMethodNotAllowed,
 	AlreadyExists:          http.StatusConflict,
@@ -73,7 +79,7 @@ var Codes = []string{
 	InvalidKey, ModelNotFound, ModelNotAllowed, EndpointNotAllowed, InvalidRequest,
 	InsufficientBalance, StreamingNotSupported, UnsupportedContentType, PayloadTooLarge,
 	UnsupportedPromptShape, InvalidCatalogCurrency, UpstreamError, UpstreamTimeout,
-	PricingUnavailable, DuplicateRequestID, NotFound, MethodNotAllowed, AlreadyExists,
+	PricingUnavailable, DuplicateRequestID, RateLimited, NotFound, MethodNotAllowed, AlreadyExists,
 	FailedPrecondition, InvalidAdminToken, Unavailable, Internal,
 }
 
@@ -91,6 +97,8 @@ type Error struct {
 	Code    string
 	Message string
 	Status  int // 0 = HTTPStatus(Code)
+	// RetryAfter is the Retry-After of a rate_limited answer in seconds; 0 means 1.
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -143,6 +151,9 @@ func write(w http.ResponseWriter, env Envelope, requestID string, err *Error) {
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Request-Id", requestID)
 	h.Del("Content-Length")
+	if err.Code == RateLimited {
+		h.Set("Retry-After", strconv.Itoa(max(1, err.RetryAfter)))
+	}
 	w.WriteHeader(err.HTTPStatus())
 	_, _ = w.Write(append(body, '\n'))
 }

@@ -30,6 +30,7 @@ var grpcCodes = map[string]codes.Code{
 	apierror.UnsupportedPromptShape: codes.InvalidArgument,
 	apierror.InvalidCatalogCurrency: codes.InvalidArgument,
 	apierror.PayloadTooLarge:        codes.ResourceExhausted,
+	apierror.RateLimited:            codes.ResourceExhausted,
 	apierror.InsufficientBalance:    codes.FailedPrecondition,
 	apierror.FailedPrecondition:     codes.FailedPrecondition,
 	apierror.DuplicateRequestID:     codes.AlreadyExists,
@@ -71,6 +72,9 @@ func ToStatus(e *apierror.Error, requestID string) error {
 	if e.Status != 0 {
 		info.Metadata["http_status"] = strconv.Itoa(e.Status)
 	}
+	if e.RetryAfter != 0 {
+		info.Metadata["retry_after"] = strconv.Itoa(e.RetryAfter)
+	}
 	st, err := status.New(c, e.Message).WithDetails(info)
 	if err != nil {
 		return status.Error(c, e.Message)
@@ -90,6 +94,7 @@ func FromError(err error) *apierror.Error {
 			if s, err := strconv.Atoi(info.Metadata["http_status"]); err == nil {
 				e.Status = s
 			}
+			e.RetryAfter, _ = strconv.Atoi(info.Metadata["retry_after"])
 			return e
 		}
 	}

@@ -341,10 +341,15 @@ type Key struct {
 	// Model ids, or "*" for every active model.
 	AllowedModels []string `protobuf:"bytes,6,rep,name=allowed_models,json=allowedModels,proto3" json:"allowed_models,omitempty"`
 	// ACTIVE or REVOKED.
-	State         string                 `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"`
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State      string                 `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// At most this many requests of the key in flight at once, across replicas (each replica
+	// enforces its share); 0 is no limit. Above it: 429 rate_limited with retry-after.
+	MaxConcurrentRequests int32 `protobuf:"varint,9,opt,name=max_concurrent_requests,json=maxConcurrentRequests,proto3" json:"max_concurrent_requests,omitempty"`
+	// At most this many requests of the key per second, across replicas; 0 is no limit.
+	MaxRequestsPerSecond int32 `protobuf:"varint,10,opt,name=max_requests_per_second,json=maxRequestsPerSecond,proto3" json:"max_requests_per_second,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Key) Reset() {
@@ -433,14 +438,31 @@ func (x *Key) GetCreateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Key) GetMaxConcurrentRequests() int32 {
+	if x != nil {
+		return x.MaxConcurrentRequests
+	}
+	return 0
+}
+
+func (x *Key) GetMaxRequestsPerSecond() int32 {
+	if x != nil {
+		return x.MaxRequestsPerSecond
+	}
+	return 0
+}
+
 type CreateKeyRequest struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ProfileId        string                 `protobuf:"bytes,1,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
 	Name             string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	AllowedEndpoints []string               `protobuf:"bytes,3,rep,name=allowed_endpoints,json=allowedEndpoints,proto3" json:"allowed_endpoints,omitempty"`
 	AllowedModels    []string               `protobuf:"bytes,4,rep,name=allowed_models,json=allowedModels,proto3" json:"allowed_models,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Request limits of Key; 0 or absent is no limit.
+	MaxConcurrentRequests int32 `protobuf:"varint,5,opt,name=max_concurrent_requests,json=maxConcurrentRequests,proto3" json:"max_concurrent_requests,omitempty"`
+	MaxRequestsPerSecond  int32 `protobuf:"varint,6,opt,name=max_requests_per_second,json=maxRequestsPerSecond,proto3" json:"max_requests_per_second,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *CreateKeyRequest) Reset() {
@@ -499,6 +521,20 @@ func (x *CreateKeyRequest) GetAllowedModels() []string {
 		return x.AllowedModels
 	}
 	return nil
+}
+
+func (x *CreateKeyRequest) GetMaxConcurrentRequests() int32 {
+	if x != nil {
+		return x.MaxConcurrentRequests
+	}
+	return 0
+}
+
+func (x *CreateKeyRequest) GetMaxRequestsPerSecond() int32 {
+	if x != nil {
+		return x.MaxRequestsPerSecond
+	}
+	return 0
 }
 
 type CreateKeyResponse struct {
@@ -2592,7 +2628,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06amount\x18\x02 \x01(\tR\x06amount\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12'\n" +
-	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\x87\x02\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xf6\x02\n" +
 	"\x03Key\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2603,13 +2639,18 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x0eallowed_models\x18\x06 \x03(\tR\rallowedModels\x12\x14\n" +
 	"\x05state\x18\a \x01(\tR\x05state\x12;\n" +
 	"\vcreate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"\x99\x01\n" +
+	"createTime\x126\n" +
+	"\x17max_concurrent_requests\x18\t \x01(\x05R\x15maxConcurrentRequests\x125\n" +
+	"\x17max_requests_per_second\x18\n" +
+	" \x01(\x05R\x14maxRequestsPerSecond\"\x88\x02\n" +
 	"\x10CreateKeyRequest\x12\x1d\n" +
 	"\n" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12+\n" +
 	"\x11allowed_endpoints\x18\x03 \x03(\tR\x10allowedEndpoints\x12%\n" +
-	"\x0eallowed_models\x18\x04 \x03(\tR\rallowedModels\"T\n" +
+	"\x0eallowed_models\x18\x04 \x03(\tR\rallowedModels\x126\n" +
+	"\x17max_concurrent_requests\x18\x05 \x01(\x05R\x15maxConcurrentRequests\x125\n" +
+	"\x17max_requests_per_second\x18\x06 \x01(\x05R\x14maxRequestsPerSecond\"T\n" +
 	"\x11CreateKeyResponse\x12'\n" +
 	"\x03key\x18\x01 \x01(\v2\x15.gateway.admin.v1.KeyR\x03key\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"0\n" +

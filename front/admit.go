@@ -1,0 +1,264 @@
+package front
+
+import (
+	"compress/gzip"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/apistatus"
+	"modelgateway/front/contentgen"
+	"modelgateway/front/embeddings"
+	"modelgateway/front/media"
+	"modelgateway/front/relay"
+)
+
+// Limits are the front's defences against clients that send too much or too slowly.
+type Limits struct {
+	// BodyBudget bounds the bytes of request bodies the replica buffers at once, KeyBodyBudget
+	// those of one key (relay.Budget); 0 means the default, negative means unbounded.
+	BodyBudget, KeyBodyBudget int64
+	// BodyIdle is the longest pause within a request body; BodyMinRate (bytes per second) is
+	// the slowest average a body may arrive at once BodyGrace has passed. Neither bounds the
+	// answer: a stream may pause as long as its upstream does (spec 6.2).
+	BodyIdle    time.Duration
+	BodyMinRate int64
+	BodyGrace   time.Duration
+}
+
+// Defaults of Limits: a replica buffers at most four ordinary 32 MiB bodies (or any number of
+// small ones) at once, one key at most two.
+const (
+	DefaultBodyBudget    = 128 << 20
+	DefaultKeyBodyBudget = 64 << 20
+	DefaultBodyIdle      = 15 * time.Second
+	DefaultBodyMinRate   = 8 << 10
+	DefaultBodyGrace     = 10 * time.Second
+)
+
+func (l Limits) withDefaults() Limits {
+	pick := func(v, d int64) int64 {
+		switch {
+		case v == 0:
+			return d
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	l.BodyBudget = pick(l.BodyBudget, DefaultBodyBudget)
+	l.KeyBodyBudget = pick(l.KeyBodyBudget, DefaultKeyBodyBudget)
+	l.BodyMinRate = pick(l.BodyMinRate, DefaultBodyMinRate)
+	if l.BodyIdle <= 0 {
+		l.BodyIdle = DefaultBodyIdle
+	}
+	if l.BodyGrace <= 0 {
+		l.BodyGrace = DefaultBodyGrace
+	}
+	return l
+}
+
+// routeFamily is the endpoint family of a POST route and, for /v1beta, the model of its path:
+// what core can check before a byte of the body is read.
+func routeFamily(path string) (family, model string) {
+	if f, ok := postFamilies[path]; ok {
+		return f, ""
+	}
+	model, action, ok := contentgen.SplitPath(path)
+	if !ok {
+		return "", ""
+	}
+	switch action {
+	case contentgen.ActionGenerate, contentgen.ActionStream:
+		return contentgen.FamilyGenerate, model
+	case contentgen.ActionCount:
+		return contentgen.FamilyCount, model
+	}
+	return contentgen.FamilyEmbed, model
+}
+
+var postFamilies = map[string]string{
+	"/v1/chat/completions":      "chat.completions",
+	"/v1/completions":           "completions",
+	"/v1/responses":             "responses",
+	"/v1/responses/compact":     "responses.compact",
+	"/v1/messages":              "messages",
+	"/v1/messages/count_tokens": "messages.count_tokens",
+	"/v1/embeddings":            embeddings.Family,
+	"/v1/rerank":                "rerank",
+	"/v1/moderations":           "moderations",
+	"/v1/images/generations":    "images.generations",
+	"/v1/images/edits":          "images.edits",
+	"/v1/images/variations":     "images.variations",
+	"/v1/audio/speech":          "audio.speech",
+	"/v1/audio/transcriptions":  "audio.transcriptions",
+	"/v1/audio/translations":    "audio.translations",
+}
+
+// admit decides everything that does not need the body before reading any of it: the key,
+// the family and (where the path names it) the model, the content type and encoding, and the
+// request's share of the replica's body budget. It returns the request to serve, with its
+// body paced and charged, and a release to run when the request ends; nil when it answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (*http.Request, func()) {
+	// A refusal closes the connection: net/http would otherwise read up to 256 KiB of the
+	// unread body, at the client's pace, before sending the answer.
+	refuse := func(e *apierror.Error) (*http.Request, func()) {
+		w.Header().Set("Connection", "close")
+		writeError(w, r, e)
+		return nil, nil
+	}
+	family, model := routeFamily(r.URL.Path)
+	resp, err := s.cfg.Core.Authorize(relay.OutgoingContext(r), &corev1.AuthorizeRequest{EndpointFamily: family, Model: model})
+	if err != nil {
+		return refuse(apistatus.FromError(err))
+	}
+	if _, isMedia := h.(*media.Handler); !isMedia {
+		// Media routes check their own (spec 4.4); text routes take JSON.
+		if apiErr := checkJSONType(r.Header.Get("Content-Type")); apiErr != nil {
+			return refuse(apiErr)
+		}
+	}
+	rc := http.NewResponseController(w)
+	paced := &pacedBody{body: r.Body, rc: rc, header: w.Header(), start: time.Now(), limits: s.limits}
+	r.Body = paced
+	if apiErr := decodeContentEncoding(r); apiErr != nil {
+		paced.clear()
+		return refuse(apiErr)
+	}
+	lease := s.budget.Lease(resp.GetKeyId())
+	return relay.WithLease(r, lease), func() {
+		lease.Release()
+		paced.clear()
+	}
+}
+
+// checkJSONType is the text routes' content-type rule: JSON (application/json or any
+// +json type, any parameters) or no Content-Type at all, which SDK-less clients send. A
+// form or text/plain body is refused: it is what a browser may send across origins without
+// asking (a "simple" request), and a gateway that takes it serves cross-site forgeries.
+func checkJSONType(ct string) *apierror.Error {
+	if strings.TrimSpace(ct) == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
+		return nil
+	}
+	return apierror.New(apierror.UnsupportedContentType, "this route takes application/json, not %q", ct)
+}
+
+// decodeContentEncoding accepts gzip (decoded as it is read; the route's body limit then
+// bounds the decoded size, so a small bomb cannot inflate past it) and identity; any other
+// coding is 415.
+func decodeContentEncoding(r *http.Request) *apierror.Error {
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	switch enc {
+	case "", "identity":
+		return nil
+	case "gzip", "x-gzip":
+	default:
+		return apierror.New(apierror.UnsupportedContentType, "Content-Encoding %q is not supported; send gzip or no encoding", enc)
+	}
+	r.Body = &gzipBody{raw: r.Body}
+	r.ContentLength = -1 // the declared length is the compressed one
+	r.Header.Del("Content-Encoding")
+	r.Header.Del("Content-Length")
+	return nil
+}
+
+// gzipBody opens the gzip stream on the first read, so that a bad header is a body error of
+// the handler, which knows how to answer it after the key check.
+type gzipBody struct {
+	raw io.ReadCloser
+	zr  *gzip.Reader
+	err error
+}
+
+func (g *gzipBody) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.raw)
+		if err != nil {
+			g.err = apierror.New(apierror.InvalidRequest, "the gzip body is not valid: %v", err)
+			return 0, g.err
+		}
+		g.zr = zr
+	}
+	n, err := g.zr.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		var ae *apierror.Error
+		if !errors.As(err, &ae) {
+			err = apierror.New(apierror.InvalidRequest, "the gzip body is not valid: %v", err)
+		}
+		g.err = err
+	}
+	return n, err
+}
+
+func (g *gzipBody) Close() error { return g.raw.Close() }
+
+// pacedBody enforces the body's idle timeout and minimum rate through the connection's read
+// deadline, which it clears the moment the body has ended: the answer, however long its
+// stream, is never timed (spec 6.2).
+type pacedBody struct {
+	body    io.ReadCloser
+	rc      *http.ResponseController
+	header  http.Header
+	start   time.Time
+	n       int64
+	limits  Limits
+	cleared bool
+}
+
+func (p *pacedBody) Read(b []byte) (int, error) {
+	if p.cleared {
+		return p.body.Read(b)
+	}
+	now := time.Now()
+	deadline := now.Add(p.limits.BodyIdle)
+	if rate := p.limits.BodyMinRate; rate > 0 {
+		// The next byte is due when the average since the grace period would fall below rate.
+		due := p.start.Add(p.limits.BodyGrace + time.Duration(float64(p.n)/float64(rate)*float64(time.Second)))
+		if due.Before(deadline) {
+			deadline = due
+		}
+		if !deadline.After(now) {
+			deadline = now.Add(time.Millisecond)
+		}
+	}
+	_ = p.rc.SetReadDeadline(deadline)
+	n, err := p.body.Read(b)
+	p.n += int64(n)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// The connection is done for: leave the deadline expired and close after the
+			// answer, or net/http would wait for the rest of the body before answering.
+			p.cleared = true
+			p.header.Set("Connection", "close")
+			return n, &apierror.Error{Code: apierror.InvalidRequest, Status: http.StatusRequestTimeout,
+				Message: "the request body arrived too slowly (a pause of " + p.limits.BodyIdle.String() + " or a rate below the minimum)"}
+		}
+		p.clear()
+	}
+	return n, err
+}
+
+func (p *pacedBody) Close() error { return p.body.Close() }
+
+// clear lifts the read deadline: after the body the connection is the answer's.
+func (p *pacedBody) clear() {
+	if !p.cleared {
+		p.cleared = true
+		_ = p.rc.SetReadDeadline(time.Time{})
+	}
+}
