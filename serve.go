@@ -31,6 +31,7 @@ import (
 	"modelgateway/core/rpc"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
+	"modelgateway/core/telemetry"
 	"modelgateway/core/tokens"
 	"modelgateway/core/verify"
 	"modelgateway/front"
@@ -44,13 +45,17 @@ type Config struct {
 	AdminToken   string
 	CatalogPath  string
 	DrainTimeout time.Duration
-	// Meter observes every generation outcome after billing; nil logs them at debug level.
+	// Meter observes every generation outcome after billing, beside the telemetry.
 	Meter rpc.Meter
 	// Env reads provider credentials; os.Getenv when nil (tests inject their own).
 	Env func(string) string
 	// FxURL is a CBR-format daily rates document fetched on a schedule; empty: off.
 	FxURL      string
 	FxInterval time.Duration
+	// MetricsAddr serves GET /metrics (GATEWAY_METRICS_ADDR); empty: off.
+	MetricsAddr string
+	// Telemetry adjusts the telemetry options (tests add exporters); nil: as configured.
+	Telemetry func(*telemetry.Options)
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -71,6 +76,7 @@ func configFlags(fs *flag.FlagSet) *Config {
 		fxEvery = fx.DefaultInterval
 	}
 	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr(), "GET /metrics listener; off when empty (GATEWAY_METRICS_ADDR)")
 	return c
 }
 
@@ -103,9 +109,11 @@ func cmdMigrate(ctx context.Context, args []string) error {
 // Gateway is a running server: both listeners, the snapshot watcher and the pool.
 type Gateway struct {
 	HTTPAddr, GRPCAddr string
-	Store              *store.Store
-	Snapshots          *snapshot.Holder
-	Admin              *rpc.AdminServer
+	// MetricsAddr is the bound GET /metrics listener; empty when off.
+	MetricsAddr string
+	Store       *store.Store
+	Snapshots   *snapshot.Holder
+	Admin       *rpc.AdminServer
 	// Core is the in-process client the front uses.
 	Core corev1.CoreServiceClient
 
@@ -116,6 +124,7 @@ type Gateway struct {
 	ledger  *billing.Ledger
 	// closed when the ledger's background loop has stopped
 	ledgerDone chan struct{}
+	tel        *telemetry.Telemetry
 	stop       context.CancelFunc
 	done       chan struct{}
 }
@@ -153,15 +162,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	simSrv := &http.Server{Handler: simulator.New(simulator.Options{}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = simSrv.Serve(simLn) }()
 	closers = append(closers, func() { _ = simSrv.Close() })
-	meter := cfg.Meter
-	if meter == nil {
-		meter = logMeter{log}
-	}
 	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}, "rerank": rerank.Adapter{}}
 	adapters["simulator"] = provider.Native{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
 	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
-		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
+		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: cfg.Meter, Log: log, Env: cfg.Env,
 	}}
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}}
 	if cfg.CatalogPath != "" {
@@ -170,14 +175,20 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		}
 	}
 
+	tel, err := startTelemetry(ctx, cfg, log, st, holder, ledger, coreSrv)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() { _ = tel.Close(context.Background()) })
+
 	interceptors := []grpc.UnaryServerInterceptor{rpc.ErrorInterceptor(log)}
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
 	}
-	grpcSrv := grpc.NewServer(
+	grpcSrv := grpc.NewServer(append(tel.ServerOptions(),
 		grpc.ChainUnaryInterceptor(interceptors...),
 		grpc.ChainStreamInterceptor(rpc.StreamErrorInterceptor(log)),
-	)
+	)...)
 	// The front reaches core over an in-process channel: same generated client, same
 	// interceptors, no socket, no serialisation. Messages change hands instead of being
 	// deep-copied (neither side touches a message after sending it), so a 32 MiB request body
@@ -243,7 +254,8 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
-		front: handler, httpSrv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
+		front: handler, httpSrv: &http.Server{Handler: tel.Handler(handler), ReadHeaderTimeout: 10 * time.Second},
+		tel: tel, MetricsAddr: tel.MetricsAddr,
 		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv,
 	}
 	watchDone := make(chan struct{})
@@ -291,19 +303,10 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelFlush()
 	err = errors.Join(err, g.ledger.Close(flushCtx))
+	err = errors.Join(err, g.tel.Close(flushCtx))
 	_ = g.simSrv.Close()
 	g.Store.Close()
 	return err
-}
-
-// logMeter logs every outcome at debug level.
-type logMeter struct{ log *slog.Logger }
-
-func (m logMeter) Record(_ context.Context, o rpc.Outcome) {
-	m.log.Debug("generation", "request_id", o.RequestID, "model", o.Model, "family", o.EndpointFamily,
-		"provider", o.Provider, "status", o.Status, "reliable", o.Usage.Reliable,
-		"input", o.Usage.Input, "cached", o.Usage.CachedInput, "cache_write", o.Usage.CacheWrite, "output", o.Usage.Output,
-		"cost", o.Cost.Decimal, "charged", o.Cost.Valid)
 }
 
 func applyCatalogFile(ctx context.Context, admin *rpc.AdminServer, path string) error {
