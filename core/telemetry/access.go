@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
 	"modelgateway/core/rpc"
@@ -25,7 +23,7 @@ type access struct {
 	start, end, firstByte   time.Time
 	status                  int
 	bytes                   int64
-	span                    trace.SpanContext
+	span, parent            trace.SpanContext // the request's span and the caller's
 
 	mu       sync.Mutex // Record may run on another goroutine (realtime responses)
 	code     string     // the spec code the front answered with
@@ -72,29 +70,23 @@ func (a *access) add(o *rpc.Outcome) {
 }
 
 // Handler wraps the client HTTP handler: one access line and one gateway_requests_total point
-// per request, and a server span when tracing is on.
+// per request, and a server span when tracing is on (written later, see trace.go).
 func (t *Telemetry) Handler(next http.Handler) http.Handler {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a := &access{start: time.Now()}
 		rw := &responseWriter{ResponseWriter: w, a: a}
-		r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
+		ctx := r.Context()
+		if t.tracingOn {
+			ctx = t.startSpan(r, a)
+		}
+		r = r.WithContext(context.WithValue(ctx, accessKey{}, a))
 		next.ServeHTTP(rw, r)
 		a.end = time.Now()
 		// The query is never logged: the content-generation protocol may carry the key there.
 		a.method, a.path, a.requestID = r.Method, r.URL.Path, w.Header().Get("X-Request-Id")
-		a.span = trace.SpanContextFromContext(r.Context())
 		t.enqueue(item{a: a})
 	})
-	if !t.tracingOn {
-		return h
-	}
-	return otelhttp.NewHandler(h, "gateway",
-		otelhttp.WithTracerProvider(t.tp),
-		otelhttp.WithPropagators(t.propagator),
-		// Request metrics are the gateway's own; otelhttp's would duplicate them.
-		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + RouteOf(r.URL.Path) }),
-	)
+	return h
 }
 
 // responseWriter observes status, size and the time of the first byte. It passes flushes,

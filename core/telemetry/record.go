@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
@@ -74,7 +73,7 @@ func (t *Telemetry) Sync(ctx context.Context) {
 // happens here.
 func (t *Telemetry) run() {
 	defer close(t.done)
-	w := &worker{t: t, sets: map[setKey]attrOpts{}}
+	w := &worker{t: t, sets: map[setKey]attrOpts{}, spanSets: map[spanKey][]attribute.KeyValue{}}
 	for it := range t.queue {
 		if it.barrier != nil {
 			close(it.barrier)
@@ -87,8 +86,12 @@ func (t *Telemetry) run() {
 		if t.metricsOn {
 			w.metrics(&it.o)
 		}
-		if t.tracingOn {
-			w.spans(&it.o, it.parent)
+		if t.tracingOn && !it.logged {
+			ctx := context.Background()
+			if it.parent.IsValid() {
+				ctx = trace.ContextWithSpanContext(ctx, it.parent)
+			}
+			w.clientSpans(ctx, &it.o)
 		}
 		if !it.logged {
 			w.requests(it.o.EndpointFamily, it.o.Status)
@@ -100,8 +103,9 @@ func (t *Telemetry) run() {
 // worker caches attribute sets: after the first request of a kind, recording allocates
 // nothing.
 type worker struct {
-	t    *Telemetry
-	sets map[setKey]attrOpts
+	t        *Telemetry
+	sets     map[setKey]attrOpts
+	spanSets map[spanKey][]attribute.KeyValue
 }
 
 // attrOpts is one attribute set as the option lists Record and Add take.
@@ -215,46 +219,6 @@ func (w *worker) metrics(o *rpc.Outcome) {
 	}
 }
 
-// spans writes one client span per upstream attempt, after the fact, under the request's
-// server span: named "{operation} {model}", with the GenAI attributes and, on the attempt that
-// answered, the usage. Prompt and answer content never reach a span.
-func (w *worker) spans(o *rpc.Outcome, parent trace.SpanContext) {
-	ctx := context.Background()
-	if parent.IsValid() {
-		ctx = trace.ContextWithSpanContext(ctx, parent)
-	}
-	op := Operation(o.EndpointFamily)
-	for i, at := range o.Attempts {
-		attrs := []attribute.KeyValue{
-			semconv.GenAIOperationNameKey.String(op), semconv.GenAIProviderNameKey.String(ProviderName(at.Kind)),
-			semconv.GenAIRequestModelKey.String(o.Model), attribute.String("gateway.provider", at.Provider),
-			attribute.String("gateway.endpoint_family", o.EndpointFamily),
-		}
-		end, errType := at.End, at.Error
-		answered := i == len(o.Attempts)-1 && at.Error == "" && o.Provider != ""
-		if answered {
-			end = o.EndTime
-			if o.Status != "ok" {
-				errType = o.Status
-			}
-			if u := o.Usage; u.Reliable {
-				attrs = append(attrs,
-					semconv.GenAIUsageInputTokensKey.Int64(u.TotalInput()), semconv.GenAIUsageOutputTokensKey.Int64(u.Output),
-					semconv.GenAIUsageCacheReadInputTokensKey.Int64(u.CachedInput), semconv.GenAIUsageCacheCreationInputTokensKey.Int64(u.CacheWrite))
-			}
-		}
-		if errType != "" {
-			attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
-		}
-		_, span := w.t.tracer.Start(ctx, op+" "+o.Model, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithTimestamp(at.Start), trace.WithAttributes(attrs...))
-		if errType != "" {
-			span.SetStatus(codes.Error, errType)
-		}
-		span.End(trace.WithTimestamp(end))
-	}
-}
-
 // access finishes an HTTP request: its counter and its access line.
 func (w *worker) access(a *access) {
 	a.mu.Lock()
@@ -276,11 +240,17 @@ func (w *worker) access(a *access) {
 		}
 	}
 	if family == "health" {
-		// Probes every few seconds would drown the log; they are still counted.
+		// Probes every few seconds would drown the log and the traces; they are still counted.
 		w.requests(family, code)
 		return
 	}
 	w.requests(family, code)
+	if w.t.tracingOn && a.span.IsValid() {
+		ctx := w.serverSpan(a, family, code)
+		if o != nil {
+			w.clientSpans(ctx, o)
+		}
+	}
 	w.line(o, &accessLine{a: a, family: family, code: code})
 }
 

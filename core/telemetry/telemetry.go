@@ -135,7 +135,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		if o.SpanSyncer {
 			process = sdktrace.WithSyncer(spans)
 		}
-		t.tp = sdktrace.NewTracerProvider(process, sdktrace.WithResource(res))
+		t.tp = sdktrace.NewTracerProvider(process, sdktrace.WithResource(res), sdktrace.WithIDGenerator(presetIDs{}))
 		t.tracer = t.tp.Tracer("modelgateway")
 		t.tracingOn = true
 	}

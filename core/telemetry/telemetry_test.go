@@ -175,6 +175,9 @@ func TestClientSpansNamedByOperationAndModelUnderTheServerSpan(t *testing.T) {
 			client = append(client, s)
 		case trace.SpanKindServer:
 			serverName = s.Name()
+			if s.SpanContext().SpanID() != server.SpanID() || s.SpanContext().TraceID() != server.TraceID() {
+				t.Error("the server span does not carry the ids the request was given")
+			}
 		}
 	}
 	if serverName != "POST /v1/chat/completions" {
