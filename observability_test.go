@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -111,7 +113,9 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 			secrets["answer of "+c.name] = answerText(t, body)
 		}
 	}
-	metrics := scrapeUntil(t, g.MetricsAddr, `gateway_requests_total{code="invalid_key",endpoint_family="chat.completions"} 1`)
+	scrapeUntil(t, g.MetricsAddr, `gateway_requests_total{code="invalid_key",endpoint_family="chat.completions"} 1`)
+	// Settlement runs every 500 ms.
+	metrics := scrapeUntil(t, g.MetricsAddr, "gateway_settlement_batch_size_count")
 	// The queue is handled in order, so every earlier record is in; the in-memory exporter
 	// forgets its spans at shutdown.
 	recorded := spans.GetSpans()
@@ -169,6 +173,16 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// Every series the shipped alert rules use exists.
+	rules, err := os.ReadFile("deploy/prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`\b(?:gateway|gen_ai)_[a-z_]+`).FindAllString(string(rules), -1) {
+		if !strings.Contains(metrics, "\n"+name) && !strings.Contains(metrics, name+"=") {
+			t.Errorf("the alert rules use %s, which /metrics does not have", name)
 		}
 	}
 	var spanText strings.Builder
