@@ -17,6 +17,11 @@ import (
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/keys"
 	"modelgateway/core/provider/simulator"
@@ -113,6 +118,21 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 			secrets["answer of "+c.name] = answerText(t, body)
 		}
 	}
+	// The gRPC listener: a refused call and an answered one.
+	conn, err := grpc.NewClient(g.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	core := corev1.NewCoreServiceClient(conn)
+	for id, key := range map[string]string{"grpc-refused": "gw-unknown-" + prompt, "grpc-ok": ge.key} {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key, "x-request-id", id)
+		_, err := core.ListModels(ctx, &corev1.ListModelsRequest{})
+		if (err == nil) != (id == "grpc-ok") {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	scrapeUntil(t, g.MetricsAddr, `gateway_requests_total{code="invalid_key",endpoint_family="other"} 1`)
 	scrapeUntil(t, g.MetricsAddr, `gateway_requests_total{code="invalid_key",endpoint_family="chat.completions"} 1`)
 	// Settlement runs every 500 ms.
 	metrics := scrapeUntil(t, g.MetricsAddr, "gateway_settlement_batch_size_count")
@@ -159,6 +179,12 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 	}
 	if l := lines[ids["unknown key"]]; l == nil || l["code"] != "invalid_key" || l["key_prefix"] != nil {
 		t.Errorf("unknown key access line %v, want code invalid_key and no prefix", l)
+	}
+	if l := lines["grpc-refused"]; l == nil || l["code"] != "invalid_key" || l["path"] != "/gateway.core.v1.CoreService/ListModels" {
+		t.Errorf("refused gRPC call's access line %v", l)
+	}
+	if l := lines["grpc-ok"]; l == nil || l["code"] != "ok" {
+		t.Errorf("gRPC call's access line %v", l)
 	}
 	for _, want := range []string{
 		`gateway_requests_total{code="ok",endpoint_family="chat.completions"} 3`,

@@ -22,6 +22,7 @@ type access struct {
 	method, path, requestID string
 	start, end, firstByte   time.Time
 	status                  int
+	grpc                    bool // a call on the gRPC listener: its server span is otelgrpc's
 	bytes                   int64
 	span, parent            trace.SpanContext // the request's span and the caller's
 
@@ -195,8 +196,10 @@ func FamilyOf(path string) string {
 	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/") || strings.HasPrefix(path, "/v1beta/models") ||
 		path == "/v1/balance" || path == "/v1/catalog" || strings.HasPrefix(path, "/v1beta/chat-compat/") || strings.HasPrefix(path, "/v1beta/openai/"):
 		return "discovery"
-	case strings.HasPrefix(path, "/admin/"):
+	case strings.HasPrefix(path, "/admin/") || strings.HasPrefix(path, "/gateway.admin."):
 		return "admin"
+	case strings.HasPrefix(path, "/gateway.catalog."):
+		return "discovery"
 	case path == "/healthz" || path == "/readyz":
 		return "health"
 	case path == "/status" || strings.HasPrefix(path, "/status/") || path == "/docs" || strings.HasPrefix(path, "/docs/"):

@@ -246,7 +246,10 @@ func (w *worker) access(a *access) {
 	}
 	w.requests(family, code)
 	if w.t.tracingOn && a.span.IsValid() {
-		ctx := w.serverSpan(a, family, code)
+		ctx := trace.ContextWithSpanContext(context.Background(), a.span)
+		if !a.grpc {
+			ctx = w.serverSpan(a, family, code)
+		}
 		if o != nil {
 			w.clientSpans(ctx, o)
 		}
@@ -269,6 +272,9 @@ func (w *worker) line(o *rpc.Outcome, h *accessLine) {
 	attrs := make([]slog.Attr, 0, 24)
 	if h != nil {
 		a := h.a
+		if a.requestID == "" && o != nil {
+			a.requestID = o.RequestID
+		}
 		attrs = append(attrs, slog.String("request_id", a.requestID))
 		if a.span.IsValid() {
 			attrs = append(attrs, slog.String("trace_id", a.span.TraceID().String()), slog.String("span_id", a.span.SpanID().String()))
