@@ -85,7 +85,7 @@ func toStatus(ctx context.Context, log *slog.Logger, method string, err error) e
 		if ctx.Err() != nil {
 			apiErr = apierror.New(apierror.InvalidRequest, "the request was cancelled")
 		} else {
-			log.Error("rpc failed", "method", method, "request_id", firstMD(ctx, MetadataRequestID), "err", err)
+			log.ErrorContext(ctx, "rpc failed", "method", method, "request_id", firstMD(ctx, MetadataRequestID), "err", err)
 			apiErr = apierror.New(apierror.Internal, "internal error")
 		}
 	}

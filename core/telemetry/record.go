@@ -25,6 +25,7 @@ type item struct {
 	logged bool
 	// barrier is closed when everything queued before it has been handled.
 	barrier chan struct{}
+	stop    bool // ends the background goroutine
 }
 
 // Record implements rpc.Meter: the outcome joins its request's access record and is queued for
@@ -75,6 +76,9 @@ func (t *Telemetry) run() {
 	defer close(t.done)
 	w := &worker{t: t, sets: map[setKey]attrOpts{}, spanSets: map[spanKey][]attribute.KeyValue{}}
 	for it := range t.queue {
+		if it.stop {
+			return
+		}
 		if it.barrier != nil {
 			close(it.barrier)
 			continue

@@ -160,9 +160,14 @@ func (t *Telemetry) Close(ctx context.Context) error {
 	if t.closed.Swap(true) {
 		return nil
 	}
-	close(t.queue)
+	// The queue is never closed: a late Record (a straggling goroutine) must not panic. The
+	// stop item ends the goroutine after everything queued before it.
 	select {
-	case <-t.done:
+	case t.queue <- item{stop: true}:
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+		}
 	case <-ctx.Done():
 	}
 	var err error
