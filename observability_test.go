@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -68,7 +69,7 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 			}
 			return ""
 		},
-		Telemetry: func(o *telemetry.Options) { o.SpanExporter, o.SpanSyncer = spans, true },
+		Telemetry: func(o *telemetry.Options) { o.SpanExporter, o.SpanSyncer, o.Sampler = spans, true, sdktrace.AlwaysSample() },
 	}
 	g, err := Start(context.Background(), cfg, log)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -28,7 +29,11 @@ func BenchmarkRequest(b *testing.B) {
 	}{
 		{"off", Options{}},
 		{"metrics", Options{MetricsAddr: "127.0.0.1:0"}},
-		{"metrics+tracing", Options{MetricsAddr: "127.0.0.1:0", SpanExporter: &discardSpans{}}},
+		{"metrics+tracing", Options{MetricsAddr: "127.0.0.1:0", SpanExporter: &discardSpans{}, Sampler: sdktrace.AlwaysSample()}},
+		// The exporters read the standard variables themselves: the default endpoint, where
+		// nothing listens here. Traces sampled as by default, and all of them.
+		{"metrics+otlp-without-collector", Options{MetricsAddr: "127.0.0.1:0", Getenv: otlpEnv("")}},
+		{"metrics+otlp-without-collector-all-traces", Options{MetricsAddr: "127.0.0.1:0", Getenv: otlpEnv("parentbased_always_on")}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			bc.o.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -56,6 +61,18 @@ func BenchmarkRequest(b *testing.B) {
 			tel.Sync(context.Background())
 			b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
 		})
+	}
+}
+
+func otlpEnv(sampler string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "OTEL_EXPORTER_OTLP_ENDPOINT":
+			return "http://127.0.0.1:4318"
+		case "OTEL_TRACES_SAMPLER":
+			return sampler
+		}
+		return ""
 	}
 }
 

@@ -249,12 +249,12 @@ func (w *worker) access(a *access) {
 		return
 	}
 	w.requests(family, code)
-	if w.t.tracingOn && a.span.IsValid() {
+	if w.t.tracingOn && a.span.IsSampled() {
 		ctx := trace.ContextWithSpanContext(context.Background(), a.span)
 		if !a.grpc {
 			ctx = w.serverSpan(a, family, code)
 		}
-		if o != nil {
+		if o != nil && trace.SpanContextFromContext(ctx).IsSampled() {
 			w.clientSpans(ctx, o)
 		}
 	}

@@ -46,6 +46,8 @@ type Options struct {
 	SpanExporter sdktrace.SpanExporter
 	// SpanSyncer exports each span as it ends instead of in batches (tests).
 	SpanSyncer bool
+	// Sampler replaces the one OTEL_TRACES_SAMPLER configures (tests).
+	Sampler sdktrace.Sampler
 	// Reader is one more metric reader (tests read the instruments with it).
 	Reader sdkmetric.Reader
 	// Gauges are read on each collection.
@@ -65,6 +67,7 @@ type Telemetry struct {
 	mp         *sdkmetric.MeterProvider
 	tp         *sdktrace.TracerProvider
 	tracer     trace.Tracer
+	sampler    sdktrace.Sampler
 	propagator propagation.TextMapPropagator
 	inst       *instruments
 	srv        *http.Server
@@ -135,7 +138,14 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		if o.SpanSyncer {
 			process = sdktrace.WithSyncer(spans)
 		}
-		t.tp = sdktrace.NewTracerProvider(process, sdktrace.WithResource(res), sdktrace.WithIDGenerator(presetIDs{}))
+		if t.sampler = o.Sampler; t.sampler == nil {
+			if t.sampler, err = sampler(getenv); err != nil {
+				return nil, err
+			}
+		}
+		tpOpts := []sdktrace.TracerProviderOption{process, sdktrace.WithResource(res),
+			sdktrace.WithIDGenerator(presetIDs{}), sdktrace.WithSampler(t.sampler)}
+		t.tp = sdktrace.NewTracerProvider(tpOpts...)
 		t.tracer = t.tp.Tracer("modelgateway")
 		t.tracingOn = true
 	}

@@ -150,7 +150,7 @@ func TestMetricsFollowTheGenAIConventionsAndCarryNoIdentity(t *testing.T) {
 func TestClientSpansNamedByOperationAndModelUnderTheServerSpan(t *testing.T) {
 	t.Parallel()
 	spans := tracetest.NewInMemoryExporter()
-	tel, logs := newTelemetry(t, Options{SpanExporter: spans, SpanSyncer: true})
+	tel, logs := newTelemetry(t, Options{SpanExporter: spans, SpanSyncer: true, Sampler: sdktrace.AlwaysSample()})
 	var server trace.SpanContext
 	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		server = trace.SpanContextFromContext(r.Context())
@@ -330,5 +330,59 @@ func TestLoggerLevels(t *testing.T) {
 	}
 	if _, err := NewLogger(&buf, "json", "loud"); err == nil {
 		t.Error("an unknown level was accepted")
+	}
+}
+
+// By default one new trace in ten is kept; a sampled caller is always followed; the standard
+// variables choose otherwise, and nonsense is refused.
+func TestSampler(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	kept := func(s sdktrace.Sampler, parent trace.SpanContext) int {
+		ctx := context.Background()
+		if parent.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+		}
+		n := 0
+		for i := 0; i < 10000; i++ {
+			tid := randomTraceID()
+			if parent.IsValid() {
+				tid = parent.TraceID()
+			}
+			if s.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid}).Decision == sdktrace.RecordAndSample {
+				n++
+			}
+		}
+		return n
+	}
+	def, err := sampler(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := kept(def, trace.SpanContext{}); n < 700 || n > 1300 {
+		t.Errorf("default sampler kept %d of 10000 new traces, want about 1000", n)
+	}
+	sampledParent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: randomTraceID(), SpanID: randomSpanID(), TraceFlags: trace.FlagsSampled, Remote: true})
+	if n := kept(def, sampledParent); n != 10000 {
+		t.Errorf("default sampler kept %d of 10000 sampled callers' traces, want all", n)
+	}
+	all, err := sampler(env("OTEL_TRACES_SAMPLER", "parentbased_always_on"))
+	if err != nil || kept(all, trace.SpanContext{}) != 10000 {
+		t.Errorf("parentbased_always_on: %v", err)
+	}
+	if _, err := sampler(env("OTEL_TRACES_SAMPLER", "traceidratio", "OTEL_TRACES_SAMPLER_ARG", "2")); err == nil {
+		t.Error("a ratio of 2 was accepted")
+	}
+	if _, err := sampler(env("OTEL_TRACES_SAMPLER", "jaeger_remote")); err == nil {
+		t.Error("an unsupported sampler was accepted")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -28,11 +29,19 @@ func (t *Telemetry) startSpan(r *http.Request, a *access) context.Context {
 	if r.Header.Get("Traceparent") != "" {
 		a.parent = trace.SpanContextFromContext(t.propagator.Extract(ctx, propagation.HeaderCarrier(r.Header)))
 	}
-	cfg := trace.SpanContextConfig{SpanID: randomSpanID(), TraceFlags: trace.FlagsSampled}
+	cfg := trace.SpanContextConfig{SpanID: randomSpanID()}
 	if a.parent.IsValid() {
-		cfg.TraceID, cfg.TraceFlags, cfg.TraceState = a.parent.TraceID(), a.parent.TraceFlags(), a.parent.TraceState()
+		cfg.TraceID, cfg.TraceState = a.parent.TraceID(), a.parent.TraceState()
+		ctx = trace.ContextWithRemoteSpanContext(ctx, a.parent)
 	} else {
 		cfg.TraceID = randomTraceID()
+	}
+	// Decided here, once: the server span, the client spans and the logs all follow it. The
+	// trace id is all a ratio sampler reads, so the worker's decision for the server span is
+	// the same.
+	res := t.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: cfg.TraceID, Kind: trace.SpanKindServer})
+	if res.Decision == sdktrace.RecordAndSample {
+		cfg.TraceFlags = trace.FlagsSampled
 	}
 	a.span = trace.NewSpanContext(cfg)
 	return trace.ContextWithSpanContext(ctx, a.span)
