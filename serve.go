@@ -109,13 +109,13 @@ func cmdMigrate(ctx context.Context, args []string) error {
 // Gateway is a running server: both listeners, the snapshot watcher and the pool.
 type Gateway struct {
 	HTTPAddr, GRPCAddr string
-	// MetricsAddr is the bound GET /metrics listener; empty when off.
-	MetricsAddr string
-	Store       *store.Store
-	Snapshots   *snapshot.Holder
-	Admin       *rpc.AdminServer
+	Store              *store.Store
+	Snapshots          *snapshot.Holder
+	Admin              *rpc.AdminServer
 	// Core is the in-process client the front uses.
 	Core corev1.CoreServiceClient
+	// MetricsAddr is the bound GET /metrics listener; empty when off.
+	MetricsAddr string
 
 	front   *front.Server
 	httpSrv *http.Server
