@@ -70,23 +70,42 @@ func (t *Telemetry) Sync(ctx context.Context) {
 	}
 }
 
+// drainEvery is how often the background goroutine empties the queue. It never waits on the
+// channel itself: a request's send then only writes into the buffer, and never wakes a
+// parked goroutine (a futex call and a context switch per request otherwise).
+const drainEvery = 50 * time.Millisecond
+
 // run is the background goroutine: everything per request that costs more than a field write
 // happens here.
 func (t *Telemetry) run() {
 	defer close(t.done)
 	w := &worker{t: t, sets: map[setKey]attrOpts{}, spanSets: map[spanKey][]attribute.KeyValue{}}
-	for it := range t.queue {
-		if it.stop {
-			return
+	tick := time.NewTicker(drainEvery)
+	defer tick.Stop()
+	for range tick.C {
+	drain:
+		for {
+			select {
+			case it := <-t.queue:
+				if it.stop {
+					return
+				}
+				w.handle(it)
+			default:
+				break drain
+			}
 		}
-		if it.barrier != nil {
-			close(it.barrier)
-			continue
-		}
-		if it.a != nil {
-			w.access(it.a)
-			continue
-		}
+	}
+}
+
+func (w *worker) handle(it item) {
+	t := w.t
+	switch {
+	case it.barrier != nil:
+		close(it.barrier)
+	case it.a != nil:
+		w.access(it.a)
+	default:
 		if t.metricsOn {
 			w.metrics(&it.o)
 		}
