@@ -69,7 +69,9 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 			}
 			return ""
 		},
-		Telemetry: func(o *telemetry.Options) { o.SpanExporter, o.SpanSyncer, o.Sampler = spans, true, sdktrace.AlwaysSample() },
+		Telemetry: func(o *telemetry.Options) {
+			o.SpanExporter, o.SpanSyncer, o.Sampler = spans, true, sdktrace.AlwaysSample()
+		},
 	}
 	g, err := Start(context.Background(), cfg, log)
 	if err != nil {
