@@ -5,7 +5,7 @@ BIN := $(CURDIR)/bin
 BUF := $(BIN)/buf
 GO  ?= go
 
-.PHONY: all build run test check fmt generate lint vet imports gen-check clean
+.PHONY: all build run test check fmt generate lint vet imports gen-check clean image
 
 all: build
 
@@ -24,9 +24,20 @@ bench: build
 
 # The TypeScript SDK suite (testdata/tsclients) needs `npm ci` there first; go test hides the
 # skip message of a passing package, so it is said here.
+# deploy/ is its own module (image tool, Helm chart test): ./... does not enter it.
 test:
 	@[ -d testdata/tsclients/node_modules ] || echo "*** testdata/tsclients/node_modules is missing: the TypeScript SDK suite will be SKIPPED (run npm ci in testdata/tsclients; .ci/run does) ***" >&2
 	$(GO) test -count=1 -timeout 15m ./...
+	cd deploy && $(GO) test -count=1 -timeout 5m ./...
+
+# The container image, built without a daemon (deploy/image): the static binary on a minimal
+# non-root base, reproducible from SOURCE_DATE_EPOCH (the last commit's time by default).
+# IMAGE_FLAGS='-format oci -o bin/gateway-oci' writes an OCI layout instead.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_FLAGS ?= -o $(BIN)/gateway-image.tar
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o $(BIN)/gateway-static .
+	cd deploy && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./image -binary $(BIN)/gateway-static $(IMAGE_FLAGS)
 
 # Every fuzz target (each decoder of client input and of upstream answers) for FUZZTIME,
 # then the executions of each; `make test` runs their seed corpora only. The default is a
@@ -55,6 +66,7 @@ lint: $(BUF)
 
 vet:
 	$(GO) vet ./...
+	cd deploy && $(GO) vet ./...
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }

@@ -201,6 +201,9 @@ func (b *bench) setUp(ctx context.Context) error {
 	if b.cfg.profileDir != "" {
 		env = append(env, benchProfileEnv+"="+b.cfg.profileDir)
 	}
+	if _, set := os.LookupEnv("GATEWAY_METRICS_ADDR"); !set { // set and empty: metrics off
+		env = append(env, "GATEWAY_METRICS_ADDR="+freeAddr())
+	}
 	if b.gw, err = b.start("gateway", "0", env, "serve"); err != nil {
 		return err
 	}

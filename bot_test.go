@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,24 +54,6 @@ func gatewayBinary(t testing.TB) string {
 	return botBin
 }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // botRun is one `gateway bot` process; out collects the logs of every run of a test.
 type botRun struct {
 	cmd  *exec.Cmd
@@ -83,12 +64,12 @@ type botHarness struct {
 	t   testing.TB
 	tg  *fakeTelegram
 	env []string
-	out *lockedBuffer
+	out *syncBuffer
 	run *botRun
 }
 
 func newBotHarness(t testing.TB, grpcAddr string, extra ...string) *botHarness {
-	h := &botHarness{t: t, tg: newFakeTelegram(t, botToken), out: &lockedBuffer{}}
+	h := &botHarness{t: t, tg: newFakeTelegram(t, botToken), out: &syncBuffer{}}
 	h.env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"TELEGRAM_BOT_TOKEN=" + botToken,
@@ -789,7 +770,7 @@ func TestBotRefusesToStartMisconfigured(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(gatewayBinary(t), "bot")
 			cmd.Env = append(append([]string{}, base...), tc.env...)
-			buf := &lockedBuffer{}
+			buf := &syncBuffer{}
 			cmd.Stdout, cmd.Stderr = buf, buf
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

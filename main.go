@@ -33,6 +33,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if err := setLogger(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(2)
+	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "serve":

@@ -33,6 +33,7 @@ import (
 	"modelgateway/core/snapshot"
 	"modelgateway/core/statusdata"
 	"modelgateway/core/store"
+	"modelgateway/core/telemetry"
 	"modelgateway/core/tokens"
 	"modelgateway/core/verify"
 	"modelgateway/front"
@@ -46,7 +47,7 @@ type Config struct {
 	AdminToken   string
 	CatalogPath  string
 	DrainTimeout time.Duration
-	// Meter observes every generation outcome after billing; nil logs them at debug level.
+	// Meter observes every generation outcome after billing, beside the telemetry.
 	Meter rpc.Meter
 	// Env reads provider credentials; os.Getenv when nil (tests inject their own).
 	Env func(string) string
@@ -62,6 +63,10 @@ type Config struct {
 	RealtimeMaxSession time.Duration
 	// Replicas is how many replicas share each key's request limits (GATEWAY_REPLICAS).
 	Replicas int
+	// MetricsAddr serves GET /metrics (GATEWAY_METRICS_ADDR); empty: off.
+	MetricsAddr string
+	// Telemetry adjusts the telemetry options (tests add exporters); nil: as configured.
+	Telemetry func(*telemetry.Options)
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -86,6 +91,7 @@ func configFlags(fs *flag.FlagSet) *Config {
 	c.RealtimeMaxSession, _ = time.ParseDuration(os.Getenv("GATEWAY_REALTIME_MAX_SESSION"))
 	c.Replicas, _ = strconv.Atoi(os.Getenv("GATEWAY_REPLICAS"))
 	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr(), "GET /metrics listener; off when empty (GATEWAY_METRICS_ADDR)")
 	return c
 }
 
@@ -126,6 +132,8 @@ type Gateway struct {
 	Core corev1.CoreServiceClient
 	// Status counts outcomes for the status site; Flush writes them out at once.
 	Status *statusdata.Recorder
+	// MetricsAddr is the bound GET /metrics listener; empty when off.
+	MetricsAddr string
 
 	front   *front.Server
 	httpSrv *http.Server
@@ -135,6 +143,7 @@ type Gateway struct {
 	// closed when the ledger's background loop has stopped
 	ledgerDone chan struct{}
 	statusDone chan struct{}
+	tel        *telemetry.Telemetry
 	stop       context.CancelFunc
 	done       chan struct{}
 
@@ -175,15 +184,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	simSrv := &http.Server{Handler: simulator.New(simulator.Options{}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = simSrv.Serve(simLn) }()
 	closers = append(closers, func() { _ = simSrv.Close() })
-	meter := cfg.Meter
-	if meter == nil {
-		meter = logMeter{log}
-	}
 	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}, "rerank": rerank.Adapter{}}
 	adapters["simulator"] = provider.Native{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
 	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
-		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Meter: meter, Log: log, Env: cfg.Env,
+		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
 		RealtimeMaxSession: cfg.RealtimeMaxSession,
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
@@ -192,7 +197,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		return fail(err)
 	}
 	site := newStatusSite(st, holder, prober, statusCfg, log)
-	coreSrv.Gen.Meter = rpc.Meters{meter, rpc.StatusMeter{Recorder: site.rec}}
+	meters := rpc.Meters{rpc.StatusMeter{Recorder: site.rec}}
+	if cfg.Meter != nil {
+		meters = append(meters, cfg.Meter)
+	}
+	coreSrv.Gen.Meter = meters
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
@@ -200,15 +209,21 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		}
 	}
 
+	tel, err := startTelemetry(ctx, cfg, log, st, holder, ledger, coreSrv)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() { _ = tel.Close(context.Background()) })
+
 	limiter := &rpc.KeyLimiter{Snapshots: holder, Replicas: cfg.Replicas}
 	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log), limiter.Unary}
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
 	}
-	grpcSrv := grpc.NewServer(
+	grpcSrv := grpc.NewServer(append(tel.ServerOptions(),
 		grpc.ChainUnaryInterceptor(interceptors...),
 		grpc.ChainStreamInterceptor(rpc.StreamErrorInterceptor(log), limiter.Stream),
-	)
+	)...)
 	// The front reaches core over an in-process channel: same generated client, same
 	// interceptors, no socket, no serialisation. Messages change hands instead of being
 	// deep-copied (neither side touches a message after sending it), so a 32 MiB request body
@@ -279,7 +294,8 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
-		front: handler, httpSrv: newHTTPServer(siteHandler),
+		front: handler, httpSrv: newHTTPServer(tel.Handler(siteHandler)),
+		tel: tel, MetricsAddr: tel.MetricsAddr,
 		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, Status: site.rec, statusDone: site.done,
 	}
 	if cfg.AdminHTTPAddr != "" {
@@ -287,7 +303,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		if err != nil {
 			return fail(fmt.Errorf("listen admin http: %w", err))
 		}
-		g.AdminHTTPAddr, g.adminSrv = adminLn.Addr().String(), newHTTPServer(handler.AdminHandler())
+		g.AdminHTTPAddr, g.adminSrv = adminLn.Addr().String(), newHTTPServer(tel.Handler(handler.AdminHandler()))
 		go func() { _ = g.adminSrv.Serve(front.WrapListener(adminLn)) }()
 	}
 	site.run(runCtx)
@@ -343,6 +359,7 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelFlush()
 	err = errors.Join(err, g.ledger.Close(flushCtx))
+	err = errors.Join(err, g.tel.Close(flushCtx))
 	_ = g.simSrv.Close()
 	g.Store.Close()
 	return err
@@ -353,16 +370,6 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 // front (front.Limits); nothing bounds an answer's total time (spec 6.2).
 func newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-}
-
-// logMeter logs every outcome at debug level.
-type logMeter struct{ log *slog.Logger }
-
-func (m logMeter) Record(_ context.Context, o rpc.Outcome) {
-	m.log.Debug("generation", "request_id", o.RequestID, "model", o.Model, "family", o.EndpointFamily,
-		"provider", o.Provider, "status", o.Status, "reliable", o.Usage.Reliable,
-		"input", o.Usage.Input, "cached", o.Usage.CachedInput, "cache_write", o.Usage.CacheWrite, "output", o.Usage.Output,
-		"cost", o.Cost.Decimal, "charged", o.Cost.Valid)
 }
 
 func applyCatalogFile(ctx context.Context, admin *rpc.AdminServer, path string) error {

@@ -38,6 +38,8 @@ type Ledger struct {
 	LeaseTTL   time.Duration
 	Idle       time.Duration
 	Log        *slog.Logger
+	// OnSettle, when set, observes every settlement transaction (metrics).
+	OnSettle func(batch int, took time.Duration, err error)
 
 	mu       sync.Mutex
 	accounts map[uuid.UUID]*account
@@ -179,7 +181,10 @@ func (l *Ledger) Flush(ctx context.Context) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	if err := l.Store.Settle(ctx, l.Replica, batch); err != nil {
+	start := time.Now()
+	err := l.Store.Settle(ctx, l.Replica, batch)
+	l.settled(len(batch), start, err)
+	if err != nil {
 		l.mu.Lock()
 		l.pending = append(batch, l.pending...)
 		l.mu.Unlock()

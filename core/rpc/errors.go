@@ -86,7 +86,7 @@ func toStatus(ctx context.Context, log *slog.Logger, method string, err error) e
 		if ctx.Err() != nil {
 			apiErr = apierror.New(apierror.InvalidRequest, "the request was cancelled")
 		} else {
-			log.Error("rpc failed", "method", method, "request_id", firstMD(ctx, MetadataRequestID), "err", provider.Redact(err.Error()))
+			log.ErrorContext(ctx, "rpc failed", "method", method, "request_id", firstMD(ctx, MetadataRequestID), "err", provider.Redact(err.Error()))
 			apiErr = apierror.New(apierror.Internal, "internal error")
 		}
 	}

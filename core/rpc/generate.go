@@ -32,6 +32,7 @@ const DefaultMaxTokens = billing.DefaultOutputTokens
 type Outcome struct {
 	RequestID      string
 	KeyID          string
+	KeyPrefix      string // the key's display prefix, safe to log
 	ProfileID      string
 	Model          string
 	EndpointFamily string
@@ -46,11 +47,32 @@ type Outcome struct {
 	// for streams); zero when none did.
 	FirstByteTime time.Time
 	EndTime       time.Time
+	// Attempts are the upstream calls in fallback order; the last one answered when Provider
+	// is set.
+	Attempts []Attempt
+}
+
+// Attempt is one upstream call of a request.
+type Attempt struct {
+	Provider, Kind string // the catalogue's provider id and its kind
+	Start, End     time.Time
+	// Error is empty on success, else a low-cardinality error type: "timeout", the upstream's
+	// HTTP status, or "error".
+	Error string
 }
 
 // Meter observes every outcome once, after billing has queued it.
 type Meter interface {
 	Record(ctx context.Context, o Outcome)
+}
+
+// Meters records every outcome with each of its meters in turn.
+type Meters []Meter
+
+func (ms Meters) Record(ctx context.Context, o Outcome) {
+	for _, m := range ms {
+		m.Record(ctx, o)
+	}
 }
 
 // Generator serves Generate and CountTokens for CoreServer.

@@ -257,6 +257,7 @@ func (x *session) charge(event []byte) (exhausted bool) {
 	o := b.out
 	o.RequestID, o.Status, o.Usage, o.Cost = b.out.RequestID+"/"+id, "ok", u, decimal.NullDecimal{}
 	o.StartTime, x.started = x.started, time.Now()
+	o.Attempts = nil // the session's own outcome carries its upstream call
 	if u.Reliable || b.price.PerRequest {
 		o.Cost = decimal.NullDecimal{Decimal: b.price.Cost(u), Valid: true}
 	}
@@ -295,6 +296,20 @@ func (c *sessionCount) acquire(key uuid.UUID, limit int) bool {
 	c.n[key]++
 	return true
 }
+
+// total is the number of sessions open on this replica.
+func (c *sessionCount) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, k := range c.n {
+		n += k
+	}
+	return n
+}
+
+// RealtimeSessions is the number of realtime sessions open on this replica (metrics).
+func (s *CoreServer) RealtimeSessions() int { return s.sessions.total() }
 
 func (c *sessionCount) release(key uuid.UUID) {
 	c.mu.Lock()

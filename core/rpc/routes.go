@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"errors"
+	"strconv"
+	"time"
 
 	"modelgateway/core/provider"
 	"modelgateway/core/store"
@@ -22,9 +24,13 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 			lastErr = &provider.Error{Message: "no adapter for provider kind " + p.Kind}
 			continue
 		}
+		start := time.Now()
 		res, err := attempt(adapter, verify.Upstream(b.m, p, route, b.s.Gen.Env))
+		if !errors.Is(err, errNoAdapter) {
+			b.out.Attempts = append(b.out.Attempts, Attempt{Provider: p.ID, Kind: p.Kind, Start: start, End: time.Now(), Error: attemptError(err)})
+		}
 		if err == nil {
-			b.out.Provider = route.ProviderID
+			b.out.Provider, b.out.FirstByteTime = route.ProviderID, b.out.Attempts[len(b.out.Attempts)-1].End
 			return res, route, nil
 		}
 		lastErr = err
@@ -39,13 +45,27 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 			break
 		}
 		if b.s.Gen.Log != nil {
-			b.s.Gen.Log.Warn("upstream failed, trying the next route", "model", b.m.ID, "provider", p.ID, "err", err)
+			b.s.Gen.Log.WarnContext(b.ctx, "upstream failed, trying the next route", "model", b.m.ID, "provider", p.ID, "err", err)
 		}
 	}
 	if lastErr == nil || errors.Is(lastErr, errNoAdapter) {
 		return zero, nil, apierror.New(apierror.ModelNotFound, "the model %q has no route for %s", b.m.ID, b.out.EndpointFamily)
 	}
 	return zero, nil, upstreamError(lastErr)
+}
+
+// attemptError is an attempt's error type for metrics and traces: few distinct values.
+func attemptError(err error) string {
+	var pe *provider.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &pe) && pe.Timeout:
+		return "timeout"
+	case errors.As(err, &pe) && pe.Status != 0:
+		return strconv.Itoa(pe.Status)
+	}
+	return "error"
 }
 
 // errNoAdapter says the route's provider kind cannot serve this endpoint family.

@@ -37,16 +37,6 @@ func (m StatusMeter) Record(_ context.Context, o Outcome) {
 	})
 }
 
-// Meters hands every outcome to each meter in turn.
-type Meters []Meter
-
-// Record implements Meter.
-func (ms Meters) Record(ctx context.Context, o Outcome) {
-	for _, m := range ms {
-		m.Record(ctx, o)
-	}
-}
-
 // AdminStatus counts every admin RPC for the status site's admin API component. Outermost in
 // the chain, it sees the final gRPC status: errors a caller causes (bad token, bad input,
 // unknown object, conflict) do not count against the component.

@@ -59,6 +59,7 @@ func (m *Model) EndpointFamilies(order []string) []string {
 // Key is an active API key with its policy as sets.
 type Key struct {
 	ID, ProfileID uuid.UUID
+	Prefix        string // the display prefix: identifies the key, cannot use it
 	allEndpoints  bool
 	endpoints     map[string]bool
 	allModels     bool
@@ -134,7 +135,7 @@ func Build(d *store.CatalogData, now time.Time) *Snapshot {
 		if k.State != store.KeyActive || len(k.SecretHash) != 32 {
 			continue
 		}
-		key := &Key{ID: k.ID, ProfileID: k.ProfileID, MaxConcurrent: k.MaxConcurrent, MaxRPS: k.MaxRPS, endpoints: map[string]bool{}, models: map[string]bool{}}
+		key := &Key{ID: k.ID, ProfileID: k.ProfileID, Prefix: k.Prefix, MaxConcurrent: k.MaxConcurrent, MaxRPS: k.MaxRPS, endpoints: map[string]bool{}, models: map[string]bool{}}
 		for _, e := range k.AllowedEndpoints {
 			key.allEndpoints = key.allEndpoints || e == Wildcard
 			key.endpoints[e] = true

@@ -135,6 +135,24 @@ type Body struct {
 	RequestID string `json:"request_id"`
 }
 
+// CodeRecorder is implemented by a response writer that observes the spec code of error
+// answers (the access log and the request counter). Write finds it through Unwrap.
+type CodeRecorder interface{ RecordErrorCode(code string) }
+
+func recordCode(w http.ResponseWriter, code string) {
+	for {
+		if r, ok := w.(CodeRecorder); ok {
+			r.RecordErrorCode(code)
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}
+
 // Write renders err as the envelope, with x-request-id echoed in the header too.
 func Write(w http.ResponseWriter, requestID string, err *Error) {
 	write(w, Envelope{Error: Body{Message: err.Message, Type: Type, Code: err.Code, RequestID: requestID}}, requestID, err)
@@ -146,6 +164,7 @@ func WriteTyped(w http.ResponseWriter, requestID string, err *Error) {
 }
 
 func write(w http.ResponseWriter, env Envelope, requestID string, err *Error) {
+	recordCode(w, err.Code)
 	body, _ := json.Marshal(env)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

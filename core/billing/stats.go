@@ -1,0 +1,34 @@
+package billing
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Stats is a moment's view of a replica's money in flight, for metrics.
+type Stats struct {
+	Holds   decimal.Decimal // held for requests in flight
+	Leases  decimal.Decimal // reserved in the database for this replica
+	Pending int             // finished requests waiting for settlement
+}
+
+// Stats sums the accounts; it takes the ledger's lock once, so call it per scrape, not per
+// request.
+func (l *Ledger) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := Stats{Pending: len(l.pending)}
+	for _, a := range l.accounts {
+		s.Holds = s.Holds.Add(a.held)
+		s.Leases = s.Leases.Add(a.lease)
+	}
+	return s
+}
+
+// settled reports one settlement transaction to OnSettle.
+func (l *Ledger) settled(batch int, start time.Time, err error) {
+	if l.OnSettle != nil {
+		l.OnSettle(batch, time.Since(start), err)
+	}
+}

@@ -1,0 +1,230 @@
+package telemetry
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"modelgateway/core/rpc"
+)
+
+// access is what one HTTP request leaves for its access line: filled by the handler's
+// goroutine, by Record for the outcomes core produced on its behalf, and by the front through
+// apierror.Write for the spec code of an error answer.
+type access struct {
+	method, path, requestID string
+	start, end, firstByte   time.Time
+	status                  int
+	grpc                    bool // a call on the gRPC listener: its server span is otelgrpc's
+	bytes                   int64
+	span, parent            trace.SpanContext // the request's span and the caller's
+
+	mu       sync.Mutex // Record may run on another goroutine (realtime responses)
+	code     string     // the spec code the front answered with
+	outcomes int
+	last     rpc.Outcome // the last outcome, with usage and cost summed over all of them
+}
+
+type accessKey struct{}
+
+// add folds an outcome of the request in: a realtime session has one per response and its own.
+func (a *access) add(o *rpc.Outcome) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.outcomes > 0 {
+		prev := a.last
+		u := &o.Usage
+		// Only reliable usage is summed: that is what was charged.
+		if prev.Usage.Reliable {
+			u.Input += prev.Usage.Input
+			u.CachedInput += prev.Usage.CachedInput
+			u.CacheWrite += prev.Usage.CacheWrite
+			u.Output += prev.Usage.Output
+			u.Reasoning += prev.Usage.Reasoning
+			u.AudioInput += prev.Usage.AudioInput
+			u.AudioOutput += prev.Usage.AudioOutput
+			u.Reliable = true
+		}
+		if prev.Cost.Valid {
+			if o.Cost.Valid {
+				o.Cost.Decimal = o.Cost.Decimal.Add(prev.Cost.Decimal)
+			} else {
+				o.Cost = prev.Cost
+			}
+		}
+		if len(o.Attempts) == 0 {
+			o.Attempts = prev.Attempts
+		}
+		if o.FirstByteTime.IsZero() {
+			o.FirstByteTime = prev.FirstByteTime
+		}
+	}
+	a.outcomes++
+	a.last = *o
+}
+
+// Handler wraps the client HTTP handler: one access line and one gateway_requests_total point
+// per request, and a server span when tracing is on (written later, see trace.go).
+func (t *Telemetry) Handler(next http.Handler) http.Handler {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := &access{start: time.Now()}
+		rw := &responseWriter{ResponseWriter: w, a: a}
+		ctx := r.Context()
+		if t.tracingOn {
+			ctx = t.startSpan(r, a)
+		}
+		r = r.WithContext(context.WithValue(ctx, accessKey{}, a))
+		next.ServeHTTP(rw, r)
+		a.end = time.Now()
+		// The query is never logged: the content-generation protocol may carry the key there.
+		a.method, a.path, a.requestID = r.Method, r.URL.Path, w.Header().Get("X-Request-Id")
+		t.enqueue(item{a: a})
+	})
+	return h
+}
+
+// responseWriter observes status, size and the time of the first byte. It passes flushes,
+// hijacks and ReadFrom through, and unwraps for http.ResponseController.
+type responseWriter struct {
+	http.ResponseWriter
+	a *access
+}
+
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// RecordErrorCode implements apierror.CodeRecorder.
+func (w *responseWriter) RecordErrorCode(code string) {
+	w.a.mu.Lock()
+	w.a.code = code
+	w.a.mu.Unlock()
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.a.status == 0 && code >= 200 {
+		w.a.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) wrote() {
+	if w.a.firstByte.IsZero() {
+		w.a.firstByte = time.Now()
+		if w.a.status == 0 {
+			w.a.status = http.StatusOK
+		}
+	}
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) {
+	w.wrote()
+	n, err := w.ResponseWriter.Write(p)
+	w.a.bytes += int64(n)
+	return n, err
+}
+
+func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.wrote()
+	var (
+		n   int64
+		err error
+	)
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+	}
+	w.a.bytes += n
+	return n, err
+}
+
+func (w *responseWriter) Flush() {
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.a.status == 0 {
+		w.a.status = http.StatusSwitchingProtocols
+	}
+	return c, rw, err
+}
+
+// familyRoutes maps fixed paths to their endpoint family (contract.md).
+var familyRoutes = map[string]string{
+	"/v1/chat/completions":      "chat.completions",
+	"/v1/completions":           "completions",
+	"/v1/responses":             "responses",
+	"/v1/responses/compact":     "responses.compact",
+	"/v1/messages":              "messages",
+	"/v1/messages/count_tokens": "messages.count_tokens",
+	"/v1/embeddings":            "embeddings",
+	"/v1/rerank":                "rerank",
+	"/v1/moderations":           "moderations",
+	"/v1/images/generations":    "images.generations",
+	"/v1/images/edits":          "images.edits",
+	"/v1/images/variations":     "images.variations",
+	"/v1/audio/speech":          "audio.speech",
+	"/v1/audio/transcriptions":  "audio.transcriptions",
+	"/v1/audio/translations":    "audio.translations",
+	"/v1/realtime":              "realtime",
+}
+
+// FamilyOf is the endpoint_family label of a path: the contract's family for client routes,
+// else one of a few fixed words, so that no path of a client's choosing becomes a label.
+func FamilyOf(path string) string {
+	if f, ok := familyRoutes[path]; ok {
+		return f
+	}
+	switch {
+	case strings.HasPrefix(path, "/v1beta/models/") && strings.Contains(path, ":"):
+		switch path[strings.LastIndexByte(path, ':')+1:] {
+		case "generateContent", "streamGenerateContent":
+			return "content.generate"
+		case "countTokens":
+			return "content.count_tokens"
+		case "embedContent", "batchEmbedContents":
+			return "content.embed"
+		}
+		return "other"
+	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/") || strings.HasPrefix(path, "/v1beta/models") ||
+		path == "/v1/balance" || path == "/v1/catalog" || strings.HasPrefix(path, "/v1beta/chat-compat/") || strings.HasPrefix(path, "/v1beta/openai/"):
+		return "discovery"
+	case strings.HasPrefix(path, "/admin/") || strings.HasPrefix(path, "/gateway.admin."):
+		return "admin"
+	case strings.HasPrefix(path, "/gateway.catalog."):
+		return "discovery"
+	case path == "/healthz" || path == "/readyz":
+		return "health"
+	case path == "/status" || strings.HasPrefix(path, "/status/") || path == "/docs" || strings.HasPrefix(path, "/docs/"):
+		return "status"
+	}
+	return "other"
+}
+
+// RouteOf is a path with its client-chosen parts replaced, for span names.
+func RouteOf(path string) string {
+	if _, ok := familyRoutes[path]; ok {
+		return path
+	}
+	switch {
+	case strings.HasPrefix(path, "/v1beta/models/") && strings.Contains(path, ":"):
+		return "/v1beta/models/{model}:" + path[strings.LastIndexByte(path, ':')+1:]
+	case strings.HasPrefix(path, "/v1/models/"):
+		return "/v1/models/{model}"
+	case strings.HasPrefix(path, "/v1beta/models/"):
+		return "/v1beta/models/{model}"
+	case strings.HasPrefix(path, "/admin/"):
+		return "/admin/..."
+	}
+	if f := FamilyOf(path); f == "other" {
+		return "other"
+	}
+	return path
+}

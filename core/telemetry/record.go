@@ -1,0 +1,369 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"modelgateway/core/rpc"
+	"modelgateway/core/wire/apierror"
+)
+
+// item is one queued record: an HTTP request's access record, or an outcome of core.
+type item struct {
+	a      *access
+	o      rpc.Outcome
+	parent trace.SpanContext
+	// logged: the outcome belongs to an HTTP request whose access line is written from a;
+	// otherwise (a gRPC call) the outcome writes its own.
+	logged bool
+	// barrier is closed when everything queued before it has been handled.
+	barrier chan struct{}
+	stop    bool // ends the background goroutine
+}
+
+// Record implements rpc.Meter: the outcome joins its request's access record and is queued for
+// metrics and spans. It never blocks: with the queue full the record is counted and dropped.
+func (t *Telemetry) Record(ctx context.Context, o rpc.Outcome) {
+	a, _ := ctx.Value(accessKey{}).(*access)
+	if a != nil {
+		a.add(&o)
+		if !t.metricsOn && !t.tracingOn {
+			return
+		}
+	}
+	t.enqueue(item{o: o, parent: trace.SpanContextFromContext(ctx), logged: a != nil})
+}
+
+func (t *Telemetry) enqueue(it item) {
+	if t.closed.Load() {
+		return
+	}
+	select {
+	case t.queue <- it:
+	default:
+		t.dropped.Add(1)
+	}
+}
+
+// Sync waits until everything recorded before it has become metrics, spans and log lines, or
+// ctx ends (shutdown and tests).
+func (t *Telemetry) Sync(ctx context.Context) {
+	if t.closed.Load() {
+		return
+	}
+	b := make(chan struct{})
+	select {
+	case t.queue <- item{barrier: b}:
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-b:
+	case <-ctx.Done():
+	}
+}
+
+// drainEvery is how often the background goroutine empties the queue. It never waits on the
+// channel itself: a request's send then only writes into the buffer, and never wakes a
+// parked goroutine (a futex call and a context switch per request otherwise).
+const drainEvery = 50 * time.Millisecond
+
+// run is the background goroutine: everything per request that costs more than a field write
+// happens here.
+func (t *Telemetry) run() {
+	defer close(t.done)
+	w := &worker{t: t, sets: map[setKey]attrOpts{}, spanSets: map[spanKey][]attribute.KeyValue{}}
+	tick := time.NewTicker(drainEvery)
+	defer tick.Stop()
+	for range tick.C {
+	drain:
+		for {
+			select {
+			case it := <-t.queue:
+				if it.stop {
+					return
+				}
+				w.handle(it)
+			default:
+				break drain
+			}
+		}
+	}
+}
+
+func (w *worker) handle(it item) {
+	t := w.t
+	switch {
+	case it.barrier != nil:
+		close(it.barrier)
+	case it.a != nil:
+		w.access(it.a)
+	default:
+		if t.metricsOn {
+			w.metrics(&it.o)
+		}
+		if t.tracingOn && !it.logged {
+			ctx := context.Background()
+			if it.parent.IsValid() {
+				ctx = trace.ContextWithSpanContext(ctx, it.parent)
+			}
+			w.clientSpans(ctx, &it.o)
+		}
+		if !it.logged {
+			w.requests(it.o.EndpointFamily, it.o.Status)
+			w.line(&it.o, nil)
+		}
+	}
+}
+
+// worker caches attribute sets: after the first request of a kind, recording allocates
+// nothing.
+type worker struct {
+	t        *Telemetry
+	sets     map[setKey]attrOpts
+	spanSets map[spanKey][]attribute.KeyValue
+}
+
+// attrOpts is one attribute set as the option lists Record and Add take.
+type attrOpts struct {
+	rec []metric.RecordOption
+	add []metric.AddOption
+}
+
+type setKey struct {
+	kind          uint8
+	a, b, c, d, e string
+}
+
+const (
+	setGenAI uint8 = iota
+	setTokens
+	setRequests
+	setAttempt
+	setCurrency
+	setFamily
+)
+
+func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) attrOpts {
+	if opts, ok := w.sets[k]; ok {
+		return opts
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
+	opts := attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
+	if len(w.sets) < 10000 { // bounded, though every part of the key is bounded already
+		w.sets[k] = opts
+	}
+	return opts
+}
+
+func (w *worker) requests(family, code string) {
+	if !w.t.metricsOn {
+		return
+	}
+	opts := w.set(setKey{kind: setRequests, a: family, b: code}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{attribute.String("endpoint_family", family), attribute.String("code", code)}
+	})
+	w.t.inst.requests.Add(context.Background(), 1, opts.add...)
+}
+
+func (w *worker) metrics(o *rpc.Outcome) {
+	ctx, in := context.Background(), w.t.inst
+	op, prov := Operation(o.EndpointFamily), ""
+	if n := len(o.Attempts); n > 0 {
+		prov = ProviderName(o.Attempts[n-1].Kind)
+	}
+	errType := ""
+	if o.Status != "ok" {
+		errType = o.Status
+	}
+	genai := w.set(setKey{kind: setGenAI, a: op, b: prov, c: o.Model, d: errType}, func() []attribute.KeyValue {
+		kvs := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), semconv.GenAIRequestModelKey.String(o.Model)}
+		if prov != "" {
+			kvs = append(kvs, semconv.GenAIProviderNameKey.String(prov))
+		}
+		if errType != "" {
+			kvs = append(kvs, semconv.ErrorTypeKey.String(errType))
+		}
+		return kvs
+	})
+	in.duration.Record(ctx, o.EndTime.Sub(o.StartTime).Seconds(), genai.rec...)
+	if errType == "" && !o.FirstByteTime.IsZero() && generative(op) {
+		in.ttft.Record(ctx, o.FirstByteTime.Sub(o.StartTime).Seconds(), genai.rec...)
+		if o.Usage.Reliable && o.Usage.Output > 1 {
+			in.tpot.Record(ctx, o.EndTime.Sub(o.FirstByteTime).Seconds()/float64(o.Usage.Output-1), genai.rec...)
+		}
+	}
+	if o.Usage.Reliable {
+		for _, tt := range [...]struct {
+			typ string
+			n   int64
+		}{{"input", o.Usage.TotalInput()}, {"output", o.Usage.Output}} {
+			opts := w.set(setKey{kind: setTokens, a: op, b: prov, c: o.Model, d: tt.typ}, func() []attribute.KeyValue {
+				kvs := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), semconv.GenAIRequestModelKey.String(o.Model), semconv.GenAITokenTypeKey.String(tt.typ)}
+				if prov != "" {
+					kvs = append(kvs, semconv.GenAIProviderNameKey.String(prov))
+				}
+				return kvs
+			})
+			in.tokens.Record(ctx, tt.n, opts.rec...)
+		}
+	}
+	for i, at := range o.Attempts {
+		outcome := at.Error
+		if outcome == "" {
+			outcome = "ok"
+		}
+		opts := w.set(setKey{kind: setAttempt, a: at.Provider, b: outcome}, func() []attribute.KeyValue {
+			return []attribute.KeyValue{attribute.String("provider", at.Provider), attribute.String("outcome", outcome)}
+		})
+		in.attempts.Add(ctx, 1, opts.add...)
+		if at.Error != "" && i < len(o.Attempts)-1 {
+			in.fallbacks.Add(ctx, 1, opts.add...)
+		}
+	}
+	if o.Cost.Valid {
+		opts := w.set(setKey{kind: setCurrency, a: o.Currency}, func() []attribute.KeyValue {
+			return []attribute.KeyValue{attribute.String("currency", o.Currency)}
+		})
+		in.charged.Add(ctx, o.Cost.Decimal.InexactFloat64(), opts.add...)
+	}
+	if o.Status == apierror.InsufficientBalance {
+		opts := w.set(setKey{kind: setFamily, a: o.EndpointFamily}, func() []attribute.KeyValue {
+			return []attribute.KeyValue{attribute.String("endpoint_family", o.EndpointFamily)}
+		})
+		in.refusals.Add(ctx, 1, opts.add...)
+	}
+}
+
+// access finishes an HTTP request: its counter and its access line.
+func (w *worker) access(a *access) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var o *rpc.Outcome
+	family, code := FamilyOf(a.path), a.code
+	if a.outcomes > 0 {
+		o = &a.last
+		family, code = o.EndpointFamily, o.Status
+	}
+	if code == "" {
+		switch {
+		case a.status < 400:
+			code = "ok"
+		case a.status >= 500:
+			code = apierror.Internal
+		default:
+			code = apierror.InvalidRequest
+		}
+	}
+	if family == "health" {
+		// Probes every few seconds would drown the log and the traces; they are still counted.
+		w.requests(family, code)
+		return
+	}
+	w.requests(family, code)
+	if w.t.tracingOn && a.span.IsSampled() {
+		ctx := trace.ContextWithSpanContext(context.Background(), a.span)
+		if !a.grpc {
+			ctx = w.serverSpan(a, family, code)
+		}
+		if o != nil && trace.SpanContextFromContext(ctx).IsSampled() {
+			w.clientSpans(ctx, o)
+		}
+	}
+	w.line(o, &accessLine{a: a, family: family, code: code})
+}
+
+type accessLine struct {
+	a            *access
+	family, code string
+}
+
+// line writes the access line: who (key prefix, never the key), what (model, family), how it
+// went (status, code, upstream, attempts), what it used and cost, and how long it took.
+func (w *worker) line(o *rpc.Outcome, h *accessLine) {
+	log := w.t.log
+	if !log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 24)
+	if h != nil {
+		a := h.a
+		if a.requestID == "" && o != nil {
+			a.requestID = o.RequestID
+		}
+		attrs = append(attrs, slog.String("request_id", a.requestID))
+		if a.span.IsValid() {
+			attrs = append(attrs, slog.String("trace_id", a.span.TraceID().String()), slog.String("span_id", a.span.SpanID().String()))
+		}
+		attrs = append(attrs, slog.String("method", a.method), slog.String("path", a.path), slog.String("family", h.family),
+			slog.Int("status", a.status), slog.String("code", h.code))
+	} else {
+		attrs = append(attrs, slog.String("request_id", o.RequestID), slog.String("transport", "grpc"),
+			slog.String("family", o.EndpointFamily), slog.String("code", o.Status))
+	}
+	var start, firstByte, end time.Time
+	if o != nil {
+		attrs = append(attrs, slog.String("key_prefix", o.KeyPrefix), slog.String("model", o.Model),
+			slog.String("upstream", o.Provider), slog.Int("attempts", len(o.Attempts)))
+		u := o.Usage
+		attrs = append(attrs, slog.Bool("usage_reliable", u.Reliable),
+			slog.Int64("input_tokens", u.Input), slog.Int64("cached_input_tokens", u.CachedInput),
+			slog.Int64("cache_write_tokens", u.CacheWrite), slog.Int64("output_tokens", u.Output),
+			slog.Int64("reasoning_tokens", u.Reasoning), slog.Int64("audio_input_tokens", u.AudioInput),
+			slog.Int64("audio_output_tokens", u.AudioOutput))
+		if o.Cost.Valid {
+			attrs = append(attrs, slog.String("cost", o.Cost.Decimal.String()), slog.String("currency", o.Currency))
+		}
+		start, firstByte, end = o.StartTime, o.FirstByteTime, o.EndTime
+	}
+	if h != nil {
+		start, firstByte, end = h.a.start, h.a.firstByte, h.a.end
+		attrs = append(attrs, slog.Int64("bytes", h.a.bytes))
+	}
+	attrs = append(attrs, slog.Float64("latency_ms", ms(end.Sub(start))))
+	if !firstByte.IsZero() {
+		attrs = append(attrs, slog.Float64("ttfb_ms", ms(firstByte.Sub(start))))
+	}
+	level := slog.LevelInfo
+	if h != nil && h.a.status >= http.StatusInternalServerError {
+		level = slog.LevelWarn
+	}
+	log.LogAttrs(context.Background(), level, "request", attrs...)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Operation is gen_ai.operation.name for an endpoint family: the convention's names where it
+// has one, the family otherwise.
+func Operation(family string) string {
+	switch family {
+	case "chat.completions", "messages", "responses", "responses.compact":
+		return "chat"
+	case "completions":
+		return "text_completion"
+	case "content.generate":
+		return "generate_content"
+	case "embeddings", "content.embed":
+		return "embeddings"
+	}
+	return family
+}
+
+func generative(op string) bool {
+	return op == "chat" || op == "text_completion" || op == "generate_content"
+}
+
+// ProviderName is gen_ai.provider.name for a provider kind.
+func ProviderName(kind string) string {
+	if kind == "gemini" {
+		return "gcp.gemini"
+	}
+	return kind
+}
