@@ -132,10 +132,13 @@ func TestRealtimeMessageOver16MiBCloses1009(t *testing.T) {
 }
 
 // startOwned starts a gateway on db whose Shutdown the test calls itself (once).
-func startOwned(t *testing.T, db string) (*genEnv, func(time.Duration) error) {
+func startOwned(t *testing.T, db string, opts ...func(*Config)) (*genEnv, func(time.Duration) error) {
 	t.Helper()
 	cfg := &Config{DatabaseURL: db, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", DrainTimeout: 5 * time.Second,
 		Env: func(string) string { return upstreamKey }}
+	for _, o := range opts {
+		o(cfg)
+	}
 	gw, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -153,10 +156,7 @@ func startOwned(t *testing.T, db string) (*genEnv, func(time.Duration) error) {
 // A replica shutting down closes its realtime sessions with 1001 "server shutting down",
 // returns within its drain bound, and has charged the response delivered before it.
 func TestRealtimeShutdownClosesSessions1001(t *testing.T) {
-	db := storetest.DatabaseURL(t)
-	a := startGenOn(t, db, false)
-	a.admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(mediaCatalog, "{{UP}}", a.upURL))
-	a.key, a.profileID = a.newProfile(t, "media", "1000")
+	a, db := startMediaOn(t)
 	b, shutdown := startOwned(t, db)
 	b.key, b.profileID = a.key, a.profileID
 	c, _, err := b.dialRealtime(t, "rt", nil)
@@ -197,5 +197,55 @@ func TestRealtimeShutdownClosesSessions1001(t *testing.T) {
 	// The delivered response was settled before Shutdown returned.
 	if _, _, n := a.ledgerOf(t, a.profileID); n != 1 {
 		t.Errorf("%d charges after shutdown, want the 1 delivered response", n)
+	}
+}
+
+// startMediaOn is startMedia that also returns its database, for a second replica.
+func startMediaOn(t *testing.T) (*genEnv, string) {
+	t.Helper()
+	db := storetest.DatabaseURL(t)
+	g := startGenOn(t, db, false)
+	g.admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(mediaCatalog, "{{UP}}", g.upURL))
+	g.key, g.profileID = g.newProfile(t, "media", "1000")
+	return g, db
+}
+
+// A session with frames crossing stays open past the idle bound; once nothing crosses for
+// the bound it is closed with 1001 "idle timeout", not before. (The bound is 10 minutes in
+// production; this replica runs with 1.5 s.)
+func TestRealtimeIdleSessionIsClosed(t *testing.T) {
+	a, db := startMediaOn(t)
+	const idle = 1500 * time.Millisecond
+	b, _ := startOwned(t, db, func(c *Config) { c.RealtimeIdle = idle })
+	b.key = a.key
+	c, _, err := b.dialRealtime(t, "rt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	until(t, c, "session.created")
+
+	// Busy for twice the bound: a binary frame every 300 ms, each echoed by the upstream.
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var last time.Time
+	for end := time.Now().Add(2 * idle); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		// The last frame reaches the gateway after this instant, so the close cannot
+		// rightly come less than the bound after it.
+		last = time.Now()
+		if err := c.WriteMessage(websocket.BinaryMessage, []byte("tick")); err != nil {
+			t.Fatalf("a busy session was closed: %v", err)
+		}
+		if _, _, err := c.ReadMessage(); err != nil {
+			t.Fatalf("a busy session was closed: %v", err)
+		}
+	}
+	_, _, err = c.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway || !strings.Contains(ce.Text, "idle") {
+		t.Fatalf("an idle session ended with %v, want 1001 idle timeout", err)
+	}
+	// A lower bound only: closing early is the bug; closing late on a loaded machine is not.
+	if quiet := time.Since(last); quiet < idle {
+		t.Errorf("closed after %s of quiet, before the %s bound", quiet, idle)
 	}
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// FxURL is a CBR-format daily rates document fetched on a schedule; empty: off.
 	FxURL      string
 	FxInterval time.Duration
+	// RealtimeIdle closes a realtime session after this long without a frame; 0 is the
+	// realtime package's default (tests shorten it).
+	RealtimeIdle time.Duration
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -212,7 +215,8 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		Realtime: func(stream corev1.CoreService_RealtimeServer) error {
 			return inHandler(corev1.CoreService_Realtime_FullMethodName, stream, func() error { return coreSrv.Realtime(stream) })
 		},
-		Catalog: catalogv1.NewCatalogServiceClient(inproc),
+		Catalog:      catalogv1.NewCatalogServiceClient(inproc),
+		RealtimeIdle: cfg.RealtimeIdle,
 		Ready: func(ctx context.Context) error {
 			if holder.Current() == nil {
 				return errors.New("snapshot not loaded")

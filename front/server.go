@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -37,6 +38,8 @@ type Config struct {
 	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).
 	Ready func(context.Context) error
 	Log   *slog.Logger
+	// RealtimeIdle is the realtime sessions' idle timeout; 0 is realtime.DefaultIdleTimeout.
+	RealtimeIdle time.Duration
 }
 
 // Server is the HTTP handler.
@@ -60,7 +63,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime}}
+	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime, IdleTimeout: cfg.RealtimeIdle}}
 	s.coreMux = newGatewayMux()
 	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
 		return nil, err
