@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fullstorydev/grpchan/inprocgrpc"
@@ -121,6 +122,9 @@ type Gateway struct {
 	ledgerDone chan struct{}
 	stop       context.CancelFunc
 	done       chan struct{}
+	// calls counts the streams core runs in HTTP handlers: after the drain bound they are cut,
+	// and the ledger closes only once they have queued their records.
+	calls *sync.WaitGroup
 }
 
 // Start migrates, loads the snapshot and serves; it returns once both listeners are bound.
@@ -199,7 +203,10 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	streamErrors := rpc.StreamErrorInterceptor(log)
 	// inHandler runs a streaming RPC in the HTTP handler's goroutine, through the same
 	// interceptor as any stream.
+	calls := &sync.WaitGroup{}
 	inHandler := func(method string, stream grpc.ServerStream, call func() error) error {
+		calls.Add(1)
+		defer calls.Done()
 		info := &grpc.StreamServerInfo{FullMethod: method, IsServerStream: true, IsClientStream: method != corev1.CoreService_Generate_FullMethodName}
 		return streamErrors(coreSrv, stream, info, func(any, grpc.ServerStream) error { return call() })
 	}
@@ -248,7 +255,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
 		front: handler, httpSrv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
-		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv,
+		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, calls: calls,
 	}
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); holder.Run(runCtx, cfg.DatabaseURL) }()
@@ -281,6 +288,18 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	realtimeDone := make(chan error, 1)
 	go func() { realtimeDone <- g.front.Shutdown(ctx) }()
 	err := errors.Join(g.httpSrv.Shutdown(ctx), <-realtimeDone)
+	if ctx.Err() != nil {
+		// The drain bound has passed: Shutdown leaves running requests be, so cut them. An
+		// answer finished after the ledger closed would be delivered and never charged.
+		_ = g.httpSrv.Close()
+	}
+	cut := make(chan struct{})
+	go func() { g.calls.Wait(); close(cut) }()
+	select {
+	case <-cut: // every in-handler stream has queued its record
+	case <-time.After(10 * time.Second):
+		err = errors.Join(err, errors.New("streams still running 10 s after they were cut"))
+	}
 	stopped := make(chan struct{})
 	go func() { g.grpcSrv.GracefulStop(); close(stopped) }()
 	select {
