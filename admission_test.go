@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -159,5 +162,73 @@ func TestBalanceAvailableExcludesRequestsInFlight(t *testing.T) {
 	}
 	if !b.Equal(decimal.NewFromInt(10)) {
 		t.Errorf("a cancelled request moved the balance to %s", b)
+	}
+}
+
+// uploadCatalog prices a transcription model's input at 1 per token and its output at nothing,
+// so that an upload's hold is exactly its input estimate: Content-Length/1000 + 64 tokens plus
+// half a token per byte of its plain fields.
+const uploadCatalog = `{
+  "currency": "RUB",
+  "families": [{"id": "fam"}],
+  "providers": [{"id": "up", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY"}],
+  "models": [{"id": "m-up", "family": "fam", "routes": [{"endpoint_families": ["audio.transcriptions"], "provider": "up", "upstream_model": "gpt-4o-transcribe"}],
+    "prices": [{"endpoint_families": ["audio.transcriptions"], "billing_mode": "per_token", "input": "1000000", "output": "0"}]}]
+}`
+
+// uploadOfSize is a transcription form for m-up of exactly n bytes.
+func uploadOfSize(t *testing.T, n int) ([]byte, string) {
+	t.Helper()
+	build := func(fileSize int) ([]byte, string) {
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		_ = w.SetBoundary("holdboundary")
+		_ = w.WriteField("model", "m-up")
+		f, _ := w.CreateFormFile("file", "talk.mp3")
+		_, _ = f.Write(bytes.Repeat([]byte{'a'}, fileSize))
+		_ = w.Close()
+		return b.Bytes(), w.FormDataContentType()
+	}
+	probe, _ := build(0)
+	body, ct := build(n - len(probe))
+	if len(body) != n {
+		t.Fatalf("form of %d bytes, want %d", len(body), n)
+	}
+	return body, ct
+}
+
+// The hold of an upload whose Content-Length is known is pinned to it, not to how much of the
+// body the front had read: 300 000 bytes hold 300 + 64 + 2 ("m-up") = 366 tokens. With 360
+// available the upload is refused before anything goes upstream; with 370 it is served.
+func TestUploadHoldFollowsContentLength(t *testing.T) {
+	g := startWithCatalog(t, uploadCatalog)
+	body, ct := uploadOfSize(t, 300_000)
+	for _, c := range []struct {
+		credit string
+		status int
+	}{{"360", 402}, {"370", 200}} {
+		key, pid := g.newProfile(t, "upload-"+c.credit, c.credit)
+		before := len(g.up.all())
+		req, _ := http.NewRequest("POST", g.base+"/v1/audio/transcriptions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Fatalf("300 000-byte upload with %s available: %d %s, want %d", c.credit, resp.StatusCode, raw, c.status)
+		}
+		if c.status == 402 {
+			if code, _, _ := envelope(t, raw); code != "insufficient_balance" || len(g.up.all()) != before {
+				t.Fatalf("refusal %s; upstream calls %d", raw, len(g.up.all())-before)
+			}
+			continue
+		}
+		if b := g.settled(t, pid, 1); !b.LessThan(decimal.RequireFromString(c.credit)) || b.IsNegative() {
+			t.Fatalf("balance %s after the upload", b)
+		}
 	}
 }
