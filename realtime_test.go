@@ -246,7 +246,7 @@ func TestRealtimeBalanceExhausted(t *testing.T) {
 }
 
 // Either side dropping mid-response ends the session at once, leaves no goroutine behind, and
-// an unfinished response is not charged.
+// a response the upstream cut is not charged.
 func TestRealtimeDropsMidResponse(t *testing.T) {
 	g := startMedia(t)
 	warm, _, err := g.dialRealtime(t, "rt", nil)
@@ -279,8 +279,23 @@ func TestRealtimeDropsMidResponse(t *testing.T) {
 		break
 	}
 	c.Close()
+	// The cut response was not charged: a complete one after it settles as the one and only
+	// charge (a wrong charge of the cut one would have settled no later).
+	c, _, err = g.dialRealtime(t, "rt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, c, "session.created")
+	ask(t, c, "hello there")
+	done := until(t, c, "response.done")
+	if b := g.settled(t, g.profileID, 1); !b.Equal(decimal.NewFromInt(1000).Sub(realtimeCost(t, done, "100", "10", "400", "800", "1600"))) {
+		t.Errorf("balance %s after a cut response and a complete one", b)
+	}
+	c.Close()
 
-	// The client drops (no close frame) in the middle of a response.
+	// The client drops (no close frame) in the middle of a response. (Whether that response
+	// is charged depends on whether the upstream's response.done reaches core before the drop
+	// does: realtime charges what the upstream reports it billed, so it is not checked here.)
 	c, _, err = g.dialRealtime(t, "rt", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -295,20 +310,6 @@ func TestRealtimeDropsMidResponse(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	goleak.VerifyNone(t, baseline)
-
-	// Neither unfinished response was charged: a complete one after them settles as the one
-	// and only charge (a wrong charge of the earlier ones would have settled before it).
-	c, _, err = g.dialRealtime(t, "rt", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	until(t, c, "session.created")
-	ask(t, c, "hello there")
-	done := until(t, c, "response.done")
-	if b := g.settled(t, g.profileID, 1); !b.Equal(decimal.NewFromInt(1000).Sub(realtimeCost(t, done, "100", "10", "400", "800", "1600"))) {
-		t.Errorf("balance %s after two unfinished responses and one complete", b)
-	}
 }
 
 // quiesce waits until the number of goroutines has stopped changing (the same count over
