@@ -38,7 +38,7 @@ $(GREMLINS):
 # worker, at the lowest priority: it is CPU-heavy. In core/rpc only admission and pricing count.
 MUTATE_PKGS := core/billing core/metering core/snapshot core/keys
 MUTATE_RPC_SKIP := (admin|chain|embed|form|forward|realtime|routes|verify)\.go$$
-MUTATE_FLAGS ?= --workers 1 --test-cpu 1 --timeout-coefficient 20 --threshold-efficacy 90 --threshold-mcover 80
+MUTATE_FLAGS ?= --workers 1 --test-cpu 1 --timeout-coefficient 20 --config $(CURDIR)/testdata/gremlins.yaml
 .PHONY: mutate
 mutate: $(GREMLINS)
 	@fail=""; \
