@@ -58,7 +58,9 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 			if o.Usage.Reliable || o.Status != "cancelled" {
 				t.Errorf("%s: outcome %+v", name, o)
 			}
-			if d := time.Since(start); d > 3*time.Second {
+			// The upstream would go on for 20 s; 10 s tells a cancelled call from one left to
+			// run without flaking on a loaded machine.
+			if d := time.Since(start); d > 10*time.Second {
 				t.Errorf("%s: the generation ended %v after the client left", name, d)
 			}
 		}

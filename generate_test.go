@@ -32,7 +32,7 @@ const genCatalog = `{
     {"id": "up-anthropic", "kind": "anthropic", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
     {"id": "up-gemini", "kind": "gemini", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
     {"id": "dead", "kind": "openai", "base_url": "http://127.0.0.1:1/v1", "api_key_env": "UP_KEY"},
-    {"id": "slow", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY", "timeout": {"first_byte": "400ms", "idle": "400ms"}}
+    {"id": "slow", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY", "timeout": {"first_byte": "2s", "idle": "2s"}}
   ],
   "models": [
     {"id": "m-openai", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-openai", "upstream_model": "up-gpt"}],
@@ -120,7 +120,7 @@ func (m *meterRec) Record(_ context.Context, o rpc.Outcome) {
 // wait returns the outcome of a request id, waiting for the generation to finish.
 func (m *meterRec) wait(t testing.TB, id string) rpc.Outcome {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		m.mu.Lock()
 		o, ok := m.out[id]
@@ -423,16 +423,26 @@ func TestFallbackToTheNextRoute(t *testing.T) {
 }
 
 // First-byte and idle timeouts: before the first byte the client gets upstream_timeout; after
-// it, the stream ends with the protocol's error event and the usage is unreliable.
+// it, the stream ends with the protocol's error event and the usage is unreliable. The provider
+// "slow" has 2 s timeouts: the failing pauses are 30 s and the normal one 250 ms, so load on the
+// machine cannot move either across the bound; that the timeout is not early is asserted apart.
 func TestUpstreamTimeouts(t *testing.T) {
 	g := startGen(t)
-	status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "slow-1"}, `{"model":"m-slow","messages":[{"role":"user","content":"wait #sim:delay=3s"}]}`)
+	start := time.Now()
+	status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "slow-1"}, `{"model":"m-slow","messages":[{"role":"user","content":"wait #sim:delay=30s"}]}`)
 	if code, _, _ := envelope(t, raw); status != 504 || code != "upstream_timeout" {
 		t.Fatalf("first byte: %d %s", status, raw)
 	}
-	status, _, raw = g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "slow-2"}, `{"model":"m-slow","stream":true,"messages":[{"role":"user","content":"pause #sim:stall=3s"}]}`)
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("first-byte timeout after %s, before the provider's 2 s", took)
+	}
+	start = time.Now()
+	status, _, raw = g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "slow-2"}, `{"model":"m-slow","stream":true,"messages":[{"role":"user","content":"pause #sim:stall=30s"}]}`)
 	if status != 200 || !strings.Contains(string(raw), `"error"`) || strings.Contains(string(raw), "[DONE]") {
 		t.Fatalf("idle: %d %s", status, raw)
+	}
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("idle timeout after %s, before the provider's 2 s", took)
 	}
 	if o := g.meter.wait(t, "slow-2"); o.Usage.Reliable {
 		t.Fatalf("a stalled stream was metered as reliable: %+v", o)

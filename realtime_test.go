@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -245,7 +246,7 @@ func TestRealtimeBalanceExhausted(t *testing.T) {
 }
 
 // Either side dropping mid-response ends the session at once, leaves no goroutine behind, and
-// an unfinished response is not charged.
+// a response the upstream cut is not charged.
 func TestRealtimeDropsMidResponse(t *testing.T) {
 	g := startMedia(t)
 	warm, _, err := g.dialRealtime(t, "rt", nil)
@@ -254,8 +255,8 @@ func TestRealtimeDropsMidResponse(t *testing.T) {
 	}
 	until(t, warm, "session.created")
 	warm.Close()
-	time.Sleep(100 * time.Millisecond)
 	http.DefaultClient.CloseIdleConnections()
+	quiesce(t)
 	baseline := goleak.IgnoreCurrent()
 
 	// The upstream drops the connection in the middle of a response.
@@ -278,12 +279,23 @@ func TestRealtimeDropsMidResponse(t *testing.T) {
 		break
 	}
 	c.Close()
-	time.Sleep(700 * time.Millisecond) // a settlement would have run
-	if _, _, n := g.ledgerOf(t, g.profileID); n != 0 {
-		t.Errorf("%d charges for a cut response", n)
+	// The cut response was not charged: a complete one after it settles as the one and only
+	// charge (a wrong charge of the cut one would have settled no later).
+	c, _, err = g.dialRealtime(t, "rt", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	until(t, c, "session.created")
+	ask(t, c, "hello there")
+	done := until(t, c, "response.done")
+	if b := g.settled(t, g.profileID, 1); !b.Equal(decimal.NewFromInt(1000).Sub(realtimeCost(t, done, "100", "10", "400", "800", "1600"))) {
+		t.Errorf("balance %s after a cut response and a complete one", b)
+	}
+	c.Close()
 
-	// The client drops (no close frame) in the middle of a response.
+	// The client drops (no close frame) in the middle of a response. (Whether that response
+	// is charged depends on whether the upstream's response.done reaches core before the drop
+	// does: realtime charges what the upstream reports it billed, so it is not checked here.)
 	c, _, err = g.dialRealtime(t, "rt", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -293,11 +305,25 @@ func TestRealtimeDropsMidResponse(t *testing.T) {
 	until(t, c, "response.created")
 	c.UnderlyingConn().Close()
 
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for goleak.Find(baseline) != nil && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	goleak.VerifyNone(t, baseline)
+}
+
+// quiesce waits until the number of goroutines has stopped changing (the same count over
+// 300 ms), so that a leak baseline does not catch a teardown half way. Bounded generously.
+func quiesce(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	last, since := runtime.NumGoroutine(), time.Now()
+	for time.Since(since) < 300*time.Millisecond && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if n := runtime.NumGoroutine(); n != last {
+			last, since = n, time.Now()
+		}
+	}
 }
 
 // The public catalogue shows audio rates on the price sets that name them, and keeps the five

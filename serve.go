@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/fullstorydev/grpchan/inprocgrpc"
@@ -67,6 +68,9 @@ type Config struct {
 	MetricsAddr string
 	// Telemetry adjusts the telemetry options (tests add exporters); nil: as configured.
 	Telemetry func(*telemetry.Options)
+	// RealtimeIdle closes a realtime session after this long without a frame; 0 is the
+	// realtime package's default (tests shorten it).
+	RealtimeIdle time.Duration
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -149,6 +153,9 @@ type Gateway struct {
 
 	// adminSrv serves GATEWAY_ADMIN_HTTP_ADDR; nil when the admin routes share httpSrv
 	adminSrv *http.Server
+	// calls counts the streams core runs in HTTP handlers: after the drain bound they are cut,
+	// and the ledger closes only once they have queued their records.
+	calls *sync.WaitGroup
 }
 
 // Start migrates, loads the snapshot and serves; it returns once both listeners are bound.
@@ -243,7 +250,10 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	streamErrors := rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)
 	// inHandler runs a streaming RPC in the HTTP handler's goroutine, through the same
 	// interceptor as any stream.
+	calls := &sync.WaitGroup{}
 	inHandler := func(method string, stream grpc.ServerStream, call func() error) error {
+		calls.Add(1)
+		defer calls.Done()
 		info := &grpc.StreamServerInfo{FullMethod: method, IsServerStream: true, IsClientStream: method != corev1.CoreService_Generate_FullMethodName}
 		return streamErrors(coreSrv, stream, info, func(any, grpc.ServerStream) error { return call() })
 	}
@@ -259,7 +269,8 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		Realtime: func(stream corev1.CoreService_RealtimeServer) error {
 			return inHandler(corev1.CoreService_Realtime_FullMethodName, stream, func() error { return coreSrv.Realtime(stream) })
 		},
-		Catalog: catalogv1.NewCatalogServiceClient(inproc),
+		Catalog:      catalogv1.NewCatalogServiceClient(inproc),
+		RealtimeIdle: cfg.RealtimeIdle,
 		Ready: func(ctx context.Context) error {
 			if holder.Current() == nil {
 				return errors.New("snapshot not loaded")
@@ -296,7 +307,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
 		front: handler, httpSrv: newHTTPServer(tel.Handler(siteHandler)),
 		tel: tel, MetricsAddr: tel.MetricsAddr,
-		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, Status: site.rec, statusDone: site.done,
+		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, Status: site.rec, statusDone: site.done, calls: calls,
 	}
 	if cfg.AdminHTTPAddr != "" {
 		adminLn, err := net.Listen("tcp", cfg.AdminHTTPAddr)
@@ -343,6 +354,18 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	err := errors.Join(g.httpSrv.Shutdown(ctx), <-realtimeDone)
 	if g.adminSrv != nil {
 		err = errors.Join(err, g.adminSrv.Shutdown(ctx))
+	}
+	if ctx.Err() != nil {
+		// The drain bound has passed: Shutdown leaves running requests be, so cut them. An
+		// answer finished after the ledger closed would be delivered and never charged.
+		_ = g.httpSrv.Close()
+	}
+	cut := make(chan struct{})
+	go func() { g.calls.Wait(); close(cut) }()
+	select {
+	case <-cut: // every in-handler stream has queued its record
+	case <-time.After(10 * time.Second):
+		err = errors.Join(err, errors.New("streams still running 10 s after they were cut"))
 	}
 	stopped := make(chan struct{})
 	go func() { g.grpcSrv.GracefulStop(); close(stopped) }()

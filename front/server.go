@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -42,6 +43,8 @@ type Config struct {
 	AdminSeparate bool
 	// Limits bound what a client can make the front hold; zero values are the defaults.
 	Limits Limits
+	// RealtimeIdle is the realtime sessions' idle timeout; 0 is realtime.DefaultIdleTimeout.
+	RealtimeIdle time.Duration
 }
 
 // Server is the HTTP handler.
@@ -69,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime}}
+	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime, IdleTimeout: cfg.RealtimeIdle}}
 	s.limits = cfg.Limits.withDefaults()
 	s.adminFailures = &failureLimiter{Burst: adminFailureBurst, Every: adminFailureEvery}
 	s.budget = &relay.Budget{Total: s.limits.BodyBudget, PerKey: s.limits.KeyBodyBudget}

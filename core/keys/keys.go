@@ -13,9 +13,10 @@ const (
 	marker      = "sk-gw-"
 	alphabet    = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	randomChars = 43 // 43 base62 characters ≈ 256 bits
-	// PrefixLen is the number of leading characters shown as the key's prefix: the marker
-	// plus 6 random characters (~36 bits), enough to tell keys apart, far too few to guess.
-	PrefixLen = len(marker) + 6
+	// PrefixLen is the number of leading characters shown as the key's prefix: the 6 of the
+	// marker plus 6 random characters (~36 bits), enough to tell keys apart, far too few to
+	// guess. A literal: keys already issued show prefixes of this length.
+	PrefixLen = 12
 )
 
 // Secret is a fresh key secret, its display prefix and its SHA-256 hash.

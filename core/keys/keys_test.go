@@ -20,6 +20,11 @@ func TestSecretsAreRandomAndOnlyTheirHashIdentifiesThem(t *testing.T) {
 		if !strings.HasPrefix(s.Plain, s.Prefix) || len(s.Plain) != len(marker)+randomChars || len(s.Prefix) != PrefixLen {
 			t.Errorf("secret %q prefix %q", s.Plain, s.Prefix)
 		}
+		// The prefix is the marker and six random characters: operators compare prefixes
+		// of keys issued long ago, so its length is fixed.
+		if PrefixLen != len(marker)+6 || len(s.Prefix) != 12 || !strings.HasPrefix(s.Prefix, "sk-gw-") || strings.Trim(s.Plain[len(marker):], alphabet) != "" {
+			t.Errorf("secret %q prefix %q: not the marker, six random characters, base62", s.Plain, s.Prefix)
+		}
 		if Hash(s.Plain) != s.Hash || Hash(s.Plain+"x") == s.Hash {
 			t.Error("hash does not identify the secret")
 		}

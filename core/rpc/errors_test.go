@@ -1,0 +1,131 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/apistatus"
+)
+
+func incoming(pairs ...string) context.Context {
+	return metadata.NewIncomingContext(context.Background(), metadata.Pairs(pairs...))
+}
+
+// The key is read from "authorization: Bearer x" only, the scheme in any case.
+func TestBearer(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ header, want string }{
+		{"Bearer sk-1", "sk-1"},
+		{"bearer  sk-2 ", "sk-2"},
+		{"BEARER x", "x"},
+		{"Bearer ", ""},
+		{"Bearer", ""},
+		{"Basic abc", ""},
+		{"sk-3", ""},
+	} {
+		if got := bearer(incoming("authorization", c.header)); got != c.want {
+			t.Errorf("%q: %q, want %q", c.header, got, c.want)
+		}
+	}
+	if got := bearer(context.Background()); got != "" {
+		t.Errorf("no metadata: %q", got)
+	}
+}
+
+// A client's request id is kept and marked as the client's; the front's own is marked as
+// generated; a caller that sent none gets a fresh generated one.
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	if id, gen := requestID(incoming("x-request-id", "abc")); id != "abc" || gen {
+		t.Errorf("client id: %q generated=%v", id, gen)
+	}
+	if id, gen := requestID(incoming("x-request-id", "f-1", "x-request-id-generated", "1")); id != "f-1" || !gen {
+		t.Errorf("front's id: %q generated=%v", id, gen)
+	}
+	a, gen := requestID(context.Background())
+	b := RequestID(context.Background())
+	if a == "" || !gen || a == b {
+		t.Errorf("fresh ids %q and %q (generated=%v)", a, b, gen)
+	}
+}
+
+// Spec errors keep their code and carry the request id; anything else is logged and becomes
+// internal_error without its message; a cancelled caller is not an internal error; success
+// passes through untouched.
+func TestErrorInterceptors(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	unary := ErrorInterceptor(log)
+	info := &grpc.UnaryServerInfo{FullMethod: "/m"}
+	call := func(ctx context.Context, err error) (any, error) {
+		return unary(ctx, "req", info, func(context.Context, any) (any, error) {
+			if err != nil {
+				return nil, err
+			}
+			return "ok", nil
+		})
+	}
+	ctx := incoming("x-request-id", "rid-1")
+	if resp, err := call(ctx, nil); resp != "ok" || err != nil {
+		t.Errorf("success: %v %v", resp, err)
+	}
+	_, err := call(ctx, apierror.New(apierror.ModelNotFound, "no such model"))
+	if e := apistatus.FromError(err); e.Code != apierror.ModelNotFound || ridOf(err) != "rid-1" {
+		t.Errorf("spec error became %+v", e)
+	}
+	if logged.Len() != 0 {
+		t.Errorf("a spec error was logged: %s", logged.String())
+	}
+	_, err = call(ctx, errors.New("pq: password authentication failed for secret"))
+	if e := apistatus.FromError(err); e.Code != apierror.Internal || strings.Contains(e.Message, "secret") {
+		t.Errorf("plain error became %+v", e)
+	}
+	if !strings.Contains(logged.String(), "rid-1") {
+		t.Errorf("the internal error was not logged with its request id: %s", logged.String())
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err = call(cancelled, errors.New("context canceled")); apistatus.FromError(err).Code != apierror.InvalidRequest {
+		t.Errorf("a cancelled call became %+v", apistatus.FromError(err))
+	}
+
+	stream := StreamErrorInterceptor(log)
+	ss := &fakeStream{ctx: ctx}
+	if err := stream(nil, ss, &grpc.StreamServerInfo{FullMethod: "/s"}, func(any, grpc.ServerStream) error { return nil }); err != nil {
+		t.Errorf("stream success: %v", err)
+	}
+	err = stream(nil, ss, &grpc.StreamServerInfo{FullMethod: "/s"}, func(any, grpc.ServerStream) error {
+		return apierror.New(apierror.InsufficientBalance, "low")
+	})
+	if e := apistatus.FromError(err); e.Code != apierror.InsufficientBalance || ridOf(err) != "rid-1" {
+		t.Errorf("stream error became %+v", e)
+	}
+}
+
+// ridOf is the request id a status carries in its ErrorInfo.
+func ridOf(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetMetadata()["request_id"]
+		}
+	}
+	return ""
+}
+
+type fakeStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *fakeStream) Context() context.Context { return s.ctx }
