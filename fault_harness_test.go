@@ -540,3 +540,36 @@ func (f *faultEnv) balance(t testing.TB, pid string) (decimal.Decimal, int) {
 	}
 	return b, n
 }
+
+// rtDone reads events until a response.done (true) or until the session ends or stays silent
+// for 30 s (false): a gateway may end a session rather than forward a response it refuses.
+func rtDone(t *testing.T, c *websocket.Conn) bool {
+	t.Helper()
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		kind, data, err := c.ReadMessage()
+		if err != nil {
+			t.Logf("realtime session ended: %v", err)
+			return false
+		}
+		if kind != websocket.TextMessage {
+			continue
+		}
+		var ev struct{ Type string }
+		if json.Unmarshal(data, &ev) == nil && ev.Type == "response.done" {
+			return true
+		}
+	}
+}
+
+// eventually polls cond until it holds (true) or bound passes (false).
+func eventually(bound time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
