@@ -155,7 +155,7 @@ func TestChargesAreDurableAndGrouped(t *testing.T) {
 	}
 	wg.Wait()
 	s := l.Stats()
-	t.Logf("%d charges in %d commits", s.Charges, s.Commits)
+	t.Logf("%d charges in %d commits, wait p50 %s p99 %s", s.Charges, s.Commits, s.WaitP50, s.WaitP99)
 	if s.Charges != workers*each || s.Commits >= s.Charges/2 {
 		t.Fatalf("%d charges in %d commits: not grouped", s.Charges, s.Commits)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,11 +73,19 @@ type Ledger struct {
 	stopCommit chan struct{}
 	commitDone chan struct{}
 	stats      Stats
+	waits      []time.Duration // the last waitWindow Charge waits, a ring
+	waitAt     int
 }
+
+// waitWindow is how many recent charge waits the percentiles of Stats cover.
+const waitWindow = 1 << 16
 
 // Stats counts the committer's work.
 type Stats struct {
 	Charges, Commits int64
+	// Percentiles of the time Charge took (what durability adds at the end of an answer),
+	// over the last waitWindow charges.
+	WaitP50, WaitP99 time.Duration
 }
 
 type account struct {
@@ -129,8 +138,14 @@ func NewLedger(st *store.Store, log *slog.Logger) *Ledger {
 // Stats returns the committer's counters.
 func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.stats
+	st := l.stats
+	w := slices.Clone(l.waits)
+	l.mu.Unlock()
+	if len(w) > 0 {
+		slices.Sort(w)
+		st.WaitP50, st.WaitP99 = w[len(w)/2], w[min(len(w)-1, len(w)*99/100)]
+	}
+	return st
 }
 
 func (l *Ledger) account(p uuid.UUID) *account {
@@ -261,6 +276,7 @@ func (l *Ledger) release(h *Hold) {
 // Finish. The wait is bounded by DBTimeout (plus GroupWindow), whatever ctx does.
 func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord) (decimal.Decimal, error) {
 	l.startOnce.Do(func() { go l.commitLoop() })
+	start := time.Now()
 	c := &charge{rec: rec, hold: h, done: make(chan struct{})}
 	l.mu.Lock()
 	l.charges = append(l.charges, c)
@@ -270,6 +286,15 @@ func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord) (
 	default:
 	}
 	<-c.done
+	wait := time.Since(start)
+	l.mu.Lock()
+	if len(l.waits) < waitWindow {
+		l.waits = append(l.waits, wait)
+	} else {
+		l.waits[l.waitAt] = wait
+		l.waitAt = (l.waitAt + 1) % waitWindow
+	}
+	l.mu.Unlock()
 	return c.charged, c.err
 }
 

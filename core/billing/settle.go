@@ -20,6 +20,9 @@ func (l *Ledger) Run(ctx context.Context) {
 	renew := time.NewTicker(l.LeaseTTL / 5)
 	defer renew.Stop()
 	var ticks int
+	report := time.NewTicker(statsEvery)
+	defer report.Stop()
+	var reported int64
 	for {
 		select {
 		case <-ctx.Done():
@@ -27,6 +30,12 @@ func (l *Ledger) Run(ctx context.Context) {
 		case <-t.C:
 			if err := l.Flush(ctx); err != nil && ctx.Err() == nil {
 				l.Log.Error("settle records", "err", err, "pending", l.Pending())
+			}
+		case <-report.C:
+			if st := l.Stats(); st.Charges != reported {
+				reported = st.Charges
+				l.Log.Info("charges committed", "charges", st.Charges, "commits", st.Commits,
+					"wait_p50", st.WaitP50, "wait_p99", st.WaitP99)
 			}
 		case <-renew.C:
 			if err := l.maintainLeases(ctx); err != nil && ctx.Err() == nil {
@@ -38,6 +47,9 @@ func (l *Ledger) Run(ctx context.Context) {
 		}
 	}
 }
+
+// statsEvery is how often a busy ledger logs its cumulative commit statistics.
+const statsEvery = 10 * time.Second
 
 func (l *Ledger) sweep(ctx context.Context) {
 	dctx, cancel := l.dbContext(ctx)

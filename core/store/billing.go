@@ -92,37 +92,48 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	// deadlock.
 	slices.SortFunc(locked, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		clear(charged)
-		clear(capped)
-		clear(out.Leases)
-		free, existing, err := readFree(ctx, tx, replica, locked, recs)
-		if err != nil {
-			return err
-		}
-		// What each charge takes, in batch order, from what is free for it.
-		total := map[uuid.UUID]decimal.Decimal{}
-		var entries []int
-		for j, r := range recs {
-			if !r.Cost.Valid {
-				continue
-			}
-			if prior, ok := existing[recordKey{r.ProfileID, r.RequestID}]; ok {
-				charged[j] = decimal.NullDecimal{Decimal: prior, Valid: true}
-				continue
-			}
-			f := decimal.Max(free[r.ProfileID], decimal.Zero)
-			take := decimal.Min(r.Cost.Decimal, f)
-			capped[j] = take.LessThan(r.Cost.Decimal)
-			free[r.ProfileID] = f.Sub(take)
-			total[r.ProfileID] = total[r.ProfileID].Add(take)
-			charged[j] = decimal.NullDecimal{Decimal: take, Valid: true}
-			entries = append(entries, j)
-		}
-		return writeSettlement(ctx, tx, replica, recs, charged, entries, total, out.Leases)
-	})
+	// Two round trips: BEGIN, the locks and the reads in one; the writes and COMMIT in the
+	// other. Records without a charge need no lock: one implicit transaction.
+	conn, err := s.Pool.Acquire(ctx)
 	if err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	// A connection left inside a transaction by an error is not reused: the pool closes it.
+	defer conn.Release()
+	explicit := len(locked) > 0
+	fail := func(err error) (*Settled, error) {
+		if explicit && !conn.Conn().IsClosed() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+			cancel()
+		}
 		return nil, err
+	}
+	free, existing, err := readFree(ctx, conn.Conn(), replica, locked, recs)
+	if err != nil {
+		return fail(err)
+	}
+	// What each charge takes, in batch order, from what is free for it.
+	total := map[uuid.UUID]decimal.Decimal{}
+	var entries []int
+	for j, r := range recs {
+		if !r.Cost.Valid {
+			continue
+		}
+		if prior, ok := existing[recordKey{r.ProfileID, r.RequestID}]; ok {
+			charged[j] = decimal.NullDecimal{Decimal: prior, Valid: true}
+			continue
+		}
+		f := decimal.Max(free[r.ProfileID], decimal.Zero)
+		take := decimal.Min(r.Cost.Decimal, f)
+		capped[j] = take.LessThan(r.Cost.Decimal)
+		free[r.ProfileID] = f.Sub(take)
+		total[r.ProfileID] = total[r.ProfileID].Add(take)
+		charged[j] = decimal.NullDecimal{Decimal: take, Valid: true}
+		entries = append(entries, j)
+	}
+	if err := writeSettlement(ctx, conn.Conn(), replica, recs, charged, entries, total, out.Leases, explicit); err != nil {
+		return fail(err)
 	}
 	for i := range batch {
 		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
@@ -133,7 +144,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 // readFree locks the charged profiles and reads, in one round trip, what each has free for
 // this replica's charges (balance less other replicas' unexpired leases) and the charges of
 // the batch's records that an earlier settlement already wrote.
-func readFree(ctx context.Context, tx pgx.Tx, replica uuid.UUID, locked []uuid.UUID, recs []RequestRecord) (map[uuid.UUID]decimal.Decimal, map[recordKey]decimal.Decimal, error) {
+func readFree(ctx context.Context, tx *pgx.Conn, replica uuid.UUID, locked []uuid.UUID, recs []RequestRecord) (map[uuid.UUID]decimal.Decimal, map[recordKey]decimal.Decimal, error) {
 	free, existing := map[uuid.UUID]decimal.Decimal{}, map[recordKey]decimal.Decimal{}
 	if len(locked) == 0 {
 		return free, existing, nil
@@ -146,6 +157,7 @@ func readFree(ctx context.Context, tx pgx.Tx, replica uuid.UUID, locked []uuid.U
 		}
 	}
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
 	b.Queue(`SELECT id, balance FROM profiles WHERE id = ANY($1) ORDER BY id FOR UPDATE`, locked)
 	b.Queue(`SELECT profile_id, sum(amount) FROM balance_leases
 		WHERE profile_id = ANY($1) AND replica_id <> $2 AND expires_at > now() GROUP BY profile_id`, locked, replica)
@@ -153,6 +165,9 @@ func readFree(ctx context.Context, tx pgx.Tx, replica uuid.UUID, locked []uuid.U
 		JOIN unnest($1::uuid[], $2::text[]) AS t(p, id) ON e.profile_id = t.p AND e.request_id = t.id`, ps, ids)
 	res := tx.SendBatch(ctx, b)
 	defer res.Close()
+	if _, err := res.Exec(); err != nil {
+		return nil, nil, fmt.Errorf("begin: %w", err)
+	}
 	scan := func(what string, fn func(pgx.Rows) error) error {
 		rows, err := res.Query()
 		if err != nil {
@@ -194,8 +209,8 @@ func readFree(ctx context.Context, tx pgx.Tx, replica uuid.UUID, locked []uuid.U
 }
 
 // writeSettlement writes records, new ledger entries, balances and leases in one round trip.
-func writeSettlement(ctx context.Context, tx pgx.Tx, replica uuid.UUID, recs []RequestRecord, charged []decimal.NullDecimal,
-	entries []int, total map[uuid.UUID]decimal.Decimal, leases map[uuid.UUID]LeaseState) error {
+func writeSettlement(ctx context.Context, tx *pgx.Conn, replica uuid.UUID, recs []RequestRecord, charged []decimal.NullDecimal,
+	entries []int, total map[uuid.UUID]decimal.Decimal, leases map[uuid.UUID]LeaseState, explicit bool) error {
 	n := len(recs)
 	var (
 		// [16]byte, not uuid.UUID: pgx writes those as binary uuids directly, while uuid.UUID
@@ -238,7 +253,10 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, replica uuid.UUID, recs []R
 			output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
 			usage_reliable = excluded.usage_reliable, cost = excluded.cost, end_time = excluded.end_time,
 			audio_input_tokens = excluded.audio_input_tokens, audio_output_tokens = excluded.audio_output_tokens,
-			replica_id = NULL`,
+			replica_id = NULL
+		-- A charged record is final: a later uncharged settlement of the same request (its
+		-- charge's commit looked failed, but was not) does not undo it.
+		WHERE requests.cost IS NULL OR excluded.cost IS NOT NULL`,
 		profiles, ids, keys, models, families, statuses, currencies, in, cached, write, out, reason, reliable, costs, starts, ends, audioIn, audioOut)
 	if len(entries) > 0 {
 		var eps [][16]byte
@@ -262,13 +280,24 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, replica uuid.UUID, recs []R
 		// Taken under the profile locks: a later write of these leases has a larger version.
 		b.Queue(`SELECT nextval('balance_lease_version')`)
 	}
+	if explicit {
+		b.Queue(`COMMIT`)
+	}
 	res := tx.SendBatch(ctx, b)
 	defer res.Close()
 	if _, err := res.Exec(); err != nil {
 		return fmt.Errorf("write request records: %w", err)
 	}
-	if len(entries) == 0 {
+	commit := func() error {
+		if explicit {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+		}
 		return res.Close()
+	}
+	if len(entries) == 0 {
+		return commit()
 	}
 	if _, err := res.Exec(); err != nil {
 		return fmt.Errorf("write charges: %w", err)
@@ -303,5 +332,5 @@ func writeSettlement(ctx context.Context, tx pgx.Tx, replica uuid.UUID, recs []R
 			leases[p] = LeaseState{Version: stamp}
 		}
 	}
-	return res.Close()
+	return commit()
 }
