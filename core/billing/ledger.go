@@ -73,6 +73,7 @@ type Ledger struct {
 	stopCommit chan struct{}
 	commitDone chan struct{}
 	stats      Stats
+	closed     bool            // Close has begun: no more charges
 	waits      []time.Duration // the last waitWindow Charge waits, a ring
 	waitAt     int
 }
@@ -279,6 +280,10 @@ func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord) (
 	start := time.Now()
 	c := &charge{rec: rec, hold: h, done: make(chan struct{})}
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
+	}
 	l.charges = append(l.charges, c)
 	l.mu.Unlock()
 	select {

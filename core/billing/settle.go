@@ -223,6 +223,9 @@ func (l *Ledger) Close(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	close(l.stopCommit)
 	l.startOnce.Do(func() { close(l.commitDone) })
 	<-l.commitDone
