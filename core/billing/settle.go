@@ -1,0 +1,244 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"modelgateway/core/store"
+)
+
+// Run settles pending records every FlushEvery, renews the leases in use, returns idle ones
+// and finishes what dead replicas left behind, until ctx ends. Close does the last
+// settlement.
+func (l *Ledger) Run(ctx context.Context) {
+	l.startOnce.Do(func() { go l.commitLoop() })
+	t := time.NewTicker(l.FlushEvery)
+	defer t.Stop()
+	renew := time.NewTicker(l.LeaseTTL / 5)
+	defer renew.Stop()
+	var ticks int
+	report := time.NewTicker(statsEvery)
+	defer report.Stop()
+	var reported int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := l.Flush(ctx); err != nil && ctx.Err() == nil {
+				l.Log.Error("settle records", "err", err, "pending", l.Pending())
+			}
+		case <-report.C:
+			if st := l.Stats(); st.Charges != reported {
+				reported = st.Charges
+				l.Log.Info("charges committed", "charges", st.Charges, "commits", st.Commits,
+					"wait_p50", st.WaitP50, "wait_p99", st.WaitP99)
+			}
+		case <-renew.C:
+			if err := l.maintainLeases(ctx); err != nil && ctx.Err() == nil {
+				l.Log.Error("maintain leases", "err", err)
+			}
+			if ticks++; ticks%5 == 0 {
+				l.sweep(ctx)
+			}
+		}
+	}
+}
+
+// statsEvery is how often a busy ledger logs its cumulative commit statistics.
+const statsEvery = 10 * time.Second
+
+func (l *Ledger) sweep(ctx context.Context) {
+	dctx, cancel := l.dbContext(ctx)
+	defer cancel()
+	n, err := l.Store.SweepAbandoned(dctx, abandonAfter)
+	if err != nil {
+		l.Log.Warn("sweep abandoned records", "err", err)
+	} else if n > 0 {
+		l.Log.Warn("request records of a replica that stopped marked abandoned", "records", n)
+	}
+}
+
+// Flush settles the pending records in one transaction. When the database is unreachable
+// they stay pending; when it refuses the batch for its data, each record is tried alone, and
+// one refused maxTries times is set aside with a log line, so that no record holds up others.
+func (l *Ledger) Flush(ctx context.Context) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	batch := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	err := l.settle(ctx, batch)
+	if err == nil || store.Unavailable(err) || len(batch) == 1 {
+		return l.afterSettle(batch, err)
+	}
+	for _, q := range batch {
+		if e := l.afterSettle([]*queued{q}, l.settle(ctx, []*queued{q})); e != nil && store.Unavailable(e) {
+			err = e
+		}
+	}
+	if store.Unavailable(err) {
+		return err
+	}
+	return nil
+}
+
+func (l *Ledger) settle(ctx context.Context, batch []*queued) error {
+	sts := make([]store.Settlement, len(batch))
+	for i, q := range batch {
+		sts[i] = store.Settlement{Record: q.rec}
+	}
+	dctx, cancel := l.dbContext(ctx)
+	defer cancel()
+	res, err := l.Store.Settle(dctx, l.Replica, sts)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range batch {
+		if q.rec.Cost.Valid {
+			a := l.account(q.rec.ProfileID)
+			a.spent = a.spent.Sub(q.rec.Cost.Decimal)
+			if res.Capped[i] {
+				l.Log.Warn("charge capped at the free balance", "profile", q.rec.ProfileID, "request_id", q.rec.RequestID,
+					"cost", q.rec.Cost.Decimal, "charged", res.Charged[i].Decimal)
+			}
+		}
+	}
+	l.adoptAll(res.Leases, time.Time{})
+	return nil
+}
+
+// afterSettle puts a failed batch back, or sets aside a record refused too often.
+func (l *Ledger) afterSettle(batch []*queued, err error) error {
+	if err == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var back []*queued
+	for _, q := range batch {
+		if !store.Unavailable(err) {
+			q.tries++
+			if q.tries >= maxTries {
+				l.Log.Error("request record set aside after repeated settlement failures", "profile", q.rec.ProfileID,
+					"request_id", q.rec.RequestID, "status", q.rec.Status, "cost", q.rec.Cost.Decimal, "tries", q.tries, "err", err)
+				if q.rec.Cost.Valid {
+					a := l.account(q.rec.ProfileID)
+					a.spent = a.spent.Sub(q.rec.Cost.Decimal)
+				}
+				continue
+			}
+		}
+		back = append(back, q)
+	}
+	l.pending = append(back, l.pending...)
+	return err
+}
+
+// maintainLeases reports the replica alive, renews the leases in use and returns those idle
+// for longer than Idle with nothing held or unsettled. A lease the database no longer has
+// alive is not used again until a growth has checked the free balance.
+func (l *Ledger) maintainLeases(ctx context.Context) error {
+	now := time.Now()
+	type idleLease struct {
+		p       uuid.UUID
+		version int64
+	}
+	var idle []idleLease
+	var live []uuid.UUID
+	seen := map[uuid.UUID]int64{}
+	l.mu.Lock()
+	for p, a := range l.accounts {
+		if a.held.IsZero() && a.spent.IsZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
+			if a.version > 0 {
+				idle = append(idle, idleLease{p, a.version})
+			}
+			delete(l.accounts, p)
+			continue
+		}
+		if a.version > 0 && now.Before(a.deadline) {
+			live = append(live, p)
+			seen[p] = a.version
+		}
+	}
+	l.mu.Unlock()
+	dctx, cancel := l.dbContext(ctx)
+	defer cancel()
+	err := l.Store.Heartbeat(dctx, l.Replica)
+	for _, i := range idle {
+		err = errors.Join(err, l.Store.ReleaseLease(dctx, i.p, l.Replica, i.version))
+	}
+	if len(live) == 0 {
+		return err
+	}
+	started := time.Now()
+	renewed, rerr := l.Store.RenewLeases(dctx, l.Replica, live, l.LeaseTTL)
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range live {
+		a := l.accounts[p]
+		if a == nil {
+			continue
+		}
+		if st, ok := renewed[p]; ok {
+			if st.Version >= a.version {
+				l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
+			}
+		} else if a.version <= seen[p] {
+			a.deadline = time.Time{} // expired in the database: grow (and check) again
+		}
+	}
+	return err
+}
+
+// Close settles what is pending, retrying until ctx ends (a database that is down at
+// shutdown may come back within the drain time), and returns every lease; call it after
+// the servers have drained, before the process exits.
+func (l *Ledger) Close(ctx context.Context) error {
+	var err error
+	for {
+		err = l.Flush(ctx)
+		if n := l.Pending(); err == nil && n == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			l.Log.Error("shutdown: request records left unsettled", "records", l.Pending(), "err", err)
+			break
+		}
+		l.Log.Warn("settlement at shutdown failed; retrying", "records", l.Pending(), "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stopCommit)
+	l.startOnce.Do(func() { close(l.commitDone) })
+	<-l.commitDone
+	l.mu.Lock()
+	all := l.accounts
+	l.accounts = map[uuid.UUID]*account{}
+	l.mu.Unlock()
+	dctx, cancel := l.dbContext(ctx)
+	defer cancel()
+	for p, a := range all {
+		if a.version > 0 {
+			err = errors.Join(err, l.Store.ReleaseLease(dctx, p, l.Replica, a.version))
+		}
+	}
+	return err
+}
