@@ -170,8 +170,9 @@ func (f *faultEnv) ledgerProblems(t *testing.T, outs []seen, sessions []rtSessio
 	}
 	for _, s := range sessions {
 		var n int
+		// A response's record is "<session id> <n> <response id>".
 		if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE profile_id = $1::uuid AND kind = 'charge' AND starts_with(request_id, $2)`,
-			s.profile, s.id+"/").Scan(&n); err != nil {
+			s.profile, s.id+" ").Scan(&n); err != nil {
 			return append(problems, fmt.Sprintf("read session charges: %v", err))
 		}
 		if n != s.done {

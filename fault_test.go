@@ -212,6 +212,7 @@ func TestFaultPartitionedReplicaDoesNotOverspend(t *testing.T) {
 	// The partition heals the way TCP does after a long one: the old connections are gone.
 	a.proxy.Cut()
 	a.proxy.Thaw()
+	t.Logf("partition from %s to %s", frozenAt.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
 	onA.halt()
 	onB.halt()
 	for _, r := range []*replica{a, b} {
@@ -223,8 +224,22 @@ func TestFaultPartitionedReplicaDoesNotOverspend(t *testing.T) {
 	if n := len(outs) - frozen; n == 0 {
 		t.Fatal("no request during the partition")
 	}
+	// What the clients received in full is worth no more than the credit: an answer paid by a
+	// charge capped at what was left would be money spent beyond the balance all the same.
+	var worth decimal.Decimal
+	for _, o := range outs {
+		if o.full {
+			worth = worth.Add(o.want)
+			if o.replica == "a" && o.at.After(frozenAt) {
+				t.Logf("a delivered %s in full after the partition began, at %s", o.id, o.at.Format("15:04:05.000"))
+			}
+		}
+	}
+	if worth.GreaterThan(credit) {
+		t.Errorf("answers worth %s delivered in full on a credit of %s", worth, credit)
+	}
 	balance, _ := f.balance(t, pid)
-	t.Logf("credited %s, balance %s after the partition", credit, balance)
+	t.Logf("credited %s, answers worth %s delivered, balance %s", credit, worth, balance)
 	f.checkLedger(t, outs)
 }
 
@@ -339,9 +354,11 @@ func TestFaultDuplicateRealtimeResponseIDs(t *testing.T) {
 		id := "rt-dup-" + r.name
 		c := r.realtime(t, key, id)
 		s := rtSession{profile: pid, id: id}
-		ask(t, c, "hello #sim:response-id=resp_same")
 		for i := range 3 {
-			if i > 0 {
+			_, before := f.balance(t, pid)
+			if i == 0 {
+				ask(t, c, "hello #sim:response-id=resp_same")
+			} else {
 				send(t, c, `{"type":"response.create"}`)
 			}
 			if !rtDone(t, c) {
@@ -349,7 +366,6 @@ func TestFaultDuplicateRealtimeResponseIDs(t *testing.T) {
 			}
 			s.done++
 			// The next response comes after this one has settled: a later batch.
-			_, before := f.balance(t, pid)
 			eventually(5*time.Second, func() bool { _, n := f.balance(t, pid); return n > before })
 		}
 		c.Close()
