@@ -176,3 +176,41 @@ func TestAvailableShowsLeases(t *testing.T) {
 	}
 	g.checkMoney(t, pid)
 }
+
+// Each realtime response is charged, durably, before its response.done reaches the client,
+// under a record id the gateway makes: the session id, the response's number and the
+// upstream's response id, with spaces no client id can contain.
+func TestRealtimeChargesAreDurableWithDerivedIDs(t *testing.T) {
+	g := startMedia(t)
+	c, _, err := g.dialRealtime(t, "rt", http.Header{"Authorization": {"Bearer " + g.key}, "X-Request-Id": {"rt-sess-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	until(t, c, "session.created")
+	var ids []string
+	for i := range 2 {
+		ask(t, c, "hello there")
+		done := until(t, c, "response.done")
+		ids = append(ids, fmt.Sprintf("rt-sess-1 %d %s", i+1, done["response"].(map[string]any)["id"]))
+		// No waiting: the charge is in the ledger when the client sees response.done.
+		if _, _, charges := g.ledgerOf(t, g.profileID); charges != i+1 {
+			t.Fatalf("after response %d: %d charges", i+1, charges)
+		}
+	}
+	for _, id := range ids {
+		var status string
+		var cost decimal.NullDecimal
+		if err := g.g.Store.Pool.QueryRow(context.Background(), `SELECT status, cost FROM requests WHERE profile_id = $1 AND request_id = $2`,
+			uuid.MustParse(g.profileID), id).Scan(&status, &cost); err != nil || status != "ok" || !cost.Valid {
+			t.Fatalf("record %q: %s %v %v", id, status, cost, err)
+		}
+	}
+	// Such an id cannot be sent from outside.
+	status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": ids[0]}, moneyBody)
+	if code, _, _ := envelope(t, raw); status != http.StatusBadRequest || code != apierror.InvalidRequest {
+		t.Fatalf("a derived id as x-request-id: %d %s", status, raw)
+	}
+	c.Close()
+	g.checkMoney(t, g.profileID)
+}
