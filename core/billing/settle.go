@@ -224,9 +224,11 @@ func (l *Ledger) Close(ctx context.Context) error {
 		}
 	}
 	l.mu.Lock()
+	if !l.closed {
+		close(l.stopCommit)
+	}
 	l.closed = true
 	l.mu.Unlock()
-	close(l.stopCommit)
 	l.startOnce.Do(func() { close(l.commitDone) })
 	<-l.commitDone
 	l.mu.Lock()
