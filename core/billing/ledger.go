@@ -78,6 +78,7 @@ type Ledger struct {
 	commitDone chan struct{}
 	stats      Stats
 	closed     bool            // Close has begun: no more charges
+	refunds    sync.WaitGroup
 	waits      []time.Duration // the last waitWindow Charge waits, a ring
 	waitAt     int
 }

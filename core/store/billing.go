@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 )
 
@@ -145,4 +147,51 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
 	}
 	return out, nil
+}
+
+// Refund undoes the charge of a request whose answer's end did not reach the client after its
+// charge was committed (the client went away in between): a cut answer is not charged (spec
+// 8). The charge stays in the ledger and a reversing entry of the same kind follows it, so
+// that the charges of a profile still equal its records' costs; the record loses its cost and
+// takes the status given. It returns the amount given back (zero when there was nothing to
+// undo, e.g. when the refund is replayed).
+func (s *Store) Refund(ctx context.Context, profile uuid.UUID, requestID, status string) (decimal.Decimal, error) {
+	var back decimal.Decimal
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		back = decimal.Zero
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM profiles WHERE id = $1 FOR UPDATE`, profile); err != nil {
+			return fmt.Errorf("lock profile: %w", err)
+		}
+		var cost decimal.NullDecimal
+		err := tx.QueryRow(ctx, `SELECT cost FROM requests WHERE profile_id = $1 AND request_id = $2`, profile, requestID).Scan(&cost)
+		if err != nil || !cost.Valid || cost.Decimal.IsZero() {
+			return interpretErrorOrNil(err)
+		}
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO ledger_entries (profile_id, amount, kind, reason, idempotency_key)
+			VALUES ($1, $2, 'charge', 'refund: the answer did not reach the client', 'refund ' || $3)
+			ON CONFLICT DO NOTHING`, profile, cost.Decimal.String(), requestID)
+		if err != nil {
+			return fmt.Errorf("refund entry: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE profiles SET balance = balance + $2 WHERE id = $1`, profile, cost.Decimal.String()); err != nil {
+			return fmt.Errorf("refund balance: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE requests SET status = $3, cost = NULL WHERE profile_id = $1 AND request_id = $2`, profile, requestID, status); err != nil {
+			return fmt.Errorf("refund record: %w", err)
+		}
+		back = cost.Decimal
+		return nil
+	})
+	return back, err
+}
+
+func interpretErrorOrNil(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
 }
