@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +176,90 @@ func TestAvailableShowsLeases(t *testing.T) {
 		t.Fatalf("balance: %d %v", status, raw)
 	}
 	g.checkMoney(t, pid)
+}
+
+// Each realtime response is charged, durably, before its response.done reaches the client,
+// under a record id the gateway makes: the session id, the response's number and the
+// upstream's response id, with spaces no client id can contain.
+func TestRealtimeChargesAreDurableWithDerivedIDs(t *testing.T) {
+	g := startMedia(t)
+	c, _, err := g.dialRealtime(t, "rt", http.Header{"Authorization": {"Bearer " + g.key}, "X-Request-Id": {"rt-sess-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	until(t, c, "session.created")
+	var ids []string
+	for i := range 2 {
+		ask(t, c, "hello there")
+		done := until(t, c, "response.done")
+		ids = append(ids, fmt.Sprintf("rt-sess-1 %d %s", i+1, done["response"].(map[string]any)["id"]))
+		// No waiting: the charge is in the ledger when the client sees response.done.
+		if _, _, charges := g.ledgerOf(t, g.profileID); charges != i+1 {
+			t.Fatalf("after response %d: %d charges", i+1, charges)
+		}
+	}
+	for _, id := range ids {
+		var status string
+		var cost decimal.NullDecimal
+		if err := g.g.Store.Pool.QueryRow(context.Background(), `SELECT status, cost FROM requests WHERE profile_id = $1 AND request_id = $2`,
+			uuid.MustParse(g.profileID), id).Scan(&status, &cost); err != nil || status != "ok" || !cost.Valid {
+			t.Fatalf("record %q: %s %v %v", id, status, cost, err)
+		}
+	}
+	// Such an id cannot be sent from outside.
+	status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": ids[0]}, moneyBody)
+	if code, _, _ := envelope(t, raw); status != http.StatusBadRequest || code != apierror.InvalidRequest {
+		t.Fatalf("a derived id as x-request-id: %d %s", status, raw)
+	}
+	c.Close()
+	g.checkMoney(t, g.profileID)
+}
+
+// An answer whose charge cannot be made durable is not completed: a non-streamed answer is
+// 503 unavailable instead of its body, a stream ends with an error event instead of its usage
+// cost and terminal event; neither is charged, and both are recorded as unavailable.
+func TestAnswerWithheldWhenItsChargeCannotBeRecorded(t *testing.T) {
+	g := startGen(t)
+	key, pid := g.newProfile(t, "withheld-1", "1")
+	if status, _, raw := g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": "w-ok"}, moneyBody); status != 200 {
+		t.Fatalf("%d %s", status, raw)
+	}
+	// The committer stops accepting charges (as at shutdown); holds and records still work.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.g.ledger.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	status, _, raw := g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": "w-body"}, moneyBody)
+	if code, _, rid := envelope(t, raw); status != http.StatusServiceUnavailable || code != apierror.Unavailable || rid != "w-body" {
+		t.Fatalf("non-streamed: %d %s", status, raw)
+	}
+	status, _, raw = g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": "w-stream"},
+		`{"model":"m-money","stream":true,"max_tokens":12,"messages":[{"role":"user","content":"hi"}]}`)
+	if status != 200 || strings.Contains(string(raw), "[DONE]") || !strings.Contains(string(raw), apierror.Unavailable) {
+		t.Fatalf("streamed: %d %s", status, raw)
+	}
+	for _, id := range []string{"w-body", "w-stream"} {
+		var st string
+		var cost decimal.NullDecimal
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			err := g.g.Store.Pool.QueryRow(context.Background(), `SELECT status, cost FROM requests WHERE profile_id = $1 AND request_id = $2`,
+				uuid.MustParse(pid), id).Scan(&st, &cost)
+			if err == nil && st != "in_progress" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("record %s: %q %v", id, st, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if st != apierror.Unavailable || cost.Valid {
+			t.Fatalf("record %s: %s %v", id, st, cost)
+		}
+	}
+	if b := g.checkMoney(t, pid); !b.Equal(decimal.RequireFromString("0.988")) {
+		t.Fatalf("balance %s, want only the first answer charged", b)
+	}
 }

@@ -1,3 +1,4 @@
+DROP FUNCTION gateway_settle;
 DROP INDEX requests_in_progress_idx;
 ALTER TABLE requests DROP COLUMN replica_id;
 DROP TABLE replicas;

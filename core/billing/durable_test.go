@@ -423,3 +423,38 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	}
 	_ = pgx.ErrNoRows
 }
+
+// A committed charge whose answer's end then failed to reach the client is given back: the
+// answer was cut after all. The ledger keeps both entries; charges still equal the records'
+// costs, and a replayed refund gives nothing twice.
+func TestRefundOfACutAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	l := NewLedger(f.st, nil)
+	h, err := l.Hold(ctx, f.p, dec("0.25"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Charge(ctx, h, f.record("cut", "0.25")); err != nil {
+		t.Fatal(err)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("0.75")) {
+		t.Fatalf("balance %s after the charge", b)
+	}
+	l.Refund(f.p, "cut", "cancelled")
+	l.Refund(f.p, "cut", "cancelled")
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("1")) {
+		t.Fatalf("balance %s after the refund", b)
+	}
+	var status string
+	var cost decimal.NullDecimal
+	_ = f.st.Pool.QueryRow(ctx, `SELECT status, cost FROM requests WHERE request_id = 'cut'`).Scan(&status, &cost)
+	if status != "cancelled" || cost.Valid {
+		t.Fatalf("record %s %v", status, cost)
+	}
+	checkLedger(t, f.st, f.p)
+}

@@ -30,6 +30,8 @@ const (
 	DefaultIdle       = 2 * time.Second
 	// DefaultDBTimeout bounds every database call of the ledger.
 	DefaultDBTimeout = 2 * time.Second
+	// DefaultGroupWindow: see Ledger.GroupWindow.
+	DefaultGroupWindow = time.Millisecond
 	// leaseFactor: a lease grows by this many holds at once, so that a busy profile costs one
 	// database transaction per several requests instead of one per request.
 	leaseFactor = 8
@@ -58,7 +60,9 @@ type Ledger struct {
 	Idle       time.Duration
 	DBTimeout  time.Duration
 	// GroupWindow is how long the committer waits, after the first charge of a group, for
-	// more to join it; zero commits at once and groups what arrives during a commit.
+	// more to join it, when the previous group had more than one (under load: fewer, larger
+	// transactions); a lone charge commits at once. Charges arriving during a commit always
+	// form the next group.
 	GroupWindow time.Duration
 	Log         *slog.Logger
 
@@ -74,6 +78,7 @@ type Ledger struct {
 	commitDone chan struct{}
 	stats      Stats
 	closed     bool            // Close has begun: no more charges
+	refunds    sync.WaitGroup
 	waits      []time.Duration // the last waitWindow Charge waits, a ring
 	waitAt     int
 }
@@ -131,7 +136,7 @@ func NewLedger(st *store.Store, log *slog.Logger) *Ledger {
 		log = slog.Default()
 	}
 	return &Ledger{Store: st, Replica: uuid.New(), Log: log,
-		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle, DBTimeout: DefaultDBTimeout,
+		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle, DBTimeout: DefaultDBTimeout, GroupWindow: DefaultGroupWindow,
 		accounts: map[uuid.UUID]*account{}, wake: make(chan struct{}, 1),
 		stopCommit: make(chan struct{}), commitDone: make(chan struct{})}
 }
@@ -305,6 +310,7 @@ func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord) (
 
 func (l *Ledger) commitLoop() {
 	defer close(l.commitDone)
+	last := 0
 	for {
 		select {
 		case <-l.wake:
@@ -316,13 +322,14 @@ func (l *Ledger) commitLoop() {
 			l.commit(left)
 			return
 		}
-		if l.GroupWindow > 0 {
+		if l.GroupWindow > 0 && last > 1 {
 			time.Sleep(l.GroupWindow)
 		}
 		l.mu.Lock()
 		batch := l.charges
 		l.charges = nil
 		l.mu.Unlock()
+		last = len(batch)
 		l.commit(batch)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
 	"modelgateway/core/store"
 )
@@ -223,10 +224,18 @@ func (l *Ledger) Close(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	refunded := make(chan struct{})
+	go func() { l.refunds.Wait(); close(refunded) }()
+	select {
+	case <-refunded:
+	case <-ctx.Done():
+	}
 	l.mu.Lock()
+	if !l.closed {
+		close(l.stopCommit)
+	}
 	l.closed = true
 	l.mu.Unlock()
-	close(l.stopCommit)
 	l.startOnce.Do(func() { close(l.commitDone) })
 	<-l.commitDone
 	l.mu.Lock()
@@ -241,4 +250,27 @@ func (l *Ledger) Close(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// Refund gives back a committed charge whose answer's end did not reach the client (it went
+// away between the commit and the last event): a cut answer is not charged. It runs in the
+// background, retried for about half a minute; Close waits for it.
+func (l *Ledger) Refund(profile uuid.UUID, requestID, status string) {
+	l.refunds.Add(1)
+	go func() {
+		defer l.refunds.Done()
+		var err error
+		for try := range 10 {
+			ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
+			var back decimal.Decimal
+			back, err = l.Store.Refund(ctx, profile, requestID, status)
+			cancel()
+			if err == nil {
+				l.Log.Info("charge refunded: the answer did not reach the client", "profile", profile, "request_id", requestID, "amount", back)
+				return
+			}
+			time.Sleep(time.Duration(try+1) * 500 * time.Millisecond)
+		}
+		l.Log.Error("refund failed", "profile", profile, "request_id", requestID, "err", err)
+	}()
 }

@@ -29,7 +29,7 @@ type billed struct {
 	hold  *billing.Hold
 	// durable: the record and its charge are in the database (settle); finish then only
 	// meters the outcome.
-	durable bool
+	durable, refunded bool
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen
@@ -153,7 +153,7 @@ func (b *billed) settle() error {
 // charge prices the answer once its usage is known: reliable usage at the token rates, or the
 // fixed price of a complete answer.
 func (b *billed) charge(u metering.Usage) {
-	if b.durable {
+	if b.durable || b.refunded {
 		return
 	}
 	b.out.Usage = u
@@ -165,8 +165,14 @@ func (b *billed) charge(u metering.Usage) {
 // uncharged marks an answer that must not be charged: cut, failed, or not delivered.
 func (b *billed) uncharged(status, why string) {
 	if b.durable {
-		// The charge was written before the end was sent; the client then went away with
-		// at most the end marker missing. The charge stands (see README, billing).
+		// The charge was written before the end was sent, and the client went away in
+		// between: the answer was cut after all, and its charge is given back.
+		if !b.refunded {
+			b.refunded = true
+			b.s.Gen.Ledger.Refund(b.k.ProfileID, b.out.RequestID, status)
+		}
+		b.out.Status, b.out.Cost = status, decimal.NullDecimal{}
+		b.out.Usage = metering.Unreliable(why)
 		return
 	}
 	b.out.Status, b.out.Cost = status, decimal.NullDecimal{}

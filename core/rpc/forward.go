@@ -75,7 +75,7 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 		}
 		call := &provider.ForwardCall{Upstream: up, Family: family, ContentType: "application/json"}
 		if head.GetMultipart() {
-			form = newFormBody(srv, head.GetParts(), up.UpstreamModel)
+			form = newFormBody(srv, head.GetParts(), up.UpstreamModel, head.GetBodySize())
 			call.Body, call.ContentType = form, form.contentType()
 		} else {
 			body, err := provider.SetModel(head.GetBody(), up.UpstreamModel)

@@ -129,14 +129,17 @@ func (s *Store) Heartbeat(ctx context.Context, replica uuid.UUID) error {
 
 // SweepAbandoned finalises what dead replicas left behind: request records still in_progress
 // whose replica has not reported for silence become 'abandoned' (the replica died before the
-// answer was settled, so nothing was charged), and lease rows expired for longer than silence
+// answer was settled, so nothing was charged), as do records unfinished after a day (their
+// replica set them aside), and lease rows expired for longer than silence
 // are deleted. It returns the number of records it abandoned.
 func (s *Store) SweepAbandoned(ctx context.Context, silence time.Duration) (int64, error) {
 	b := &pgx.Batch{}
 	b.Queue(`
 		UPDATE requests r SET status = 'abandoned', end_time = now()
 		WHERE r.status = 'in_progress' AND r.start_time < now() - $1::interval
-		  AND NOT EXISTS (SELECT 1 FROM replicas x WHERE x.id = r.replica_id AND x.seen_at > now() - $1::interval)`, silence.String())
+		  AND (NOT EXISTS (SELECT 1 FROM replicas x WHERE x.id = r.replica_id AND x.seen_at > now() - $1::interval)
+		       -- a record its live replica could not settle (set aside): no request lasts a day
+		       OR r.start_time < now() - interval '1 day')`, silence.String())
 	b.Queue(`DELETE FROM balance_leases WHERE expires_at < now() - $1::interval`, silence.String())
 	b.Queue(`DELETE FROM replicas WHERE seen_at < now() - interval '1 day'`)
 	res := s.Pool.SendBatch(ctx, b)
