@@ -20,12 +20,13 @@ type rtSession struct {
 
 // checkLedger is how every fault test ends (issue 13, "How it is checked"):
 //   - no request record is left in_progress once the system's own cleanup has had cleanupBound;
-//   - every profile's balance is the sum of its ledger entries and is not below zero. Credits
-//     all come before the load, so the balance only falls during a test and the final balance
-//     is its lowest: not below zero now means never below zero;
+//   - every profile's balance is the sum of its ledger entries and is not below zero (the soak
+//     also watches it while the load runs);
 //   - the charges in the ledger add up to the costs on the request records;
 //   - every answer a client received in full is charged exactly once, at its price, on a record
-//     with status ok; every realtime response.done a client received is charged once;
+//     with status ok; every realtime response.done a client received is charged once. A charge
+//     that was refunded (a reversing entry keyed "refund <request id>", for an answer whose end
+//     did not reach the client) counts as not charged;
 //   - a request refused with 503 unavailable is recorded with that status and not charged.
 //
 // Charges settle asynchronously in some designs (the contract allows 2 s), so the checks are
@@ -131,7 +132,8 @@ func (f *faultEnv) ledgerProblems(t *testing.T, outs []seen, sessions []rtSessio
 	for pid, ids := range byProfile {
 		rows, err := f.pool.Query(ctx, `
 			SELECT r.request_id, r.status, r.cost,
-			       (SELECT count(*) FROM ledger_entries e WHERE e.profile_id = r.profile_id AND e.request_id = r.request_id AND e.kind = 'charge')
+			       (SELECT count(*) FROM ledger_entries e WHERE e.profile_id = r.profile_id AND e.request_id = r.request_id AND e.kind = 'charge') -
+			       (SELECT count(*) FROM ledger_entries e WHERE e.profile_id = r.profile_id AND e.idempotency_key = 'refund ' || r.request_id)
 			FROM requests r WHERE r.profile_id = $1::uuid AND r.request_id = ANY($2)`, pid, ids)
 		if err != nil {
 			return append(problems, fmt.Sprintf("read records: %v", err))
@@ -172,7 +174,9 @@ func (f *faultEnv) ledgerProblems(t *testing.T, outs []seen, sessions []rtSessio
 	for _, s := range sessions {
 		var n int
 		// A response's record is "<session id> <n> <response id>".
-		if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE profile_id = $1::uuid AND kind = 'charge' AND starts_with(request_id, $2)`,
+		if err := f.pool.QueryRow(ctx, `
+			SELECT count(*) FILTER (WHERE starts_with(request_id, $2)) - count(*) FILTER (WHERE starts_with(idempotency_key, 'refund ' || $2))
+			FROM ledger_entries WHERE profile_id = $1::uuid AND kind = 'charge'`,
 			s.profile, s.id+" ").Scan(&n); err != nil {
 			return append(problems, fmt.Sprintf("read session charges: %v", err))
 		}

@@ -14,6 +14,40 @@ import (
 // Fault tests of issue 13, on real processes (see fault_harness_test.go). Each ends with
 // checkLedger.
 
+// TestFault runs the fault scenarios, four at a time whatever -parallel says: they spend most
+// of their time waiting for events (a lease to expire, a dead replica's records to be
+// finished), not computing, and one at a time they would take minutes. Run one alone with
+// -run 'TestFault/<name>'.
+func TestFault(t *testing.T) {
+	t.Parallel()
+	scenarios := []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"kill -9 of a replica with answers in flight", faultKillReplicaWithAnswersInFlight},
+		{"PostgreSQL restarted under load", faultDatabaseRestartUnderLoad},
+		{"a partitioned replica does not overspend", faultPartitionedReplicaDoesNotOverspend},
+		{"SIGTERM with the database down", faultTerminateWithDatabaseDown},
+		{"a poisoned batch does not stop settlement", faultPoisonedBatchDoesNotStopSettlement},
+		{"duplicate realtime response ids are each charged", faultDuplicateRealtimeResponseIDs},
+		{"a negative adjustment during load respects leases", faultNegativeAdjustmentDuringLoad},
+		{"usage above the estimate is served while the balance lasts", faultUsageAboveTheEstimate},
+	}
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for _, sc := range scenarios {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			// t.Run may be called from several goroutines at once; all return before TestFault.
+			t.Run(sc.name, sc.run)
+		}()
+	}
+	wg.Wait()
+}
+
 // loadSpec is a client load: workers send f-chat requests in turn to the live replicas,
 // streamed and not, half of them with a client-chosen request id.
 type loadSpec struct {
@@ -90,8 +124,7 @@ func (f *faultEnv) load(ls loadSpec, rec *record) *running {
 
 // kill -9 of one of two replicas with answers in flight: every answer a client received in
 // full is charged exactly once, and the killed replica's records do not stay in_progress.
-func TestFaultKillReplicaWithAnswersInFlight(t *testing.T) {
-	t.Parallel()
+func faultKillReplicaWithAnswersInFlight(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{chunkDelay: 20 * time.Millisecond})
 	a := f.start("a")
 	b := f.start("b")
@@ -123,8 +156,7 @@ func TestFaultKillReplicaWithAnswersInFlight(t *testing.T) {
 // PostgreSQL stopped and started again under load: while it is down, requests that cannot be
 // decided are refused with 503 and the unavailable envelope (never 500), and both replicas
 // serve again by themselves once it is back.
-func TestFaultDatabaseRestartUnderLoad(t *testing.T) {
-	t.Parallel()
+func faultDatabaseRestartUnderLoad(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{ownCluster: true, chunkDelay: 10 * time.Millisecond})
 	a := f.start("a")
 	b := f.start("b")
@@ -167,8 +199,7 @@ func TestFaultDatabaseRestartUnderLoad(t *testing.T) {
 // A replica cut off from the database (frozen proxy) while another keeps spending the same
 // profile: the cut-off replica stops using its lease before the database may have let it go,
 // so that the two never spend more than the balance together.
-func TestFaultPartitionedReplicaDoesNotOverspend(t *testing.T) {
-	t.Parallel()
+func faultPartitionedReplicaDoesNotOverspend(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{})
 	a := f.start("a")
 	b := f.start("b")
@@ -245,8 +276,7 @@ func TestFaultPartitionedReplicaDoesNotOverspend(t *testing.T) {
 
 // SIGTERM while PostgreSQL is unreachable: the charges of answers in flight are not dropped;
 // the replica keeps trying within its drain timeout and writes them once the database is back.
-func TestFaultTerminateWithDatabaseDown(t *testing.T) {
-	t.Parallel()
+func faultTerminateWithDatabaseDown(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{chunkDelay: 100 * time.Millisecond})
 	a := f.start("a")
 	key, pid := a.profile(t, "1000")
@@ -303,8 +333,7 @@ func TestFaultTerminateWithDatabaseDown(t *testing.T) {
 // requests holds two records with the same (profile, request id). Settlement of everything
 // else on that replica goes on: another profile's charges show within the contract's 2 s
 // (10 s allowed here), and every response.done the client received is charged.
-func TestFaultPoisonedBatchDoesNotStopSettlement(t *testing.T) {
-	t.Parallel()
+func faultPoisonedBatchDoesNotStopSettlement(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{})
 	a := f.start("a")
 	rtKey, rtPid := a.profile(t, "100")
@@ -343,8 +372,7 @@ func TestFaultPoisonedBatchDoesNotStopSettlement(t *testing.T) {
 
 // Duplicate realtime response ids across batches and sessions: every response.done a client
 // received is charged (a repeated upstream id is never silently dropped).
-func TestFaultDuplicateRealtimeResponseIDs(t *testing.T) {
-	t.Parallel()
+func faultDuplicateRealtimeResponseIDs(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{})
 	a := f.start("a")
 	b := f.start("b")
@@ -384,8 +412,7 @@ func TestFaultDuplicateRealtimeResponseIDs(t *testing.T) {
 
 // A negative admin adjustment during load on two replicas: it may not take away money that
 // the replicas have leased for requests, so that the balance never goes below zero.
-func TestFaultNegativeAdjustmentDuringLoad(t *testing.T) {
-	t.Parallel()
+func faultNegativeAdjustmentDuringLoad(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{chunkDelay: 5 * time.Millisecond})
 	a := f.start("a")
 	b := f.start("b")
@@ -440,8 +467,7 @@ func TestFaultNegativeAdjustmentDuringLoad(t *testing.T) {
 // Usage far above the hold estimate (the upstream reports 10000 prompt tokens for a two-word
 // prompt, a charge of about 80 holds): sequential requests are served while the balance lasts, exactly as many as it pays
 // for, and only then refused for balance (issue 13: a false refusal came on the third).
-func TestFaultUsageAboveTheEstimateIsServedWhileTheBalanceLasts(t *testing.T) {
-	t.Parallel()
+func faultUsageAboveTheEstimate(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{})
 	a := f.start("a")
 	// 10000 input tokens at 1000 per 1M plus 12 output tokens at 1000 per 1M; the hold is
