@@ -162,13 +162,14 @@ func (f *faultEnv) ledgerProblems(t *testing.T, outs []seen, sessions []rtSessio
 			problems = append(problems, fmt.Sprintf("%v: delivered in full but charged %d times", o, r.charges))
 		case o.full && (r.status != "ok" || !r.cost.Valid || !o.capOK && !r.cost.Decimal.Equal(o.want) ||
 			o.capOK && (r.cost.Decimal.IsNegative() || r.cost.Decimal.GreaterThan(o.want))):
-			problems = append(problems, fmt.Sprintf("%v: delivered in full, record says %s cost %v, want ok %s", o, r.status, r.cost, o.want))
+			problems = append(problems, fmt.Sprintf("%v: delivered in full, record says %s cost %v, want ok %s", o, r.status, nullDec(r.cost), o.want))
 		case o.full && !o.stream && o.cost != r.cost.Decimal.String():
 			problems = append(problems, fmt.Sprintf("%v: x-request-cost %q, the record says %s", o, o.cost, r.cost.Decimal))
 		case ok && r.charges > 1:
 			problems = append(problems, fmt.Sprintf("%v: charged %d times", o, r.charges))
 		case o.status == 503 && o.code == "unavailable" && (!ok || r.status != "unavailable" || r.charges != 0):
-			problems = append(problems, fmt.Sprintf("%v: refused as unavailable, but the record is %+v (present %v), want status unavailable, uncharged", o, r, ok))
+			problems = append(problems, fmt.Sprintf("%v: refused as unavailable, but the record (present %v) says %s cost %v, charged %d times; want status unavailable, uncharged",
+				o, ok, r.status, nullDec(r.cost), r.charges))
 		}
 	}
 	for _, s := range sessions {
@@ -214,4 +215,11 @@ func (f *faultEnv) summary(t *testing.T, outs []seen) string {
 		fmt.Fprintf(&b, "%s %d; ", k, counts[k])
 	}
 	return b.String()
+}
+
+func nullDec(d decimal.NullDecimal) string {
+	if !d.Valid {
+		return "none"
+	}
+	return d.Decimal.String()
 }
