@@ -38,9 +38,10 @@ const (
 	// maxTries bounds the settlements of an uncharged record that the database refuses; it
 	// is then set aside with a log line.
 	maxTries = 5
-	// abandonAfter is how long a replica must be silent before its unfinished request
-	// records are marked abandoned.
-	abandonAfter = 30 * time.Second
+	// DefaultAbandonAfter is how long a replica must be silent (it reports every second)
+	// before its unfinished request records are marked abandoned. A live replica whose
+	// records were abandoned during a long database stall overwrites them when it settles.
+	DefaultAbandonAfter = 10 * time.Second
 )
 
 // Ledger is one replica's view of money in flight. Holds are taken in memory against a lease
@@ -56,6 +57,8 @@ type Ledger struct {
 	LeaseTTL   time.Duration
 	Idle       time.Duration
 	DBTimeout  time.Duration
+	// AbandonAfter: see DefaultAbandonAfter.
+	AbandonAfter time.Duration
 	// GroupWindow is how long the committer waits, after the first charge of a group, for
 	// more to join it, when the previous group had more than one (under load: fewer, larger
 	// transactions); a lone charge commits at once. Charges arriving during a commit always
@@ -74,7 +77,7 @@ type Ledger struct {
 	stopCommit chan struct{}
 	commitDone chan struct{}
 	stats      Stats
-	closed     bool            // Close has begun: no more charges
+	closed     bool // Close has begun: no more charges
 	refunds    sync.WaitGroup
 	waits      []time.Duration // the last waitWindow Charge waits, a ring
 	waitAt     int
@@ -133,7 +136,7 @@ func NewLedger(st *store.Store, log *slog.Logger) *Ledger {
 		log = slog.Default()
 	}
 	return &Ledger{Store: st, Replica: uuid.New(), Log: log,
-		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle, DBTimeout: DefaultDBTimeout, GroupWindow: DefaultGroupWindow,
+		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle, DBTimeout: DefaultDBTimeout, GroupWindow: DefaultGroupWindow, AbandonAfter: DefaultAbandonAfter,
 		accounts: map[uuid.UUID]*account{}, wake: make(chan struct{}, 1),
 		stopCommit: make(chan struct{}), commitDone: make(chan struct{})}
 }

@@ -55,7 +55,7 @@ const statsEvery = 10 * time.Second
 func (l *Ledger) sweep(ctx context.Context) {
 	dctx, cancel := l.dbContext(ctx)
 	defer cancel()
-	n, err := l.Store.SweepAbandoned(dctx, abandonAfter)
+	n, err := l.Store.SweepAbandoned(dctx, l.AbandonAfter)
 	if err != nil {
 		l.Log.Warn("sweep abandoned records", "err", err)
 	} else if n > 0 {
