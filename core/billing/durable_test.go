@@ -521,3 +521,37 @@ func TestFrozenDatabaseFailsHoldsTogether(t *testing.T) {
 		t.Fatalf("20 holds took %s to fail", elapsed)
 	}
 }
+
+// BenchmarkCharge measures what durability adds at the end of one answer with no other load:
+// go test ./core/billing -run x -bench Charge.
+func BenchmarkCharge(b *testing.B) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, storetest.DatabaseURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Close)
+	p := newProfile(b, st, "1000000")
+	key := uuid.New()
+	if _, err := st.Pool.Exec(ctx, `INSERT INTO api_keys (id, profile_id, prefix, secret_hash) VALUES ($1, $2, 'x', $3)`, key, p, key[:]); err != nil {
+		b.Fatal(err)
+	}
+	l := NewLedger(st, nil)
+	b.Cleanup(func() { _ = l.Close(ctx) })
+	cost := dec("0.001")
+	i := 0
+	for b.Loop() {
+		h, err := l.Hold(ctx, p, cost)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := record(p, fmt.Sprint("b", i), &cost)
+		r.KeyID = key
+		i++
+		if _, err := l.Charge(ctx, h, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := l.Stats()
+	b.ReportMetric(float64(s.WaitP50.Microseconds()), "p50-µs")
+}
