@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -457,4 +458,100 @@ func TestRefundOfACutAnswer(t *testing.T) {
 		t.Fatalf("record %s %v", status, cost)
 	}
 	checkLedger(t, f.st, f.p)
+}
+
+// With the database frozen (it accepts connections and never answers), requests of one
+// profile that need a lease share one growth and fail together at its deadline as
+// unavailable, instead of waiting for one deadline each.
+func TestFrozenDatabaseFailsHoldsTogether(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns []net.Conn
+	var connMu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			connMu.Lock()
+			conns = append(conns, c)
+			connMu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		connMu.Lock()
+		defer connMu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, "postgres://gw@"+ln.Addr().String()+"/none?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	l := NewLedger(&store.Store{Pool: pool}, nil)
+	l.DBTimeout = 500 * time.Millisecond
+	p := uuid.New()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = l.Hold(ctx, p, dec("0.1"))
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for i, err := range errs {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("hold %d: %v", i, err)
+		}
+	}
+	// One deadline each, one after another, would be 10 s.
+	if elapsed > 4*time.Second {
+		t.Fatalf("20 holds took %s to fail", elapsed)
+	}
+}
+
+// BenchmarkCharge measures what durability adds at the end of one answer with no other load:
+// go test ./core/billing -run x -bench Charge.
+func BenchmarkCharge(b *testing.B) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, storetest.DatabaseURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Close)
+	p := newProfile(b, st, "1000000")
+	key := uuid.New()
+	if _, err := st.Pool.Exec(ctx, `INSERT INTO api_keys (id, profile_id, prefix, secret_hash) VALUES ($1, $2, 'x', $3)`, key, p, key[:]); err != nil {
+		b.Fatal(err)
+	}
+	l := NewLedger(st, nil)
+	b.Cleanup(func() { _ = l.Close(ctx) })
+	cost := dec("0.001")
+	i := 0
+	for b.Loop() {
+		h, err := l.Hold(ctx, p, cost)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := record(p, fmt.Sprint("b", i), &cost)
+		r.KeyID = key
+		i++
+		if _, err := l.Charge(ctx, h, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := l.Stats()
+	b.ReportMetric(float64(s.WaitP50.Microseconds()), "p50-µs")
 }

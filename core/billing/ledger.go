@@ -38,12 +38,10 @@ const (
 	// maxTries bounds the settlements of an uncharged record that the database refuses; it
 	// is then set aside with a log line.
 	maxTries = 5
-	// abandonAfter is how long a replica must be silent before its unfinished request
-	// records are marked abandoned.
-	abandonAfter = 30 * time.Second
-	// growAttempts bounds lease growths for one hold when other requests keep taking what a
-	// growth brought.
-	growAttempts = 8
+	// DefaultAbandonAfter is how long a replica must be silent (it reports every second)
+	// before its unfinished request records are marked abandoned. A live replica whose
+	// records were abandoned during a long database stall overwrites them when it settles.
+	DefaultAbandonAfter = 10 * time.Second
 )
 
 // Ledger is one replica's view of money in flight. Holds are taken in memory against a lease
@@ -59,6 +57,8 @@ type Ledger struct {
 	LeaseTTL   time.Duration
 	Idle       time.Duration
 	DBTimeout  time.Duration
+	// AbandonAfter: see DefaultAbandonAfter.
+	AbandonAfter time.Duration
 	// GroupWindow is how long the committer waits, after the first charge of a group, for
 	// more to join it, when the previous group had more than one (under load: fewer, larger
 	// transactions); a lone charge commits at once. Charges arriving during a commit always
@@ -77,7 +77,7 @@ type Ledger struct {
 	stopCommit chan struct{}
 	commitDone chan struct{}
 	stats      Stats
-	closed     bool            // Close has begun: no more charges
+	closed     bool // Close has begun: no more charges
 	refunds    sync.WaitGroup
 	waits      []time.Duration // the last waitWindow Charge waits, a ring
 	waitAt     int
@@ -136,7 +136,7 @@ func NewLedger(st *store.Store, log *slog.Logger) *Ledger {
 		log = slog.Default()
 	}
 	return &Ledger{Store: st, Replica: uuid.New(), Log: log,
-		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle, DBTimeout: DefaultDBTimeout, GroupWindow: DefaultGroupWindow,
+		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle, DBTimeout: DefaultDBTimeout, GroupWindow: DefaultGroupWindow, AbandonAfter: DefaultAbandonAfter,
 		accounts: map[uuid.UUID]*account{}, wake: make(chan struct{}, 1),
 		stopCommit: make(chan struct{}), commitDone: make(chan struct{})}
 }
@@ -176,17 +176,19 @@ func (a *account) free(now time.Time) decimal.Decimal {
 // same money.
 func (l *Ledger) margin() time.Duration { return l.LeaseTTL / 4 }
 
-// adopt takes a lease state read from the database when it is newer than the one in memory.
+// adopt takes a lease state read from the database when it is newer than the one in memory,
+// and a later deadline in any case (the write that set it also set the row's expiry, which
+// later writes of the amount do not shorten).
 func (l *Ledger) adopt(a *account, st store.LeaseState, deadline time.Time) {
+	if deadline.After(a.deadline) {
+		a.deadline = deadline
+	}
 	if st.Version < a.version {
 		return
 	}
 	a.lease, a.version = decimal.Zero, st.Version
 	if st.Present {
 		a.lease = st.Amount
-	}
-	if !deadline.IsZero() {
-		a.deadline = deadline
 	}
 }
 
@@ -202,11 +204,13 @@ func unavailable(err error) error {
 }
 
 // Hold reserves amount for a request of the profile. When the usable part of the replica's
-// lease is too small, the lease is set to cover everything this replica holds and has
-// charged unsettled plus this request, checked against the free balance; one growth runs
-// per profile at a time and the others wait for it. No lock is held across the database call.
+// lease is too small, the hold is counted at once (so that no other request takes the room it
+// needs) and the lease is set to cover everything this replica holds and has charged
+// unsettled, checked against the free balance: the answer is final, granted or refused.
+// One growth runs per profile at a time and other requests that do not fit wait for it. No
+// lock is held across the database call.
 func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Decimal) (*Hold, error) {
-	for attempt := 0; ; attempt++ {
+	for {
 		l.mu.Lock()
 		a := l.account(profile)
 		if a.free(time.Now()).GreaterThanOrEqual(amount) {
@@ -226,14 +230,11 @@ func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Dec
 			}
 			continue
 		}
-		if attempt >= growAttempts {
-			l.mu.Unlock()
-			return nil, ErrInsufficient
-		}
 		g := &growth{done: make(chan struct{})}
 		a.growing = g
-		base := a.held.Add(a.spent)
-		need, want := base.Add(amount), base.Add(amount.Mul(decimal.NewFromInt(leaseFactor)))
+		a.held = a.held.Add(amount)
+		need := a.held.Add(a.spent)
+		want := need.Add(amount.Mul(decimal.NewFromInt(leaseFactor - 1)))
 		l.mu.Unlock()
 
 		started := time.Now()
@@ -252,16 +253,13 @@ func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Dec
 		g.err = err
 		close(g.done)
 		if err != nil {
+			a.held = a.held.Sub(amount)
 			l.mu.Unlock()
 			return nil, err
 		}
 		l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
-		if a.free(time.Now()).GreaterThanOrEqual(amount) {
-			a.held = a.held.Add(amount)
-			l.mu.Unlock()
-			return &Hold{Profile: profile, Amount: amount}, nil
-		}
-		l.mu.Unlock() // others took what the growth brought: grow again
+		l.mu.Unlock()
+		return &Hold{Profile: profile, Amount: amount}, nil
 	}
 }
 

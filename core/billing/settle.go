@@ -55,7 +55,7 @@ const statsEvery = 10 * time.Second
 func (l *Ledger) sweep(ctx context.Context) {
 	dctx, cancel := l.dbContext(ctx)
 	defer cancel()
-	n, err := l.Store.SweepAbandoned(dctx, abandonAfter)
+	n, err := l.Store.SweepAbandoned(dctx, l.AbandonAfter)
 	if err != nil {
 		l.Log.Warn("sweep abandoned records", "err", err)
 	} else if n > 0 {
@@ -239,17 +239,14 @@ func (l *Ledger) Close(ctx context.Context) error {
 	l.startOnce.Do(func() { close(l.commitDone) })
 	<-l.commitDone
 	l.mu.Lock()
-	all := l.accounts
 	l.accounts = map[uuid.UUID]*account{}
 	l.mu.Unlock()
+	if ctx.Err() != nil {
+		return err // the leases expire by themselves within LeaseTTL
+	}
 	dctx, cancel := l.dbContext(ctx)
 	defer cancel()
-	for p, a := range all {
-		if a.version > 0 {
-			err = errors.Join(err, l.Store.ReleaseLease(dctx, p, l.Replica, a.version))
-		}
-	}
-	return err
+	return errors.Join(err, l.Store.ReleaseAll(dctx, l.Replica))
 }
 
 // Refund gives back a committed charge whose answer's end did not reach the client (it went

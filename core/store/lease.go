@@ -111,6 +111,12 @@ func (s *Store) ReleaseLease(ctx context.Context, profile, replica uuid.UUID, ve
 	return err
 }
 
+// ReleaseAll returns every lease of a replica that is stopping.
+func (s *Store) ReleaseAll(ctx context.Context, replica uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `DELETE FROM balance_leases WHERE replica_id = $1`, replica)
+	return err
+}
+
 // Leased is the sum of unexpired leases on a profile: balance less this is what no replica
 // has reserved (holds on requests in flight are taken from leases).
 func (s *Store) Leased(ctx context.Context, profile uuid.UUID) (decimal.Decimal, error) {
