@@ -32,6 +32,7 @@ func TestFault(t *testing.T) {
 		{"duplicate realtime response ids are each charged", faultDuplicateRealtimeResponseIDs},
 		{"a negative adjustment during load respects leases", faultNegativeAdjustmentDuringLoad},
 		{"usage above the estimate is served while the balance lasts", faultUsageAboveTheEstimate},
+		{"a charge above its hold leaves other requests' holds alone", faultOverHoldChargeLeavesOtherHolds},
 	}
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
@@ -496,6 +497,39 @@ func faultUsageAboveTheEstimate(t *testing.T) {
 	if served != paid {
 		balance, n := f.balance(t, pid)
 		t.Errorf("refused for balance after %d answers, want %d (balance %s after %d charges)", served, paid, balance, n)
+	}
+	if err := a.term(t, 30*time.Second); err != nil {
+		t.Logf("a exited with %v", err)
+	}
+	f.checkLedger(t, rec.snapshot())
+}
+
+// A charge above its hold (usage above the estimate) on a balance that cannot pay it may be
+// capped, but only at what no other request holds: an answer in flight on the same replica,
+// whose hold was granted, is still charged its full price when it ends.
+func faultOverHoldChargeLeavesOtherHolds(t *testing.T) {
+	f := newFaultEnv(t, faultOptions{})
+	a := f.start("a")
+	key, pid := a.profile(t, "0.5")
+	rec := &record{}
+	slow := make(chan seen, 1)
+	// The plain answer pauses after its first chunk, holding 0.012 meanwhile.
+	go func() {
+		slow <- a.chat(chatReq{key: key, profile: pid, id: "held", stream: true, prompt: "hi #sim:stall=1500ms"})
+	}()
+	waitFor(t, 30*time.Second, "the plain request in flight", func() bool {
+		var n int
+		_ = f.pool.QueryRow(t.Context(), `SELECT count(*) FROM requests WHERE request_id = 'held'`).Scan(&n)
+		return n == 1
+	})
+	// 2000 input tokens: 2.012 against a hold of about 0.13, on a balance of 0.5.
+	heavy := a.chat(chatReq{key: key, profile: pid, id: "heavy", model: "f-heavy", prompt: "hi #sim:input=2000",
+		want: decimal.RequireFromString("2.012"), capOK: true})
+	rec.add(heavy)
+	plain := <-slow
+	rec.add(plain)
+	if !heavy.full || !plain.full {
+		t.Fatalf("answers: %v; %v", heavy, plain)
 	}
 	if err := a.term(t, 30*time.Second); err != nil {
 		t.Logf("a exited with %v", err)
