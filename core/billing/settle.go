@@ -274,7 +274,9 @@ func (l *Ledger) Refund(profile uuid.UUID, requestID, status string) {
 			back, err = l.Store.Refund(ctx, profile, requestID, status)
 			cancel()
 			if err == nil {
-				l.Log.Info("charge refunded: the answer did not reach the client", "profile", profile, "request_id", requestID, "amount", back)
+				if back.IsPositive() {
+					l.Log.Info("charge refunded: the answer did not reach the client", "profile", profile, "request_id", requestID, "amount", back)
+				}
 				return
 			}
 			time.Sleep(time.Duration(try+1) * 500 * time.Millisecond)
