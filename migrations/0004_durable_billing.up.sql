@@ -41,6 +41,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     n int := coalesce(array_length(p_ids, 1), 0);
     took numeric[] := '{}';
+    st text[] := p_statuses;
     cut boolean[] := '{}';
     fp uuid[] := '{}';     -- charged profiles
     ff numeric[] := '{}';  -- what is still free for this replica's charges on each
@@ -61,6 +62,12 @@ BEGIN
         SELECT -e.amount INTO prior FROM ledger_entries e WHERE e.profile_id = p_profiles[i] AND e.request_id = p_ids[i];
         IF FOUND THEN
             took[i] := prior;
+            CONTINUE;
+        END IF;
+        -- Withheld: the replica gave up on this charge and did not deliver the answer (see
+        -- Store.Refund); a commit arriving late must not charge it.
+        IF EXISTS (SELECT 1 FROM ledger_entries e WHERE e.profile_id = p_profiles[i] AND e.idempotency_key = 'refund ' || p_ids[i]) THEN
+            st[i] := 'unavailable';
             CONTINUE;
         END IF;
         j := array_position(fp, p_profiles[i]);
@@ -85,7 +92,7 @@ BEGIN
     INSERT INTO requests AS r (profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
         input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
         usage_reliable, cost, start_time, end_time, audio_input_tokens, audio_output_tokens)
-    SELECT * FROM unnest(p_profiles, p_ids, p_keys, p_models, p_families, p_statuses, p_currencies,
+    SELECT * FROM unnest(p_profiles, p_ids, p_keys, p_models, p_families, st, p_currencies,
         p_in, p_cached, p_write, p_out, p_reason, p_reliable, took, p_starts, p_ends, p_audio_in, p_audio_out)
     ON CONFLICT (profile_id, request_id) DO UPDATE SET
         status = excluded.status, input_tokens = excluded.input_tokens,

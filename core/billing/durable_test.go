@@ -555,3 +555,31 @@ func BenchmarkCharge(b *testing.B) {
 	s := l.Stats()
 	b.ReportMetric(float64(s.WaitP50.Microseconds()), "p50-µs")
 }
+
+// A charge the replica gave up on (and whose answer it withheld) leaves a tombstone: the same
+// charge committing late, e.g. delivered by a network that was frozen, takes nothing.
+func TestAChargeGivenUpOnCannotLandLate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	if back, err := f.st.Refund(ctx, f.p, "late", "unavailable"); err != nil || !back.IsZero() {
+		t.Fatalf("refund before the charge: %s %v", back, err)
+	}
+	res, err := f.st.Settle(ctx, uuid.New(), []store.Settlement{{Record: f.record("late", "0.5")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Charged[0].Valid {
+		t.Fatalf("charged %s after the tombstone", res.Charged[0].Decimal)
+	}
+	var status string
+	_ = f.st.Pool.QueryRow(ctx, `SELECT status FROM requests WHERE request_id = 'late'`).Scan(&status)
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("1")) || status != "unavailable" {
+		t.Fatalf("balance %s, status %s", b, status)
+	}
+	// A later request is charged as usual.
+	if res, err := f.st.Settle(ctx, uuid.New(), []store.Settlement{{Record: f.record("next", "0.5")}}); err != nil || !res.Charged[0].Decimal.Equal(dec("0.5")) {
+		t.Fatalf("next: %v %v", res, err)
+	}
+	checkLedger(t, f.st, f.p)
+}

@@ -35,6 +35,8 @@ const (
 	// leaseFactor: a lease grows by this many holds at once, so that a busy profile costs one
 	// database transaction per several requests instead of one per request.
 	leaseFactor = 8
+	// maxPending bounds the records waiting for the database (about 300 bytes each).
+	maxPending = 100_000
 	// maxTries bounds the settlements of an uncharged record that the database refuses; it
 	// is then set aside with a log line.
 	maxTries = 5
@@ -77,7 +79,8 @@ type Ledger struct {
 	stopCommit chan struct{}
 	commitDone chan struct{}
 	stats      Stats
-	closed     bool // Close has begun: no more charges
+	closed     bool  // Close has begun: no more charges
+	dropped    int64 // uncharged records not kept while too many were pending
 	refunds    sync.WaitGroup
 	waits      []time.Duration // the last waitWindow Charge waits, a ring
 	waitAt     int
@@ -404,6 +407,13 @@ func (l *Ledger) Finish(h *Hold, rec store.RequestRecord) {
 	if rec.Cost.Valid {
 		a := l.account(rec.ProfileID)
 		a.spent = a.spent.Add(rec.Cost.Decimal)
+	}
+	if len(l.pending) >= maxPending && !rec.Cost.Valid {
+		// A long outage under load: memory stays bounded; the reserved ids of dropped
+		// records are finished by the sweeper as abandoned.
+		l.dropped++
+		l.mu.Unlock()
+		return
 	}
 	l.pending = append(l.pending, &queued{rec: rec})
 	l.mu.Unlock()

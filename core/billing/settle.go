@@ -32,6 +32,13 @@ func (l *Ledger) Run(ctx context.Context) {
 			if err := l.Flush(ctx); err != nil && ctx.Err() == nil {
 				l.Log.Error("settle records", "err", err, "pending", l.Pending())
 			}
+			l.mu.Lock()
+			dropped := l.dropped
+			l.dropped = 0
+			l.mu.Unlock()
+			if dropped > 0 {
+				l.Log.Error("uncharged request records dropped: too many waiting for the database", "records", dropped)
+			}
 		case <-report.C:
 			if st := l.Stats(); st.Charges != reported {
 				reported = st.Charges
@@ -239,9 +246,13 @@ func (l *Ledger) Close(ctx context.Context) error {
 	l.startOnce.Do(func() { close(l.commitDone) })
 	<-l.commitDone
 	l.mu.Lock()
+	leased := false
+	for _, a := range l.accounts {
+		leased = leased || a.version > 0
+	}
 	l.accounts = map[uuid.UUID]*account{}
 	l.mu.Unlock()
-	if ctx.Err() != nil {
+	if !leased || ctx.Err() != nil {
 		return err // the leases expire by themselves within LeaseTTL
 	}
 	dctx, cancel := l.dbContext(ctx)
@@ -263,7 +274,9 @@ func (l *Ledger) Refund(profile uuid.UUID, requestID, status string) {
 			back, err = l.Store.Refund(ctx, profile, requestID, status)
 			cancel()
 			if err == nil {
-				l.Log.Info("charge refunded: the answer did not reach the client", "profile", profile, "request_id", requestID, "amount", back)
+				if back.IsPositive() {
+					l.Log.Info("charge refunded: the answer did not reach the client", "profile", profile, "request_id", requestID, "amount", back)
+				}
 				return
 			}
 			time.Sleep(time.Duration(try+1) * 500 * time.Millisecond)

@@ -142,6 +142,10 @@ func (b *billed) settle() error {
 	b.out.EndTime = time.Now()
 	charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &b.out))
 	if err != nil {
+		if errors.Is(err, billing.ErrUnavailable) {
+			// The commit may have happened with only its answer lost: give it back if so.
+			b.s.Gen.Ledger.Refund(b.k.ProfileID, b.out.RequestID, apierror.Unavailable)
+		}
 		b.uncharged(apierror.Unavailable, "the charge could not be recorded: "+err.Error())
 		return apierror.New(apierror.Unavailable, "the gateway cannot record the charge of this answer now; the answer was not completed and is not charged")
 	}

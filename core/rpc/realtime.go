@@ -304,6 +304,9 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 		o.EndTime = time.Now()
 		charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &o))
 		if err != nil {
+			if errors.Is(err, billing.ErrUnavailable) {
+				b.s.Gen.Ledger.Refund(b.k.ProfileID, o.RequestID, "unavailable")
+			}
 			o.Status, o.Cost, o.Usage = "unavailable", decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
 			b.s.finish(b.ctx, b.k, nil, &o)
 			return false, err

@@ -149,12 +149,14 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	return out, nil
 }
 
-// Refund undoes the charge of a request whose answer's end did not reach the client after its
-// charge was committed (the client went away in between): a cut answer is not charged (spec
-// 8). The charge stays in the ledger and a reversing entry of the same kind follows it, so
-// that the charges of a profile still equal its records' costs; the record loses its cost and
-// takes the status given. It returns the amount given back (zero when there was nothing to
-// undo, e.g. when the refund is replayed).
+// Refund undoes the charge of a request whose answer did not reach the client after all: the
+// client went away between the commit and the last event, or the commit looked failed to the
+// replica (which then withheld the answer) but may have happened. A cut answer is not charged
+// (spec 8). A charge found stays in the ledger and a reversing entry of the same kind follows
+// it, so that the charges of a profile still equal its records' costs; the record loses its
+// cost and takes the status given. With no charge found, the entry is a zero tombstone that
+// keeps a commit arriving late from charging the request. It returns the amount given back;
+// a replayed refund gives nothing.
 func (s *Store) Refund(ctx context.Context, profile uuid.UUID, requestID, status string) (decimal.Decimal, error) {
 	var back decimal.Decimal
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -163,35 +165,31 @@ func (s *Store) Refund(ctx context.Context, profile uuid.UUID, requestID, status
 			return fmt.Errorf("lock profile: %w", err)
 		}
 		var cost decimal.NullDecimal
-		err := tx.QueryRow(ctx, `SELECT cost FROM requests WHERE profile_id = $1 AND request_id = $2`, profile, requestID).Scan(&cost)
-		if err != nil || !cost.Valid || cost.Decimal.IsZero() {
-			return interpretErrorOrNil(err)
+		if err := tx.QueryRow(ctx, `SELECT cost FROM requests WHERE profile_id = $1 AND request_id = $2`, profile, requestID).Scan(&cost); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("read record: %w", err)
+		}
+		amount := decimal.Zero
+		if cost.Valid {
+			amount = cost.Decimal
 		}
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO ledger_entries (profile_id, amount, kind, reason, idempotency_key)
 			VALUES ($1, $2, 'charge', 'refund: the answer did not reach the client', 'refund ' || $3)
-			ON CONFLICT DO NOTHING`, profile, cost.Decimal.String(), requestID)
+			ON CONFLICT DO NOTHING`, profile, amount.String(), requestID)
 		if err != nil {
 			return fmt.Errorf("refund entry: %w", err)
 		}
-		if tag.RowsAffected() == 0 {
+		if tag.RowsAffected() == 0 || !cost.Valid {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE profiles SET balance = balance + $2 WHERE id = $1`, profile, cost.Decimal.String()); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE profiles SET balance = balance + $2 WHERE id = $1`, profile, amount.String()); err != nil {
 			return fmt.Errorf("refund balance: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE requests SET status = $3, cost = NULL WHERE profile_id = $1 AND request_id = $2`, profile, requestID, status); err != nil {
 			return fmt.Errorf("refund record: %w", err)
 		}
-		back = cost.Decimal
+		back = amount
 		return nil
 	})
 	return back, err
-}
-
-func interpretErrorOrNil(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	return err
 }
