@@ -26,7 +26,8 @@ type rtSession struct {
 //   - every answer a client received in full is charged exactly once, at its price, on a record
 //     with status ok; every realtime response.done a client received is charged once. A charge
 //     that was refunded (a reversing entry keyed "refund <request id>", for an answer whose end
-//     did not reach the client) counts as not charged;
+//     did not reach the client) counts as not charged, and a refund entry with no charge before
+//     it (a tombstone against a late commit) changes nothing;
 //   - a request refused with 503 unavailable is recorded with that status and not charged.
 //
 // Charges settle asynchronously in some designs (the contract allows 2 s), so the checks are
@@ -132,8 +133,8 @@ func (f *faultEnv) ledgerProblems(t *testing.T, outs []seen, sessions []rtSessio
 	for pid, ids := range byProfile {
 		rows, err := f.pool.Query(ctx, `
 			SELECT r.request_id, r.status, r.cost,
-			       (SELECT count(*) FROM ledger_entries e WHERE e.profile_id = r.profile_id AND e.request_id = r.request_id AND e.kind = 'charge') -
-			       (SELECT count(*) FROM ledger_entries e WHERE e.profile_id = r.profile_id AND e.idempotency_key = 'refund ' || r.request_id)
+			       greatest((SELECT count(*) FROM ledger_entries e WHERE e.profile_id = r.profile_id AND e.request_id = r.request_id AND e.kind = 'charge') -
+			                (SELECT count(*) FROM ledger_entries e WHERE e.profile_id = r.profile_id AND e.idempotency_key = 'refund ' || r.request_id), 0)
 			FROM requests r WHERE r.profile_id = $1::uuid AND r.request_id = ANY($2)`, pid, ids)
 		if err != nil {
 			return append(problems, fmt.Sprintf("read records: %v", err))
@@ -176,8 +177,11 @@ func (f *faultEnv) ledgerProblems(t *testing.T, outs []seen, sessions []rtSessio
 		var n int
 		// A response's record is "<session id> <n> <response id>".
 		if err := f.pool.QueryRow(ctx, `
-			SELECT count(*) FILTER (WHERE starts_with(request_id, $2)) - count(*) FILTER (WHERE starts_with(idempotency_key, 'refund ' || $2))
-			FROM ledger_entries WHERE profile_id = $1::uuid AND kind = 'charge'`,
+			SELECT coalesce(sum(greatest(c.n - coalesce(r.n, 0), 0)), 0)
+			FROM (SELECT request_id AS id, count(*) AS n FROM ledger_entries
+			      WHERE profile_id = $1::uuid AND kind = 'charge' AND starts_with(request_id, $2) GROUP BY 1) c
+			LEFT JOIN (SELECT substr(idempotency_key, 8) AS id, count(*) AS n FROM ledger_entries
+			      WHERE profile_id = $1::uuid AND starts_with(idempotency_key, 'refund ' || $2) GROUP BY 1) r USING (id)`,
 			s.profile, s.id+" ").Scan(&n); err != nil {
 			return append(problems, fmt.Sprintf("read session charges: %v", err))
 		}

@@ -277,7 +277,7 @@ func TestFaultSoak(t *testing.T) {
 		pid, id, _ := strings.Cut(k, "/")
 		var n int
 		if err := f.pool.QueryRow(context.Background(), `
-			SELECT count(*) FILTER (WHERE request_id = $2) - count(*) FILTER (WHERE idempotency_key = 'refund ' || $2)
+			SELECT greatest(count(*) FILTER (WHERE request_id = $2) - count(*) FILTER (WHERE idempotency_key = 'refund ' || $2), 0)
 			FROM ledger_entries WHERE profile_id = $1::uuid AND kind = 'charge'`, pid, id).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
