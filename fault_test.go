@@ -33,6 +33,7 @@ func TestFault(t *testing.T) {
 		{"a negative adjustment during load respects leases", faultNegativeAdjustmentDuringLoad},
 		{"usage above the estimate is served while the balance lasts", faultUsageAboveTheEstimate},
 		{"a charge above its hold leaves other requests' holds alone", faultOverHoldChargeLeavesOtherHolds},
+		{"a frozen database is answered with unavailable, not a hang", faultFrozenDatabaseAnswersUnavailable},
 	}
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
@@ -531,6 +532,47 @@ func faultOverHoldChargeLeavesOtherHolds(t *testing.T) {
 	if !heavy.full || !plain.full {
 		t.Fatalf("answers: %v; %v", heavy, plain)
 	}
+	if err := a.term(t, 30*time.Second); err != nil {
+		t.Logf("a exited with %v", err)
+	}
+	f.checkLedger(t, rec.snapshot())
+}
+
+// A database that stops answering (frozen, connections open) is not waited for without end:
+// requests that need it are answered 503 unavailable within seconds (issue 13: they hung for
+// 25 s), and the replica serves again once it answers.
+func faultFrozenDatabaseAnswersUnavailable(t *testing.T) {
+	f := newFaultEnv(t, faultOptions{})
+	a := f.start("a")
+	key, pid := a.profile(t, "100")
+	rec := &record{}
+	if o := a.chat(chatReq{key: key, profile: pid, id: "before"}); !o.full {
+		t.Fatalf("before the freeze: %v", o)
+	} else {
+		rec.add(o)
+	}
+	a.proxy.Freeze()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			// A client-chosen id must be reserved in the database before anything goes upstream.
+			o := a.chat(chatReq{key: key, profile: pid, id: fmt.Sprintf("frozen-%d", i), stream: i%2 == 0})
+			rec.add(o)
+			if d := time.Since(start); o.status != 503 || o.code != "unavailable" || d > 15*time.Second {
+				t.Errorf("with the database frozen: %v after %v, want 503 unavailable within 15 s", o, d.Round(time.Millisecond))
+			}
+		}()
+	}
+	wg.Wait()
+	a.proxy.Thaw()
+	waitFor(t, 30*time.Second, "serving again after the thaw", func() bool {
+		o := a.chat(chatReq{key: key, profile: pid})
+		rec.add(o)
+		return o.full
+	})
 	if err := a.term(t, 30*time.Second); err != nil {
 		t.Logf("a exited with %v", err)
 	}
