@@ -280,7 +280,8 @@ func faultPartitionedReplicaDoesNotOverspend(t *testing.T) {
 // the replica keeps trying within its drain timeout and writes them once the database is back.
 func faultTerminateWithDatabaseDown(t *testing.T) {
 	f := newFaultEnv(t, faultOptions{chunkDelay: 100 * time.Millisecond})
-	a := f.start("a")
+	// The outage lasts 3 s; 10 s of drain leave room to retry after it.
+	a := f.start("a", "GATEWAY_DRAIN_TIMEOUT=10s")
 	key, pid := a.profile(t, "1000")
 	rec := &record{}
 	if o := a.chat(chatReq{key: key, profile: pid}); !o.full {
@@ -318,8 +319,8 @@ func faultTerminateWithDatabaseDown(t *testing.T) {
 	a.proxy.Up()
 	select {
 	case <-a.exited:
-	case <-time.After(40 * time.Second):
-		t.Fatal("the replica did not exit within its drain timeout")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the replica did not exit within its drain timeout (10 s) and 20 s more")
 	}
 	<-clients
 	outs := rec.snapshot()
