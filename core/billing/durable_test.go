@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -580,6 +582,107 @@ func TestAChargeGivenUpOnCannotLandLate(t *testing.T) {
 	// A later request is charged as usual.
 	if res, err := f.st.Settle(ctx, uuid.New(), []store.Settlement{{Record: f.record("next", "0.5")}}); err != nil || !res.Charged[0].Decimal.Equal(dec("0.5")) {
 		t.Fatalf("next: %v %v", res, err)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// forwarder is a TCP proxy to the test database that can be taken down and brought back on
+// the same address: the database "restarting" as the ledger sees it.
+type forwarder struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func (f *forwarder) up(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.ln, f.addr = ln, ln.Addr().String()
+	f.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", f.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, c, d)
+			f.mu.Unlock()
+			go func() { _, _ = io.Copy(d, c); d.Close() }()
+			go func() { _, _ = io.Copy(c, d); c.Close() }()
+		}
+	}()
+}
+
+func (f *forwarder) down() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ln.Close()
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
+}
+
+// At shutdown with the database down, the ledger keeps retrying its pending records until
+// the deadline instead of dropping them after one failed attempt; the database coming back
+// in time gets them all.
+func TestCloseRetriesUntilTheDatabaseReturns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	u, err := url.Parse(storetest.DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's database: same server, the fixture's own database name.
+	var dbname string
+	if err := f.st.Pool.QueryRow(ctx, `SELECT current_database()`).Scan(&dbname); err != nil {
+		t.Fatal(err)
+	}
+	fw := &forwarder{addr: "127.0.0.1:0", target: u.Host}
+	fw.up(t)
+	t.Cleanup(fw.down)
+	u.Host, u.Path = fw.addr, "/"+dbname
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	l := NewLedger(&store.Store{Pool: pool}, nil)
+	l.DBTimeout = 300 * time.Millisecond
+	for i := range 5 {
+		l.Finish(nil, f.record(fmt.Sprint("late-", i), ""))
+	}
+	fw.down()
+	closed := make(chan error, 1)
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	go func() { closed <- l.Close(cctx) }()
+	time.Sleep(1500 * time.Millisecond) // several failed attempts
+	select {
+	case err := <-closed:
+		t.Fatalf("Close gave up while the database was down: %v", err)
+	default:
+	}
+	fw.up(t)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	var n int
+	_ = f.st.Pool.QueryRow(ctx, `SELECT count(*) FROM requests WHERE profile_id = $1`, f.p).Scan(&n)
+	if n != 5 {
+		t.Fatalf("%d of 5 records settled", n)
 	}
 	checkLedger(t, f.st, f.p)
 }
