@@ -515,9 +515,10 @@ func faultOverHoldChargeLeavesOtherHolds(t *testing.T) {
 	key, pid := a.profile(t, "0.5")
 	rec := &record{}
 	slow := make(chan seen, 1)
-	// The plain answer pauses after its first chunk, holding 0.012 meanwhile.
+	// The plain answer pauses after its first chunk, holding 0.012 meanwhile (long enough for
+	// the heavy one to end first even on a loaded machine).
 	go func() {
-		slow <- a.chat(chatReq{key: key, profile: pid, id: "held", stream: true, prompt: "hi #sim:stall=1500ms"})
+		slow <- a.chat(chatReq{key: key, profile: pid, id: "held", stream: true, prompt: "hi #sim:stall=5s"})
 	}()
 	waitFor(t, 30*time.Second, "the plain request in flight", func() bool {
 		var n int
@@ -532,6 +533,9 @@ func faultOverHoldChargeLeavesOtherHolds(t *testing.T) {
 	rec.add(plain)
 	if !heavy.full || !plain.full {
 		t.Fatalf("answers: %v; %v", heavy, plain)
+	}
+	if !heavy.at.Before(plain.at) {
+		t.Log("the plain answer ended before the heavy one: the case did not arise this time")
 	}
 	if err := a.term(t, 30*time.Second); err != nil {
 		t.Logf("a exited with %v", err)
