@@ -108,7 +108,8 @@ type faultEnv struct {
 	mu       sync.Mutex
 	replicas []*replica
 	applied  bool
-	cleaned  bool // waitNoInProgress has run
+	cleaned  bool            // waitNoInProgress has run
+	killed   map[string]bool // replicas killed (kill -9) by the test, by name
 }
 
 type faultOptions struct {
@@ -307,8 +308,20 @@ func (r *replica) dumpLog() {
 
 // kill ends the replica at once (kill -9).
 func (r *replica) kill() {
+	r.f.mu.Lock()
+	if r.f.killed == nil {
+		r.f.killed = map[string]bool{}
+	}
+	r.f.killed[r.name] = true
+	r.f.mu.Unlock()
 	_ = r.cmd.Process.Signal(syscall.SIGKILL)
 	<-r.exited
+}
+
+func (f *faultEnv) wasKilled(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.killed[name]
 }
 
 // term sends SIGTERM and waits for the exit within bound; it returns the exit error.

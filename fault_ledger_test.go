@@ -28,7 +28,9 @@ type rtSession struct {
 //     that was refunded (a reversing entry keyed "refund <request id>", for an answer whose end
 //     did not reach the client) counts as not charged, and a refund entry with no charge before
 //     it (a tombstone against a late commit) changes nothing;
-//   - a request refused with 503 unavailable is recorded with that status and not charged.
+//   - a request refused with 503 unavailable is recorded with that status and not charged (a
+//     replica killed before it wrote the record may leave none, or the system's cleanup marks
+//     it abandoned).
 //
 // Charges settle asynchronously in some designs (the contract allows 2 s), so the checks are
 // repeated until they pass or 10 s have gone by.
@@ -168,7 +170,11 @@ func (f *faultEnv) ledgerProblems(t *testing.T, outs []seen, sessions []rtSessio
 			problems = append(problems, fmt.Sprintf("%v: x-request-cost %q, the record says %s", o, o.cost, r.cost.Decimal))
 		case ok && r.charges > 1:
 			problems = append(problems, fmt.Sprintf("%v: charged %d times", o, r.charges))
-		case o.status == 503 && o.code == "unavailable" && (!ok || r.status != "unavailable" || r.charges != 0):
+		case o.status == 503 && o.code == "unavailable" && ok && r.charges != 0:
+			problems = append(problems, fmt.Sprintf("%v: refused as unavailable, but charged %d times", o, r.charges))
+		case o.status == 503 && o.code == "unavailable" && f.wasKilled(o.replica) && ok && r.status != "unavailable" && r.status != "abandoned":
+			problems = append(problems, fmt.Sprintf("%v: refused as unavailable by a replica killed later, but the record says %s", o, r.status))
+		case o.status == 503 && o.code == "unavailable" && !f.wasKilled(o.replica) && (!ok || r.status != "unavailable"):
 			problems = append(problems, fmt.Sprintf("%v: refused as unavailable, but the record (present %v) says %s cost %v, charged %d times; want status unavailable, uncharged",
 				o, ok, r.status, nullDec(r.cost), r.charges))
 		}
