@@ -55,6 +55,12 @@ fuzz:
 	  done; \
 	done
 
+# The randomized fault soak of issue 13 at full length: 10^5 operations over two replicas
+# (make test runs it for a few seconds). GATEWAY_SOAK_SEED=<seed> replays a run.
+.PHONY: soak
+soak:
+	GATEWAY_SOAK_OPS=100000 $(GO) test -count=1 -timeout 90m -run '^TestFaultSoak$$' -v .
+
 check: fmt lint vet imports gen-check
 
 $(GREMLINS):

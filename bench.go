@@ -516,7 +516,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 			b.printRSS(w, res)
 		}
 	}
-	var txLine string
+	var txLine, chargeLine string
 	if txErr == nil {
 		// Backends report their statistics at most every second when busy and after 10 s when
 		// idle, so the count is read once, over the chat scenarios, after that; the uploads
@@ -524,6 +524,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 		if err := sleepCtx(ctx, 11*time.Second); err != nil {
 			return err
 		}
+		chargeLine = b.chargeStats()
 		if tx1, req1, err := b.dbCounts(ctx); err == nil && req1 > req0 {
 			// Each dbCounts call is one transaction of its own.
 			txLine = fmt.Sprintf("%.3f (%d transactions, %d requests)", float64(tx1-tx0-1)/float64(req1-req0), tx1-tx0-1, req1-req0)
@@ -543,6 +544,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	}
 	if txLine != "" {
 		fmt.Fprintf(w, "\ndatabase transactions per gateway request (chat scenarios 1 to 3, warmups included): %s\n", txLine)
+		fmt.Fprintf(w, "end-of-answer wait for the durable charge (group commit), chat scenarios: %s\n", chargeLine)
 	}
 	if profiles > 0 {
 		time.Sleep(500 * time.Millisecond) // let the gateway finish writing the last profile
@@ -560,6 +562,29 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 }
 
 var proxyNames = [2]string{"bare", "gateway"}
+
+// chargeStats reads the gateway's last "charges committed" log line (written every 10 s while
+// charges happen): how long answers waited at their end for the charge to be durable.
+func (b *bench) chargeStats() string {
+	data, err := os.ReadFile(b.gw.log)
+	if err != nil {
+		return "not measured (" + err.Error() + ")"
+	}
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !strings.Contains(lines[i], "charges committed") {
+			continue
+		}
+		f := map[string]string{}
+		for _, kv := range strings.Fields(lines[i]) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				f[k] = v
+			}
+		}
+		return fmt.Sprintf("p50 %s, p99 %s (%s charges in %s commits)", f["wait_p50"], f["wait_p99"], f["charges"], f["commits"])
+	}
+	return "not measured (no statistics in the gateway log)"
+}
 
 // dbCounts reads the database's committed transactions and the gateway's request records
 // (one per request that passed the key checks).

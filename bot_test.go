@@ -9,10 +9,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,33 +24,6 @@ import (
 // (telegram_fake_test.go) and a real gateway on a real PostgreSQL.
 
 const botToken = "123456:TEST-bot-token-never-logged"
-
-var (
-	botBinOnce sync.Once
-	botBin     string
-	botBinErr  error
-)
-
-// gatewayBinary builds the binary once per test process.
-func gatewayBinary(t testing.TB) string {
-	t.Helper()
-	botBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gateway-bin-")
-		if err != nil {
-			botBinErr = err
-			return
-		}
-		botBin = filepath.Join(dir, "gateway")
-		out, err := exec.Command("go", "build", "-o", botBin, ".").CombinedOutput()
-		if err != nil {
-			botBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if botBinErr != nil {
-		t.Fatal(botBinErr)
-	}
-	return botBin
-}
 
 // botRun is one `gateway bot` process; out collects the logs of every run of a test.
 type botRun struct {

@@ -227,9 +227,10 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
 	}
+	// Callers over the socket are clients: internal metadata is for the in-process front only.
 	grpcSrv := grpc.NewServer(append(tel.ServerOptions(),
-		grpc.ChainUnaryInterceptor(interceptors...),
-		grpc.ChainStreamInterceptor(rpc.StreamErrorInterceptor(log), limiter.Stream),
+		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{rpc.ExternalUnary}, interceptors...)...),
+		grpc.ChainStreamInterceptor(rpc.ExternalStream, rpc.StreamErrorInterceptor(log), limiter.Stream),
 	)...)
 	// The front reaches core over an in-process channel: same generated client, same
 	// interceptors, no socket, no serialisation. Messages change hands instead of being
@@ -378,8 +379,9 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	<-g.done
 	<-g.ledgerDone
 	<-g.statusDone
-	// Every delivered response is charged before the process lets go of the database.
-	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
+	// Charges are durable before answers end; what is left are records without a charge,
+	// retried for the drain time (at least 10 s) in case the database is down right now.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), max(drain, 10*time.Second))
 	defer cancelFlush()
 	err = errors.Join(err, g.ledger.Close(flushCtx))
 	err = errors.Join(err, g.tel.Close(flushCtx))

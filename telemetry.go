@@ -52,7 +52,7 @@ func startTelemetry(ctx context.Context, cfg *Config, log *slog.Logger, st *stor
 				return time.Time{}
 			},
 			Pool:             func() *pgxpool.Stat { return st.Pool.Stat() },
-			Ledger:           ledger.Stats,
+			Ledger:           ledger.InFlight,
 			Currency:         func() string { return holder.Current().Currency },
 			RealtimeSessions: core.RealtimeSessions,
 		},

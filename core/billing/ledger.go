@@ -3,7 +3,9 @@ package billing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,45 +18,114 @@ import (
 // ErrInsufficient is insufficient_balance: the free balance cannot cover the hold.
 var ErrInsufficient = errors.New("insufficient balance")
 
+// ErrUnavailable wraps a failure to reach the database: the request cannot be decided (or its
+// charge made durable) now, and may succeed later.
+var ErrUnavailable = errors.New("the database is unreachable")
+
 // Timings of the ledger; the contract bounds them: a charge shows in the balance within 2 s,
 // an unused reservation returns to the pool within 5 s.
 const (
 	DefaultFlushEvery = 500 * time.Millisecond
 	DefaultLeaseTTL   = 5 * time.Second
 	DefaultIdle       = 2 * time.Second
+	// DefaultDBTimeout bounds every database call of the ledger.
+	DefaultDBTimeout = 2 * time.Second
+	// DefaultGroupWindow: see Ledger.GroupWindow.
+	DefaultGroupWindow = time.Millisecond
 	// leaseFactor: a lease grows by this many holds at once, so that a busy profile costs one
 	// database transaction per several requests instead of one per request.
 	leaseFactor = 8
+	// maxPending bounds the records waiting for the database (about 300 bytes each).
+	maxPending = 100_000
+	// maxTries bounds the settlements of an uncharged record that the database refuses; it
+	// is then set aside with a log line.
+	maxTries = 5
+	// DefaultAbandonAfter is how long a replica must be silent (it reports every second)
+	// before its unfinished request records are marked abandoned. A live replica whose
+	// records were abandoned during a long database stall overwrites them when it settles.
+	DefaultAbandonAfter = 10 * time.Second
 )
 
 // Ledger is one replica's view of money in flight. Holds are taken in memory against a lease
-// on the profile's balance; finished requests are settled in batches. At any moment
-// lease >= held + spent for every profile, and the database's leases of all replicas never
-// exceed a balance, so replicas together never spend more than a profile has.
+// on the profile's balance; charges are made durable before the answer's end is delivered,
+// in group commits (Charge); records without a charge are written in the background (Finish).
+// At any moment lease >= held + spent for every profile, the database's leases of all
+// replicas never exceed a balance, and a lease is used only before a local deadline that
+// falls before the row's expiry, so replicas together never spend more than a profile has.
 type Ledger struct {
 	Store      *store.Store
 	Replica    uuid.UUID
 	FlushEvery time.Duration
 	LeaseTTL   time.Duration
 	Idle       time.Duration
-	Log        *slog.Logger
+	DBTimeout  time.Duration
+	// AbandonAfter: see DefaultAbandonAfter.
+	AbandonAfter time.Duration
+	// GroupWindow is how long the committer waits, after the first charge of a group, for
+	// more to join it, when the previous group had more than one (under load: fewer, larger
+	// transactions); a lone charge commits at once. Charges arriving during a commit always
+	// form the next group.
+	GroupWindow time.Duration
+	Log         *slog.Logger
 	// OnSettle, when set, observes every settlement transaction (metrics).
 	OnSettle func(batch int, took time.Duration, err error)
 
 	mu       sync.Mutex
 	accounts map[uuid.UUID]*account
-	pending  []store.Settlement
-	kick     chan struct{}
-	flushMu  sync.Mutex // one settlement transaction at a time per replica
+	pending  []*queued // records settled in the background
+	charges  []*charge // charges waiting for the committer
+	wake     chan struct{}
+	flushMu  sync.Mutex // one background settlement at a time
+
+	startOnce  sync.Once
+	stopCommit chan struct{}
+	commitDone chan struct{}
+	stats      Stats
+	closed     bool  // Close has begun: no more charges
+	dropped    int64 // uncharged records not kept while too many were pending
+	refunds    sync.WaitGroup
+	waits      []time.Duration // the last waitWindow Charge waits, a ring
+	waitAt     int
+}
+
+// waitWindow is how many recent charge waits the percentiles of Stats cover.
+const waitWindow = 1 << 16
+
+// Stats counts the committer's work.
+type Stats struct {
+	Charges, Commits int64
+	// Percentiles of the time Charge took (what durability adds at the end of an answer),
+	// over the last waitWindow charges.
+	WaitP50, WaitP99 time.Duration
 }
 
 type account struct {
-	mu sync.Mutex // serialises lease growth of one profile
 	// guarded by Ledger.mu:
-	lease   decimal.Decimal // reserved for this replica in the database
-	held    decimal.Decimal // holds of requests in flight
-	spent   decimal.Decimal // charged, not yet settled
-	lastUse time.Time
+	lease    decimal.Decimal // reserved for this replica in the database (as of version)
+	version  int64           // of the lease row state that lease reflects
+	deadline time.Time       // the lease may be used until then; before the row's expiry
+	held     decimal.Decimal // holds of requests in flight
+	spent    decimal.Decimal // charged, not yet settled (background records with a cost)
+	lastUse  time.Time
+	growing  *growth // a lease growth under way
+}
+
+type growth struct {
+	done chan struct{}
+	err  error
+}
+
+type queued struct {
+	rec   store.RequestRecord
+	tries int
+}
+
+type charge struct {
+	rec     store.RequestRecord
+	hold    *Hold
+	done    chan struct{}
+	charged decimal.Decimal
+	err     error
 }
 
 // Hold is money reserved for one request.
@@ -70,8 +141,22 @@ func NewLedger(st *store.Store, log *slog.Logger) *Ledger {
 		log = slog.Default()
 	}
 	return &Ledger{Store: st, Replica: uuid.New(), Log: log,
-		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle,
-		accounts: map[uuid.UUID]*account{}, kick: make(chan struct{}, 1)}
+		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle, DBTimeout: DefaultDBTimeout, GroupWindow: DefaultGroupWindow, AbandonAfter: DefaultAbandonAfter,
+		accounts: map[uuid.UUID]*account{}, wake: make(chan struct{}, 1),
+		stopCommit: make(chan struct{}), commitDone: make(chan struct{})}
+}
+
+// Stats returns the committer's counters.
+func (l *Ledger) Stats() Stats {
+	l.mu.Lock()
+	st := l.stats
+	w := slices.Clone(l.waits)
+	l.mu.Unlock()
+	if len(w) > 0 {
+		slices.Sort(w)
+		st.WaitP50, st.WaitP99 = w[len(w)/2], w[min(len(w)-1, len(w)*99/100)]
+	}
+	return st
 }
 
 func (l *Ledger) account(p uuid.UUID) *account {
@@ -84,170 +169,262 @@ func (l *Ledger) account(p uuid.UUID) *account {
 	return a
 }
 
-// Hold reserves amount for a request of the profile, growing the replica's lease when the
-// part of it that is not held or spent is too small.
-func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Decimal) (*Hold, error) {
-	l.mu.Lock()
-	a := l.account(profile)
-	if a.lease.Sub(a.held).Sub(a.spent).GreaterThanOrEqual(amount) {
-		a.held = a.held.Add(amount)
-		l.mu.Unlock()
-		return &Hold{Profile: profile, Amount: amount}, nil
+func (a *account) free(now time.Time) decimal.Decimal {
+	if !now.Before(a.deadline) {
+		return decimal.Zero
 	}
-	l.mu.Unlock()
-
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l.mu.Lock()
-	short := amount.Sub(a.lease.Sub(a.held).Sub(a.spent))
-	if !short.IsPositive() { // another request grew the lease meanwhile
-		a.held = a.held.Add(amount)
-		l.mu.Unlock()
-		return &Hold{Profile: profile, Amount: amount}, nil
-	}
-	l.mu.Unlock()
-	// No settlement may run between reading the database's lease and adopting it: the memory
-	// lease then equals the row exactly.
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	lease, err := l.Store.ExtendLease(ctx, profile, l.Replica, short, amount.Mul(decimal.NewFromInt(leaseFactor)), l.LeaseTTL)
-	if errors.Is(err, store.ErrInsufficientBalance) {
-		return nil, ErrInsufficient
-	}
-	if err != nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	a.lease = lease
-	if a.lease.Sub(a.held).Sub(a.spent).LessThan(amount) {
-		return nil, ErrInsufficient
-	}
-	a.held = a.held.Add(amount)
-	return &Hold{Profile: profile, Amount: amount}, nil
+	return a.lease.Sub(a.held).Sub(a.spent)
 }
 
-// Finish releases a hold and queues the request's record, with its charge when the record
-// has a cost. It never blocks on the database.
-func (l *Ledger) Finish(h *Hold, rec store.RequestRecord) {
-	l.mu.Lock()
+// margin is how long before the row's expiry a replica stops using a lease: a replica cut
+// off from the database cannot renew, and must stop before another replica may lease the
+// same money.
+func (l *Ledger) margin() time.Duration { return l.LeaseTTL / 4 }
+
+// adopt takes a lease state read from the database when it is newer than the one in memory,
+// and a later deadline in any case (the write that set it also set the row's expiry, which
+// later writes of the amount do not shorten).
+func (l *Ledger) adopt(a *account, st store.LeaseState, deadline time.Time) {
+	if deadline.After(a.deadline) {
+		a.deadline = deadline
+	}
+	if st.Version < a.version {
+		return
+	}
+	a.lease, a.version = decimal.Zero, st.Version
+	if st.Present {
+		a.lease = st.Amount
+	}
+}
+
+func (l *Ledger) dbContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), l.DBTimeout)
+}
+
+func unavailable(err error) error {
+	if store.Unavailable(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// Hold reserves amount for a request of the profile. When the usable part of the replica's
+// lease is too small, the hold is counted at once (so that no other request takes the room it
+// needs) and the lease is set to cover everything this replica holds and has charged
+// unsettled, checked against the free balance: the answer is final, granted or refused.
+// One growth runs per profile at a time and other requests that do not fit wait for it. No
+// lock is held across the database call.
+func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Decimal) (*Hold, error) {
+	for {
+		l.mu.Lock()
+		a := l.account(profile)
+		if a.free(time.Now()).GreaterThanOrEqual(amount) {
+			a.held = a.held.Add(amount)
+			l.mu.Unlock()
+			return &Hold{Profile: profile, Amount: amount}, nil
+		}
+		if g := a.growing; g != nil {
+			l.mu.Unlock()
+			select {
+			case <-g.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if g.err != nil && !errors.Is(g.err, ErrInsufficient) {
+				return nil, g.err
+			}
+			continue
+		}
+		g := &growth{done: make(chan struct{})}
+		a.growing = g
+		a.held = a.held.Add(amount)
+		need := a.held.Add(a.spent)
+		want := need.Add(amount.Mul(decimal.NewFromInt(leaseFactor - 1)))
+		l.mu.Unlock()
+
+		started := time.Now()
+		dctx, cancel := l.dbContext(ctx)
+		st, err := l.Store.ExtendLease(dctx, profile, l.Replica, need, want, l.LeaseTTL)
+		cancel()
+		switch {
+		case errors.Is(err, store.ErrInsufficientBalance):
+			err = ErrInsufficient
+		case err != nil:
+			err = unavailable(err)
+			l.Log.Warn("lease growth failed", "profile", profile, "err", err)
+		}
+		l.mu.Lock()
+		a.growing = nil
+		g.err = err
+		close(g.done)
+		if err != nil {
+			a.held = a.held.Sub(amount)
+			l.mu.Unlock()
+			return nil, err
+		}
+		l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
+		l.mu.Unlock()
+		return &Hold{Profile: profile, Amount: amount}, nil
+	}
+}
+
+// release gives a hold back; the caller holds l.mu.
+func (l *Ledger) release(h *Hold) {
 	if h != nil && !h.done {
 		h.done = true
 		a := l.account(h.Profile)
 		a.held = a.held.Sub(h.Amount)
 	}
-	// Every queued charge is spent until settled, hold or not (a realtime response is charged
-	// after its session's reserve has been used up): Flush subtracts each one again.
+}
+
+// Charge makes a finished request's record and charge durable, and then releases its hold.
+// Charges arriving together share one transaction (group commit). It returns what was
+// taken from the balance: the record's cost, or less when the cost went beyond what was free
+// (the usage exceeded the hold and the balance). On error nothing was written and the hold
+// is kept: the caller must not deliver the answer's end, and finishes the request with
+// Finish. The wait is bounded by DBTimeout (plus GroupWindow), whatever ctx does.
+func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord) (decimal.Decimal, error) {
+	l.startOnce.Do(func() { go l.commitLoop() })
+	start := time.Now()
+	c := &charge{rec: rec, hold: h, done: make(chan struct{})}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
+	}
+	l.charges = append(l.charges, c)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	<-c.done
+	wait := time.Since(start)
+	l.mu.Lock()
+	if len(l.waits) < waitWindow {
+		l.waits = append(l.waits, wait)
+	} else {
+		l.waits[l.waitAt] = wait
+		l.waitAt = (l.waitAt + 1) % waitWindow
+	}
+	l.mu.Unlock()
+	return c.charged, c.err
+}
+
+func (l *Ledger) commitLoop() {
+	defer close(l.commitDone)
+	last := 0
+	for {
+		select {
+		case <-l.wake:
+		case <-l.stopCommit:
+			l.mu.Lock()
+			left := l.charges
+			l.charges = nil
+			l.mu.Unlock()
+			l.commit(left)
+			return
+		}
+		if l.GroupWindow > 0 && last > 1 {
+			time.Sleep(l.GroupWindow)
+		}
+		l.mu.Lock()
+		batch := l.charges
+		l.charges = nil
+		l.mu.Unlock()
+		last = len(batch)
+		l.commit(batch)
+	}
+}
+
+// commit settles a group of charges; when the database refuses the group for its data (not
+// its connection), each charge is tried alone so that one bad record fails only its request.
+func (l *Ledger) commit(batch []*charge) {
+	if len(batch) == 0 {
+		return
+	}
+	sts := make([]store.Settlement, len(batch))
+	for i, c := range batch {
+		sts[i] = store.Settlement{Record: c.rec}
+	}
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
+	res, err := l.Store.Settle(ctx, l.Replica, sts)
+	cancel()
+	l.settled(len(batch), started, err)
+	l.mu.Lock()
+	l.stats.Commits++
+	if err == nil {
+		l.stats.Charges += int64(len(batch))
+		for i, c := range batch {
+			l.release(c.hold)
+			c.charged = res.Charged[i].Decimal
+			if res.Capped[i] {
+				l.Log.Warn("charge capped at the free balance", "profile", c.rec.ProfileID, "request_id", c.rec.RequestID,
+					"cost", c.rec.Cost.Decimal, "charged", c.charged)
+			}
+		}
+		l.adoptAll(res.Leases, started)
+	}
+	l.mu.Unlock()
+	if err == nil {
+		for _, c := range batch {
+			close(c.done)
+		}
+		return
+	}
+	if !store.Unavailable(err) && len(batch) > 1 {
+		for _, c := range batch {
+			l.commit([]*charge{c})
+		}
+		return
+	}
+	if len(batch) == 1 && !store.Unavailable(err) {
+		l.Log.Error("charge refused by the database; the answer is withheld", "profile", batch[0].rec.ProfileID,
+			"request_id", batch[0].rec.RequestID, "err", err)
+	} else {
+		l.Log.Warn("charges not committed", "charges", len(batch), "err", err)
+	}
+	err = unavailable(err)
+	for _, c := range batch {
+		c.err = err
+		close(c.done)
+	}
+}
+
+// adoptAll takes the lease states a settlement returned; the caller holds l.mu.
+func (l *Ledger) adoptAll(leases map[uuid.UUID]store.LeaseState, _ time.Time) {
+	for p, st := range leases {
+		if a := l.accounts[p]; a != nil {
+			l.adopt(a, st, time.Time{})
+		}
+	}
+}
+
+// Finish releases a hold and queues the request's record for background settlement. A
+// record with a cost is charged then too (spent until settled); the request paths make their
+// charges durable with Charge instead, and Finish only what is not charged.
+func (l *Ledger) Finish(h *Hold, rec store.RequestRecord) {
+	l.mu.Lock()
+	l.release(h)
 	if rec.Cost.Valid {
 		a := l.account(rec.ProfileID)
 		a.spent = a.spent.Add(rec.Cost.Decimal)
 	}
-	l.pending = append(l.pending, store.Settlement{Record: rec})
-	l.mu.Unlock()
-}
-
-// Run settles pending requests every FlushEvery, renews the leases in use and returns idle
-// ones, until ctx ends. Close does the last settlement.
-func (l *Ledger) Run(ctx context.Context) {
-	t := time.NewTicker(l.FlushEvery)
-	defer t.Stop()
-	renew := time.NewTicker(l.LeaseTTL / 5)
-	defer renew.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := l.Flush(ctx); err != nil && ctx.Err() == nil {
-				l.Log.Error("settle charges", "err", err)
-			}
-		case <-renew.C:
-			if err := l.maintainLeases(ctx); err != nil && ctx.Err() == nil {
-				l.Log.Error("maintain leases", "err", err)
-			}
-		}
-	}
-}
-
-// Flush settles everything pending in one transaction. On failure the batch stays pending and
-// is retried: ledger entries are unique per request, so a retry never charges twice.
-func (l *Ledger) Flush(ctx context.Context) error {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	l.mu.Lock()
-	batch := l.pending
-	l.pending = nil
-	l.mu.Unlock()
-	if len(batch) == 0 {
-		return nil
-	}
-	start := time.Now()
-	err := l.Store.Settle(ctx, l.Replica, batch)
-	l.settled(len(batch), start, err)
-	if err != nil {
-		l.mu.Lock()
-		l.pending = append(batch, l.pending...)
+	if len(l.pending) >= maxPending && !rec.Cost.Valid {
+		// A long outage under load: memory stays bounded; the reserved ids of dropped
+		// records are finished by the sweeper as abandoned.
+		l.dropped++
 		l.mu.Unlock()
-		return err
+		return
 	}
-	l.mu.Lock()
-	for _, s := range batch {
-		if s.Record.Cost.Valid {
-			a := l.account(s.Record.ProfileID)
-			a.spent = a.spent.Sub(s.Record.Cost.Decimal)
-			a.lease = decimal.Max(a.lease.Sub(s.Record.Cost.Decimal), decimal.Zero)
-		}
-	}
+	l.pending = append(l.pending, &queued{rec: rec})
 	l.mu.Unlock()
-	return nil
 }
 
-// maintainLeases renews the leases of profiles in use and returns those idle for longer than
-// Idle with nothing held or unsettled.
-func (l *Ledger) maintainLeases(ctx context.Context) error {
-	// Holding flushMu keeps a lease from being returned while a Hold is growing it again.
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	now := time.Now()
-	var live, idle []uuid.UUID
+// Pending is the number of records waiting for background settlement.
+func (l *Ledger) Pending() int {
 	l.mu.Lock()
-	for p, a := range l.accounts {
-		if a.held.IsZero() && a.spent.IsZero() && now.Sub(a.lastUse) > l.Idle {
-			idle = append(idle, p)
-			delete(l.accounts, p)
-			continue
-		}
-		if a.lease.IsPositive() {
-			live = append(live, p)
-		}
-	}
-	l.mu.Unlock()
-	for _, p := range idle {
-		if err := l.Store.ReleaseLease(ctx, p, l.Replica); err != nil {
-			return err
-		}
-	}
-	if len(live) > 0 {
-		return l.Store.RenewLeases(ctx, l.Replica, live, l.LeaseTTL)
-	}
-	return nil
-}
-
-// Close settles what is pending and returns every lease; call it after the servers have
-// drained, before the process exits, so that no delivered response goes uncharged.
-func (l *Ledger) Close(ctx context.Context) error {
-	err := l.Flush(ctx)
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	l.mu.Lock()
-	var all []uuid.UUID
-	for p := range l.accounts {
-		all = append(all, p)
-	}
-	l.accounts = map[uuid.UUID]*account{}
-	l.mu.Unlock()
-	for _, p := range all {
-		err = errors.Join(err, l.Store.ReleaseLease(ctx, p, l.Replica))
-	}
-	return err
+	defer l.mu.Unlock()
+	return len(l.pending)
 }

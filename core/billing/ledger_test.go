@@ -19,7 +19,7 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-func newProfile(t *testing.T, st *store.Store, credit string) uuid.UUID {
+func newProfile(t testing.TB, st *store.Store, credit string) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	p, err := st.CreateProfile(ctx, "P", "")

@@ -6,19 +6,19 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// Stats is a moment's view of a replica's money in flight, for metrics.
-type Stats struct {
+// InFlight is a moment's view of a replica's money in flight, for metrics.
+type InFlight struct {
 	Holds   decimal.Decimal // held for requests in flight
 	Leases  decimal.Decimal // reserved in the database for this replica
 	Pending int             // finished requests waiting for settlement
 }
 
-// Stats sums the accounts; it takes the ledger's lock once, so call it per scrape, not per
+// InFlight sums the accounts; it takes the ledger's lock once, so call it per scrape, not per
 // request.
-func (l *Ledger) Stats() Stats {
+func (l *Ledger) InFlight() InFlight {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := Stats{Pending: len(l.pending)}
+	s := InFlight{Pending: len(l.pending)}
 	for _, a := range l.accounts {
 		s.Holds = s.Holds.Add(a.held)
 		s.Leases = s.Leases.Add(a.lease)

@@ -80,6 +80,18 @@ func profileProto(p *store.Profile) *adminv1.Profile {
 	}
 }
 
+// profileWithAvailable is profileProto with available = balance less what replicas hold and
+// reserve in unexpired leases (contract: Profile.balance is the ledger balance).
+func (s *AdminServer) profileWithAvailable(ctx context.Context, p *store.Profile) (*adminv1.Profile, error) {
+	out := profileProto(p)
+	avail, err := s.Store.Available(ctx, p.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read available balance: %w", err)
+	}
+	out.Available = avail.String()
+	return out, nil
+}
+
 func keyProto(k *store.Key) *adminv1.Key {
 	return &adminv1.Key{
 		Id: k.ID.String(), ProfileId: k.ProfileID.String(), Name: k.Name, Prefix: k.Prefix,
@@ -116,7 +128,7 @@ func (s *AdminServer) GetProfile(ctx context.Context, req *adminv1.GetProfileReq
 	if err != nil {
 		return nil, storeError("profile", err)
 	}
-	return profileProto(p), nil
+	return s.profileWithAvailable(ctx, p)
 }
 
 // LookupProfile implements GET /admin/v1/profiles:lookup.
@@ -128,7 +140,7 @@ func (s *AdminServer) LookupProfile(ctx context.Context, req *adminv1.LookupProf
 	if err != nil {
 		return nil, storeError("profile", err)
 	}
-	return profileProto(p), nil
+	return s.profileWithAvailable(ctx, p)
 }
 
 // CreditProfile implements POST /admin/v1/profiles/{id}:credit.
@@ -154,10 +166,12 @@ func (s *AdminServer) CreditProfile(ctx context.Context, req *adminv1.CreditProf
 		return nil, apierror.New(apierror.AlreadyExists, "idempotency_key %q was already used with a different amount", req.GetIdempotencyKey())
 	case errors.Is(err, store.ErrNegativeBalance):
 		return nil, apierror.New(apierror.FailedPrecondition, "the adjustment would make the balance negative")
+	case errors.Is(err, store.ErrReserved):
+		return nil, apierror.New(apierror.FailedPrecondition, "the adjustment would take the balance below what is reserved for requests in flight; retry in a few seconds")
 	case err != nil:
 		return nil, storeError("profile", err)
 	}
-	return profileProto(res.Profile), nil
+	return s.profileWithAvailable(ctx, res.Profile)
 }
 
 func validatePolicy(endpoints, models []string) error {

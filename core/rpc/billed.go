@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -26,6 +27,9 @@ type billed struct {
 	out   Outcome
 	price billing.Price
 	hold  *billing.Hold
+	// durable: the record and its charge are in the database (settle); finish then only
+	// meters the outcome.
+	durable, refunded bool
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen
@@ -41,16 +45,24 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	id, generated := requestID(ctx)
+	id, generated, idErr := requestID(ctx)
+	if idErr != nil {
+		return nil, idErr
+	}
 	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, out: Outcome{
 		RequestID: id, KeyID: k.ID.String(), KeyPrefix: k.Prefix, ProfileID: k.ProfileID.String(), Currency: snap.Currency,
 		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: "ok",
 		Usage: metering.Unreliable("no upstream answered"),
 	}}
 	if !generated {
-		ok, err := s.Store.ReserveRequestID(ctx, s.record(k, &b.out))
+		dctx, cancel := context.WithTimeout(ctx, s.Gen.Ledger.DBTimeout)
+		ok, err := s.Store.ReserveRequestID(dctx, s.record(k, &b.out), s.Gen.Ledger.Replica)
+		cancel()
 		if err != nil {
-			return nil, err
+			// Recorded as unavailable once the database is back: the id counts as used.
+			b.out.Status = apierror.Unavailable
+			b.finish()
+			return nil, unavailable("reserve request id", err)
 		}
 		if !ok {
 			return nil, apierror.New(apierror.DuplicateRequestID, "the request id %q was already used", id)
@@ -99,15 +111,55 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 	b.price = price
 	amount := worst(price)
 	b.hold, err = b.s.Gen.Ledger.Hold(b.ctx, b.k.ProfileID, amount)
-	if errors.Is(err, billing.ErrInsufficient) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, billing.ErrInsufficient):
 		return b.refuse(apierror.New(apierror.InsufficientBalance, "the balance cannot cover this request (up to %s %s)", amount, b.snap.Currency))
+	case b.ctx.Err() != nil:
+		b.out.Status = "cancelled"
+		return err
 	}
-	return err
+	ae := unavailable("hold", err)
+	b.out.Status = ae.Code
+	return ae
+}
+
+// unavailable is the answer to a request that cannot be decided because the database cannot
+// be reached (contract: 503 unavailable).
+func unavailable(what string, err error) *apierror.Error {
+	slog.Warn("database unreachable", "step", what, "err", err)
+	return apierror.New(apierror.Unavailable, "the gateway cannot reach its database; retry later")
+}
+
+// settle makes the answer's charge durable before the end of the answer goes to the client:
+// call it before sending the event that carries the usage (or the body). On failure nothing
+// is charged, the request is recorded as unavailable, and the answer's end must not be sent.
+func (b *billed) settle() error {
+	if !b.out.Cost.Valid || b.durable {
+		return nil
+	}
+	b.out.EndTime = time.Now()
+	charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &b.out))
+	if err != nil {
+		if errors.Is(err, billing.ErrUnavailable) {
+			// The commit may have happened with only its answer lost: give it back if so.
+			b.s.Gen.Ledger.Refund(b.k.ProfileID, b.out.RequestID, apierror.Unavailable)
+		}
+		b.uncharged(apierror.Unavailable, "the charge could not be recorded: "+err.Error())
+		return apierror.New(apierror.Unavailable, "the gateway cannot record the charge of this answer now; the answer was not completed and is not charged")
+	}
+	b.hold, b.durable = nil, true
+	b.out.Cost.Decimal = charged
+	return nil
 }
 
 // charge prices the answer once its usage is known: reliable usage at the token rates, or the
 // fixed price of a complete answer.
 func (b *billed) charge(u metering.Usage) {
+	if b.durable || b.refunded {
+		return
+	}
 	b.out.Usage = u
 	if u.Reliable || b.price.PerRequest {
 		b.out.Cost = decimal.NullDecimal{Decimal: b.price.Cost(u), Valid: true}
@@ -116,6 +168,17 @@ func (b *billed) charge(u metering.Usage) {
 
 // uncharged marks an answer that must not be charged: cut, failed, or not delivered.
 func (b *billed) uncharged(status, why string) {
+	if b.durable {
+		// The charge was written before the end was sent, and the client went away in
+		// between: the answer was cut after all, and its charge is given back.
+		if !b.refunded {
+			b.refunded = true
+			b.s.Gen.Ledger.Refund(b.k.ProfileID, b.out.RequestID, status)
+		}
+		b.out.Status, b.out.Cost = status, decimal.NullDecimal{}
+		b.out.Usage = metering.Unreliable(why)
+		return
+	}
 	b.out.Status, b.out.Cost = status, decimal.NullDecimal{}
 	b.out.Usage = metering.Unreliable(why)
 }
@@ -130,5 +193,9 @@ func (b *billed) costString() (cost, currency string) {
 
 // finish releases the hold and queues the record and its charge for settlement.
 func (b *billed) finish() {
+	if b.durable {
+		b.s.meter(b.ctx, &b.out)
+		return
+	}
 	b.s.finish(b.ctx, b.k, b.hold, &b.out)
 }

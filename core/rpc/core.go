@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -82,15 +81,17 @@ func (s *CoreServer) GetBalance(ctx context.Context, _ *corev1.GetBalanceRequest
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.Gen.Ledger.DBTimeout)
+	defer cancel()
 	p, err := s.Store.GetProfile(ctx, k.ProfileID)
 	if err != nil {
-		return nil, fmt.Errorf("read balance: %w", err)
+		return nil, unavailable("read balance", err)
 	}
 	// Replicas reserve slices of the balance for requests in flight; what they reserved is not
 	// available to a new request elsewhere (contract: insufficient_balance).
 	leased, err := s.Store.Leased(ctx, k.ProfileID)
 	if err != nil {
-		return nil, fmt.Errorf("read leases: %w", err)
+		return nil, unavailable("read leases", err)
 	}
 	return &corev1.Balance{
 		Object: "balance", ProfileId: p.ID.String(), Currency: p.Currency,

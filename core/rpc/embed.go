@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/shopspring/decimal"
+	"google.golang.org/protobuf/proto"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
@@ -30,7 +31,8 @@ func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*core
 		return nil, err
 	}
 	if err := b.holdWorst(false, func(p billing.Price) decimal.Decimal {
-		return p.WorstCase(billing.InputEstimate(len(req.GetRawBody())), 0)
+		raw := len(req.GetRawBody())
+		return p.WorstCase(billing.InputEstimate(max(raw, proto.Size(req)-raw)), 0)
 	}); err != nil {
 		return nil, err
 	}
@@ -50,6 +52,9 @@ func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*core
 		u = metering.Usage{Input: s.Gen.TextCounter(req.GetTexts()), Reliable: true}
 	}
 	b.charge(u)
+	if err := b.settle(); err != nil {
+		return nil, err
+	}
 	resp := &corev1.EmbedResponse{NativeBody: res.NativeBody, Usage: usageMessage(u)}
 	resp.Usage.Cost, resp.Usage.Currency = b.costString()
 	if res.NativeBody == nil {

@@ -45,17 +45,83 @@ func bearer(ctx context.Context) string {
 // RequestID is the caller's x-request-id, or a fresh sortable one for gRPC callers that sent
 // none (the HTTP front always sends one).
 func RequestID(ctx context.Context) string {
-	id, _ := requestID(ctx)
+	id, _, _ := requestID(ctx)
 	return id
 }
 
-// requestID also tells whether the id was made by the gateway rather than chosen by the client.
-func requestID(ctx context.Context) (string, bool) {
-	if id := firstMD(ctx, MetadataRequestID); id != "" {
-		return id, firstMD(ctx, MetadataRequestIDGenerated) == "1"
+// requestID also tells whether the id was made by the gateway rather than chosen by the
+// client, and refuses a client id outside the form the HTTP front accepts (1 to 200 visible
+// ASCII characters). Ids the gateway derives (a realtime response's record) contain spaces,
+// so no client, over HTTP or over the gRPC listener, can send one as its own.
+func requestID(ctx context.Context) (string, bool, *apierror.Error) {
+	id := firstMD(ctx, MetadataRequestID)
+	if id == "" {
+		return uuid.Must(uuid.NewV7()).String(), true, nil
 	}
-	return uuid.Must(uuid.NewV7()).String(), true
+	if firstMD(ctx, MetadataRequestIDGenerated) == "1" {
+		return id, true, nil
+	}
+	if !ValidRequestID(id) {
+		return id, false, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters")
+	}
+	return id, false, nil
 }
+
+// ValidRequestID is the form of a client-chosen request id.
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// internalMetadata is metadata only the in-process front may send.
+var internalMetadata = []string{MetadataRequestIDGenerated}
+
+// untrusted drops internal metadata from what a caller over the socket sent: such callers are
+// clients like any other, and may not, say, skip the request id's reuse check.
+func untrusted(ctx context.Context) context.Context {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return ctx
+	}
+	found := false
+	for _, k := range internalMetadata {
+		if len(md.Get(k)) > 0 {
+			found = true
+		}
+	}
+	if !found {
+		return ctx
+	}
+	md = md.Copy()
+	for _, k := range internalMetadata {
+		md.Delete(k)
+	}
+	return metadata.NewIncomingContext(ctx, md)
+}
+
+// ExternalUnary is the first interceptor of the gRPC listener: see untrusted.
+func ExternalUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return handler(untrusted(ctx), req)
+}
+
+// ExternalStream is ExternalUnary for streaming RPCs.
+func ExternalStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return handler(srv, &externalStream{ServerStream: ss, ctx: untrusted(ss.Context())})
+}
+
+type externalStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *externalStream) Context() context.Context { return s.ctx }
 
 // ErrorInterceptor is the one place where errors become statuses: spec errors keep their
 // code; anything else is logged and hidden behind internal_error, so no driver message or

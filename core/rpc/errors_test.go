@@ -46,13 +46,16 @@ func TestBearer(t *testing.T) {
 // generated; a caller that sent none gets a fresh generated one.
 func TestRequestID(t *testing.T) {
 	t.Parallel()
-	if id, gen := requestID(incoming("x-request-id", "abc")); id != "abc" || gen {
-		t.Errorf("client id: %q generated=%v", id, gen)
+	if id, gen, bad := requestID(incoming("x-request-id", "abc")); id != "abc" || gen || bad != nil {
+		t.Errorf("client id: %q generated=%v err=%v", id, gen, bad)
 	}
-	if id, gen := requestID(incoming("x-request-id", "f-1", "x-request-id-generated", "1")); id != "f-1" || !gen {
-		t.Errorf("front's id: %q generated=%v", id, gen)
+	if id, gen, bad := requestID(incoming("x-request-id", "f-1", "x-request-id-generated", "1")); id != "f-1" || !gen || bad != nil {
+		t.Errorf("front's id: %q generated=%v err=%v", id, gen, bad)
 	}
-	a, gen := requestID(context.Background())
+	if _, _, bad := requestID(incoming("x-request-id", "a b")); bad == nil || bad.Code != "invalid_request_error" {
+		t.Errorf("an id with a space (the gateway's derived form) is accepted: %v", bad)
+	}
+	a, gen, _ := requestID(context.Background())
 	b := RequestID(context.Background())
 	if a == "" || !gen || a == b {
 		t.Errorf("fresh ids %q and %q (generated=%v)", a, b, gen)

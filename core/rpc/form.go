@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
 )
 
 // formBody is the upstream body of a multipart route: a new form written as the client's
@@ -28,10 +30,19 @@ type formBody struct {
 	started, done bool
 	// err is the client side's failure, e.g. payload_too_large from the front.
 	err error
+	// limit is the size the hold was computed from (the declared body size, else the
+	// route's limit); received counts what came. A caller that sends more than it declared
+	// (the gRPC listener's callers are clients too) is refused, so the hold always covers
+	// what goes upstream.
+	limit, received int64
 }
 
-func newFormBody(srv corev1.CoreService_ForwardServer, first []*corev1.FormPart, upstreamModel string) *formBody {
-	f := &formBody{srv: srv, first: first, model: upstreamModel}
+func newFormBody(srv corev1.CoreService_ForwardServer, first []*corev1.FormPart, upstreamModel string, declared int64) *formBody {
+	limit := int64(multipartUnknownSize)
+	if declared >= 0 {
+		limit = min(declared, limit)
+	}
+	f := &formBody{srv: srv, first: first, model: upstreamModel, limit: limit}
 	f.mw = multipart.NewWriter(&f.buf)
 	return f
 }
@@ -81,6 +92,9 @@ func (f *formBody) next() error {
 		if f.file == nil {
 			return errors.New("file data outside a file part")
 		}
+		if err := f.count(len(m.Data)); err != nil {
+			return err
+		}
 		_, err := f.file.Write(m.Data)
 		return err
 	}
@@ -89,7 +103,17 @@ func (f *formBody) next() error {
 
 var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
 
+func (f *formBody) count(n int) error {
+	if f.received += int64(n); f.received > f.limit {
+		return apierror.New(apierror.PayloadTooLarge, "the upload is larger than its declared size or the route's limit")
+	}
+	return nil
+}
+
 func (f *formBody) writePart(p *corev1.FormPart) error {
+	if err := f.count(len(p.GetValue())); err != nil {
+		return err
+	}
 	h := textproto.MIMEHeader{}
 	disposition := fmt.Sprintf(`form-data; name="%s"`, quoteEscaper.Replace(p.GetName()))
 	if p.GetFile() {

@@ -58,7 +58,7 @@ func TestFormBodyRewritesModelAndStreamsParts(t *testing.T) {
 		part("prompt", "a cat"),
 	}}
 	head := []*corev1.FormPart{{Name: "model", Value: []byte("public-model")}, {Name: "n", Value: []byte("2")}}
-	fb := newFormBody(srv, head, "gpt-image-1")
+	fb := newFormBody(srv, head, "gpt-image-1", -1)
 	if srv.recv != 0 {
 		t.Fatal("the client stream was read before the upstream asked")
 	}
@@ -98,13 +98,28 @@ func TestFormBodyRewritesModelAndStreamsParts(t *testing.T) {
 // is kept for Forward to answer with.
 func TestFormBodyKeepsTheClientError(t *testing.T) {
 	tooLarge := apierror.New(apierror.PayloadTooLarge, "too large")
-	fb := newFormBody(&fakeForward{msgs: []*corev1.ForwardRequest{filePart("file", "a.wav"), data([]byte("RIFF"))}, err: tooLarge}, nil, "m")
+	fb := newFormBody(&fakeForward{msgs: []*corev1.ForwardRequest{filePart("file", "a.wav"), data([]byte("RIFF"))}, err: tooLarge}, nil, "m", -1)
 	_, err := io.ReadAll(fb)
 	if !errors.Is(err, tooLarge) || !errors.Is(fb.err, tooLarge) {
 		t.Fatalf("err = %v, kept %v; want the client's error", err, fb.err)
 	}
 	if got := clientError(fb.err); got.Code != apierror.PayloadTooLarge {
 		t.Errorf("clientError code = %s", got.Code)
+	}
+}
+
+// A caller that sends more than the body size its hold was computed from is refused: the
+// hold covers what goes upstream (the gRPC listener's callers declare their own size).
+func TestFormBodyRefusesMoreThanDeclared(t *testing.T) {
+	msgs := []*corev1.ForwardRequest{filePart("file", "a.wav"), data(make([]byte, 600)), data(make([]byte, 600))}
+	fb := newFormBody(&fakeForward{msgs: msgs}, nil, "m", 1000)
+	_, err := io.ReadAll(fb)
+	if got := clientError(err); got.Code != apierror.PayloadTooLarge {
+		t.Fatalf("err = %v, want payload_too_large", err)
+	}
+	fb = newFormBody(&fakeForward{msgs: msgs}, nil, "m", 1300)
+	if _, err := io.ReadAll(fb); err != nil {
+		t.Fatalf("within the declared size: %v", err)
 	}
 }
 

@@ -75,7 +75,7 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 		}
 		call := &provider.ForwardCall{Upstream: up, Family: family, ContentType: "application/json"}
 		if head.GetMultipart() {
-			form = newFormBody(srv, head.GetParts(), up.UpstreamModel)
+			form = newFormBody(srv, head.GetParts(), up.UpstreamModel, head.GetBodySize())
 			call.Body, call.ContentType = form, form.contentType()
 		} else {
 			body, err := provider.SetModel(head.GetBody(), up.UpstreamModel)
@@ -157,6 +157,9 @@ func relayBinary(b *billed, srv corev1.CoreService_ForwardServer, resp *http.Res
 // sendAnswer charges the complete answer and sends what is left of it, then its usage.
 func sendAnswer(b *billed, srv corev1.CoreService_ForwardServer, body []byte, u metering.Usage) error {
 	b.charge(u)
+	if err := b.settle(); err != nil {
+		return err
+	}
 	if body != nil {
 		if err := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Data{Data: body}}); err != nil {
 			b.uncharged("cancelled", "client went away: "+err.Error())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"google.golang.org/protobuf/proto"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
@@ -113,7 +114,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		return err
 	}
 	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
-		return p.WorstCase(billing.InputEstimate(len(req.GetRawBody())), outputLimit(m, req))
+		return p.WorstCase(billing.InputEstimate(upstreamSize(req)), outputLimit(m, req))
 	}); err != nil {
 		return err
 	}
@@ -126,10 +127,21 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	defer stream.Close()
 	s.Gen.startInput(req, head) // startinput.go
 
+	// unavailable ends an answer whose charge could not be made durable: its end is not
+	// delivered, so it stays a cut answer and is not charged.
+	unavailable := func(err error) {
+		ae := upstreamError(err)
+		_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
+	}
 	send := func(ev *corev1.GenerateEvent) bool {
 		if u := ev.GetUsage(); u != nil {
-			// Only the stream's last event carries usage; price it for the client's headers.
+			// Only the stream's last event carries usage; price it for the client's headers,
+			// and make the charge durable before the client can see the end of the answer.
 			b.charge(stream.Usage())
+			if err := b.settle(); err != nil {
+				unavailable(err)
+				return false
+			}
 			u.Cost, u.Currency = b.costString()
 		}
 		if out.FirstByteTime.IsZero() {
@@ -150,7 +162,12 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	for {
 		ev, err := stream.Next()
 		if errors.Is(err, io.EOF) {
+			// A priced answer without a usage event (per-request price): durable before the
+			// front writes the end.
 			b.charge(stream.Usage())
+			if err := b.settle(); err != nil {
+				unavailable(err)
+			}
 			return nil
 		}
 		if err != nil {
@@ -168,6 +185,14 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			return nil
 		}
 	}
+}
+
+// upstreamSize is the size behind a hold's input estimate: the larger of the raw body (sent
+// as it is to an upstream of the client's protocol) and the structured request (translated
+// for any other), so that a gRPC caller cannot shrink its hold with a small raw body.
+func upstreamSize(req *corev1.GenerateRequest) int {
+	raw := len(req.GetRawBody())
+	return max(raw, proto.Size(req)-raw)
 }
 
 // outputLimit is the output side of a hold: the request's limit, else the model's, else the
@@ -197,6 +222,11 @@ func (s *CoreServer) record(k *snapshot.Key, o *Outcome) *store.RequestRecord {
 func (s *CoreServer) finish(ctx context.Context, k *snapshot.Key, hold *billing.Hold, o *Outcome) {
 	o.EndTime = time.Now()
 	s.Gen.Ledger.Finish(hold, *s.record(k, o))
+	s.meter(ctx, o)
+}
+
+// meter shows an outcome to the meter.
+func (s *CoreServer) meter(ctx context.Context, o *Outcome) {
 	if s.Gen.Meter != nil {
 		s.Gen.Meter.Record(context.WithoutCancel(ctx), *o)
 	}

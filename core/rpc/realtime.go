@@ -25,8 +25,9 @@ import (
 const (
 	// DefaultRealtimeSessionsPerKey bounds the sessions one key holds open on one replica.
 	DefaultRealtimeSessionsPerKey = 16
-	// A session keeps a reserve held that pays for its worst next response: a full realtime
-	// context of input and a long answer. When the balance cannot renew it after a response,
+	// A session keeps a reserve held that pays for its worst next response: the conversation
+	// so far (the last response's input and output) and a full realtime context of new input,
+	// and a long answer. When the balance cannot renew it after a response,
 	// the session ends.
 	realtimeReserveInput  = 32 << 10
 	realtimeReserveOutput = 4096
@@ -113,6 +114,9 @@ type session struct {
 	reserve       decimal.Decimal
 	// started is when the current response began to be metered (the previous one's end).
 	started time.Time
+
+	// responses counts the session's charged responses: part of each one's record id.
+	responses int
 
 	sendMu sync.Mutex // the client side has two writers: both loops
 	upMu   sync.Mutex // the upstream connection has two writers too
@@ -211,7 +215,12 @@ func (x *session) fromUpstream() {
 		}
 		exhausted := false
 		if kind == websocket.TextMessage {
-			data, exhausted = x.upstreamEvent(data)
+			var err error
+			if data, exhausted, err = x.upstreamEvent(data); err != nil {
+				x.closeClient(closeUpstreamLost, "unavailable: the gateway cannot record charges now")
+				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
+				return
+			}
 		}
 		f := &corev1.Frame{Kind: corev1.FrameKind_FRAME_KIND_TEXT, Data: data}
 		if kind == websocket.BinaryMessage {
@@ -231,44 +240,70 @@ func (x *session) fromUpstream() {
 
 // upstreamEvent meters response.done and shows the public model in session events. It
 // reports whether the balance can no longer pay for another response.
-func (x *session) upstreamEvent(data []byte) ([]byte, bool) {
+func (x *session) upstreamEvent(data []byte) ([]byte, bool, error) {
 	switch gjson.GetBytes(data, "type").String() {
 	case "response.done":
-		return data, x.charge(data)
+		exhausted, err := x.charge(data)
+		return data, exhausted, err
 	case "session.created", "session.updated":
 		if gjson.GetBytes(data, "session.model").String() == x.upstreamModel && x.upstreamModel != x.b.m.ID {
 			if out, err := sjson.SetBytes(data, "session.model", x.b.m.ID); err == nil {
-				return out, false
+				return out, false, nil
 			}
 		}
 	}
-	return data, false
+	return data, false, nil
 }
 
-// charge settles one response: its own request record (the session id and the response id),
-// priced from reliable usage, paid from the session's reserve; then a new reserve is held.
-func (x *session) charge(event []byte) (exhausted bool) {
+// charge settles one response before its response.done reaches the client: its own request
+// record, named by the session id, the gateway's count of responses and the upstream's
+// response id (spaces between, so no client can send that id as its own, and a repeated
+// upstream id is a new record, charged again), priced from reliable usage and paid from the
+// session's reserve. Then a new reserve is held, grown from the usage just reported: the next
+// response reads the whole conversation so far. exhausted: the balance cannot pay for
+// another response. An error: the charge could not be recorded, and the response must not
+// be delivered.
+func (x *session) charge(event []byte) (exhausted bool, err error) {
 	b := x.b
 	u := metering.FromRealtimeResponse(event)
 	id := gjson.GetBytes(event, "response.id").String()
 	if id == "" {
-		id = uuid.NewString()
+		id = "-"
 	}
+	x.responses++
 	o := b.out
-	o.RequestID, o.Status, o.Usage, o.Cost = b.out.RequestID+"/"+id, "ok", u, decimal.NullDecimal{}
+	o.RequestID, o.Status, o.Usage, o.Cost = fmt.Sprintf("%s %d %s", b.out.RequestID, x.responses, id), "ok", u, decimal.NullDecimal{}
 	o.StartTime, x.started = x.started, time.Now()
 	o.Attempts = nil // the session's own outcome carries its upstream call
 	if u.Reliable || b.price.PerRequest {
 		o.Cost = decimal.NullDecimal{Decimal: b.price.Cost(u), Valid: true}
 	}
-	b.s.finish(b.ctx, b.k, b.hold, &o)
-	var err error
+	if o.Cost.Valid {
+		o.EndTime = time.Now()
+		charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &o))
+		if err != nil {
+			if errors.Is(err, billing.ErrUnavailable) {
+				b.s.Gen.Ledger.Refund(b.k.ProfileID, o.RequestID, "unavailable")
+			}
+			o.Status, o.Cost, o.Usage = "unavailable", decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
+			b.s.finish(b.ctx, b.k, nil, &o)
+			return false, err
+		}
+		o.Cost.Decimal = charged
+		b.s.meter(b.ctx, &o)
+	} else {
+		b.s.finish(b.ctx, b.k, b.hold, &o)
+	}
+	b.hold = nil
+	if u.Reliable {
+		x.reserve = b.price.WorstCase(u.Input+u.Output+realtimeReserveInput, realtimeReserveOutput)
+	}
 	b.hold, err = b.s.Gen.Ledger.Hold(b.ctx, b.k.ProfileID, x.reserve)
 	if err != nil {
 		b.hold = nil
-		return true
+		return true, nil
 	}
-	return false
+	return false, nil
 }
 
 func closePayload(code int, reason string) []byte {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,80 +11,16 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// ErrInsufficientBalance says the free balance cannot cover a lease.
-var ErrInsufficientBalance = errors.New("insufficient balance")
-
-// Lease is a replica's reservation on a profile's balance.
-type Lease struct {
-	Amount decimal.Decimal
-}
-
-// ExtendLease grows the replica's lease on a profile by up to want, and at least by need,
-// from the free balance (balance less every unexpired lease). It fails with
-// ErrInsufficientBalance, leaving the lease as it was, when not even need is free. The
-// profile row lock serialises lease changes and settlements of all replicas.
-func (s *Store) ExtendLease(ctx context.Context, profile, replica uuid.UUID, need, want decimal.Decimal, ttl time.Duration) (decimal.Decimal, error) {
-	var lease decimal.Decimal
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var balance, others, mine decimal.Decimal
-		if err := tx.QueryRow(ctx, `SELECT balance FROM profiles WHERE id = $1 FOR UPDATE`, profile).Scan(&balance); err != nil {
-			return interpretError(err)
-		}
-		if err := tx.QueryRow(ctx, `
-			SELECT coalesce(sum(amount) FILTER (WHERE replica_id <> $2 AND expires_at > now()), 0),
-			       coalesce(sum(amount) FILTER (WHERE replica_id = $2), 0)
-			FROM balance_leases WHERE profile_id = $1`, profile, replica).Scan(&others, &mine); err != nil {
-			return fmt.Errorf("read leases: %w", err)
-		}
-		free := balance.Sub(others).Sub(mine)
-		if free.LessThan(need) {
-			return ErrInsufficientBalance
-		}
-		grant := decimal.Min(want, free)
-		lease = mine.Add(grant)
-		_, err := tx.Exec(ctx, `
-			INSERT INTO balance_leases (profile_id, replica_id, amount, expires_at)
-			VALUES ($1, $2, $3, now() + $4::interval)
-			ON CONFLICT (profile_id, replica_id) DO UPDATE SET amount = excluded.amount, expires_at = excluded.expires_at`,
-			profile, replica, lease, ttl.String())
-		return err
-	})
-	if err != nil {
-		return decimal.Zero, err
-	}
-	return lease, nil
-}
-
-// RenewLeases keeps the replica's leases on the given profiles alive.
-func (s *Store) RenewLeases(ctx context.Context, replica uuid.UUID, profiles []uuid.UUID, ttl time.Duration) error {
-	_, err := s.Pool.Exec(ctx, `UPDATE balance_leases SET expires_at = now() + $3::interval WHERE replica_id = $1 AND profile_id = ANY($2)`,
-		replica, profiles, ttl.String())
-	return err
-}
-
-// ReleaseLease returns a replica's lease on a profile to the pool.
-func (s *Store) ReleaseLease(ctx context.Context, profile, replica uuid.UUID) error {
-	_, err := s.Pool.Exec(ctx, `DELETE FROM balance_leases WHERE profile_id = $1 AND replica_id = $2`, profile, replica)
-	return err
-}
-
-// Leased is the sum of unexpired leases on a profile: balance less this is what no replica
-// has reserved.
-func (s *Store) Leased(ctx context.Context, profile uuid.UUID) (decimal.Decimal, error) {
-	var sum decimal.Decimal
-	err := s.Pool.QueryRow(ctx, `SELECT coalesce(sum(amount), 0) FROM balance_leases WHERE profile_id = $1 AND expires_at > now()`, profile).Scan(&sum)
-	return sum, err
-}
-
 // ReserveRequestID records a request before it goes upstream; false means the id was already
 // used by this profile (spec 7 duplicate_request_id). The primary key makes two replicas
-// racing with one id agree: exactly one insert wins.
-func (s *Store) ReserveRequestID(ctx context.Context, r *RequestRecord) (bool, error) {
+// racing with one id agree: exactly one insert wins. The record names the replica, so that
+// SweepAbandoned can finish it if that replica dies before settling it.
+func (s *Store) ReserveRequestID(ctx context.Context, r *RequestRecord, replica uuid.UUID) (bool, error) {
 	tag, err := s.Pool.Exec(ctx, `
-		INSERT INTO requests (profile_id, request_id, key_id, model_id, endpoint_family, status, currency, start_time)
-		VALUES ($1, $2, $3, $4, $5, 'in_progress', $6, $7)
+		INSERT INTO requests (profile_id, request_id, key_id, model_id, endpoint_family, status, currency, start_time, replica_id)
+		VALUES ($1, $2, $3, $4, $5, 'in_progress', $6, $7, $8)
 		ON CONFLICT (profile_id, request_id) DO NOTHING`,
-		r.ProfileID, r.RequestID, r.KeyID, r.Model, r.EndpointFamily, r.Currency, r.StartTime)
+		r.ProfileID, r.RequestID, r.KeyID, r.Model, r.EndpointFamily, r.Currency, r.StartTime, replica)
 	if err != nil {
 		return false, fmt.Errorf("reserve request id: %w", err)
 	}
@@ -97,93 +32,164 @@ type Settlement struct {
 	Record RequestRecord
 }
 
+// Settled is what a settlement wrote.
+type Settled struct {
+	// Charged is, per settlement of the batch, the amount taken from the balance: the cost,
+	// or less when the cost was above what was free (Capped), or what an earlier settlement
+	// of the same record took. Not valid for uncharged records.
+	Charged []decimal.NullDecimal
+	Capped  []bool
+	// Leases are the replica's lease rows on the charged profiles after the charges.
+	Leases map[uuid.UUID]LeaseState
+}
+
+type recordKey struct {
+	profile uuid.UUID
+	id      string
+}
+
 // Settle writes a batch of finished requests in one transaction: the request records
 // (inserted, or completed when the id was reserved earlier), one ledger entry per charged
-// request (unique per profile and request id, so a replayed batch charges nothing twice),
-// the balances, and the replica's leases, which shrink by what was charged from them.
-func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlement) error {
+// request (unique per profile and request id, so a replayed settlement charges nothing
+// twice), the balances, and the replica's leases, which shrink by what was charged.
+//
+// A record that appears twice in the batch is written once (the charged one wins). A charge
+// is capped at the balance less the other replicas' unexpired leases: an answer whose usage
+// went beyond its hold never takes the balance below zero nor spends money another replica
+// has reserved; the record's cost is what was taken.
+func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlement) (*Settled, error) {
+	out := &Settled{Charged: make([]decimal.NullDecimal, len(batch)), Capped: make([]bool, len(batch)), Leases: map[uuid.UUID]LeaseState{}}
 	if len(batch) == 0 {
-		return nil
+		return out, nil
 	}
-	n := len(batch)
+	// Merge duplicates: index of the kept settlement per record, and the kept ones in order.
+	first := make(map[recordKey]int, len(batch))
+	alias := make([]int, len(batch))
+	var kept []int
+	for i, st := range batch {
+		k := recordKey{st.Record.ProfileID, st.Record.RequestID}
+		j, dup := first[k]
+		if !dup {
+			first[k], alias[i] = len(kept), len(kept)
+			kept = append(kept, i)
+			continue
+		}
+		alias[i] = j
+		if !batch[kept[j]].Record.Cost.Valid && st.Record.Cost.Valid {
+			kept[j] = i
+		}
+	}
+	n := len(kept)
 	var (
 		// [16]byte, not uuid.UUID: pgx writes those as binary uuids directly, while uuid.UUID
 		// goes through its driver.Valuer as text.
 		profiles, keys                  = make([][16]byte, n), make([][16]byte, n)
 		ids, models, families, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		currencies                      = make([]string, n)
-		in, cached, write, out, reason  = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		in, cached, write, outT, reason = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		audioIn, audioOut               = make([]int64, n), make([]int64, n)
 		reliable                        = make([]bool, n)
 		// Text, not decimal values: pgx tries several numeric encodings (each failure building
 		// an error) before it finds one for NullDecimal; the database parses the text exactly.
 		costs        = make([]*string, n)
 		starts, ends = make([]time.Time, n), make([]time.Time, n)
-		locked       []uuid.UUID
 	)
-	for i, st := range batch {
-		r := st.Record
-		profiles[i], keys[i], ids[i], models[i], families[i], statuses[i], currencies[i] = r.ProfileID, r.KeyID, r.RequestID, r.Model, r.EndpointFamily, r.Status, r.Currency
-		in[i], cached[i], write[i], out[i], reason[i] = r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens, r.OutputTokens, r.ReasoningTokens
-		audioIn[i], audioOut[i] = r.AudioInputTokens, r.AudioOutputTokens
-		reliable[i], starts[i] = r.UsageReliable, r.StartTime
+	for j, i := range kept {
+		r := batch[i].Record
+		profiles[j], keys[j], ids[j], models[j], families[j], statuses[j], currencies[j] = r.ProfileID, r.KeyID, r.RequestID, r.Model, r.EndpointFamily, r.Status, r.Currency
+		in[j], cached[j], write[j], outT[j], reason[j] = r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens, r.OutputTokens, r.ReasoningTokens
+		audioIn[j], audioOut[j] = r.AudioInputTokens, r.AudioOutputTokens
+		reliable[j], starts[j] = r.UsageReliable, r.StartTime
 		if r.Cost.Valid {
 			c := r.Cost.Decimal.String()
-			costs[i] = &c
+			costs[j] = &c
 		}
 		if r.EndTime != nil {
-			ends[i] = *r.EndTime
-		}
-		if r.Cost.Valid && !slices.Contains(locked, r.ProfileID) {
-			locked = append(locked, r.ProfileID)
+			ends[j] = *r.EndTime
 		}
 	}
-	// Lock charged profiles in id order so that concurrent batches of several replicas cannot
-	// deadlock.
-	slices.SortFunc(locked, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if len(locked) > 0 {
-			if _, err := tx.Exec(ctx, `SELECT 1 FROM profiles WHERE id = ANY($1) ORDER BY id FOR UPDATE`, locked); err != nil {
-				return fmt.Errorf("lock profiles: %w", err)
-			}
+	// One statement, one round trip: see gateway_settle in migration 0004.
+	rows, err := s.Pool.Query(ctx, `
+		SELECT idx, charged, capped, lease_profile, lease_amount, lease_version, lease_present
+		FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		replica, profiles, ids, keys, models, families, statuses, currencies, in, cached, write, outT, reason, reliable,
+		costs, starts, ends, audioIn, audioOut)
+	if err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	defer rows.Close()
+	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
+	for rows.Next() {
+		var (
+			idx     *int32
+			c       decimal.NullDecimal
+			cut     *bool
+			profile *[16]byte
+			amount  decimal.NullDecimal
+			version *int64
+			present *bool
+		)
+		if err := rows.Scan(&idx, &c, &cut, &profile, &amount, &version, &present); err != nil {
+			return nil, fmt.Errorf("settle: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO requests (profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
-				input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-				usage_reliable, cost, start_time, end_time, audio_input_tokens, audio_output_tokens)
-			SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[],
-				$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],
-				$13::bool[], $14::numeric[], $15::timestamptz[], $16::timestamptz[], $17::bigint[], $18::bigint[])
-			ON CONFLICT (profile_id, request_id) DO UPDATE SET
-				status = excluded.status, input_tokens = excluded.input_tokens,
-				cached_input_tokens = excluded.cached_input_tokens, cache_write_tokens = excluded.cache_write_tokens,
-				output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
-				usage_reliable = excluded.usage_reliable, cost = excluded.cost, end_time = excluded.end_time,
-				audio_input_tokens = excluded.audio_input_tokens, audio_output_tokens = excluded.audio_output_tokens`,
-			profiles, ids, keys, models, families, statuses, currencies, in, cached, write, out, reason, reliable, costs, starts, ends, audioIn, audioOut); err != nil {
-			return fmt.Errorf("write request records: %w", err)
+		if idx != nil {
+			charged[*idx], capped[*idx] = c, cut != nil && *cut
+			continue
 		}
-		if len(locked) == 0 {
+		if profile != nil && version != nil {
+			out.Leases[uuid.UUID(*profile)] = LeaseState{Amount: amount.Decimal, Version: *version, Present: present != nil && *present}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	for i := range batch {
+		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
+	}
+	return out, nil
+}
+
+// Refund undoes the charge of a request whose answer did not reach the client after all: the
+// client went away between the commit and the last event, or the commit looked failed to the
+// replica (which then withheld the answer) but may have happened. A cut answer is not charged
+// (spec 8). A charge found stays in the ledger and a reversing entry of the same kind follows
+// it, so that the charges of a profile still equal its records' costs; the record loses its
+// cost and takes the status given. With no charge found, the entry is a zero tombstone that
+// keeps a commit arriving late from charging the request. It returns the amount given back;
+// a replayed refund gives nothing.
+func (s *Store) Refund(ctx context.Context, profile uuid.UUID, requestID, status string) (decimal.Decimal, error) {
+	var back decimal.Decimal
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		back = decimal.Zero
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM profiles WHERE id = $1 FOR UPDATE`, profile); err != nil {
+			return fmt.Errorf("lock profile: %w", err)
+		}
+		var cost decimal.NullDecimal
+		if err := tx.QueryRow(ctx, `SELECT cost FROM requests WHERE profile_id = $1 AND request_id = $2`, profile, requestID).Scan(&cost); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("read record: %w", err)
+		}
+		amount := decimal.Zero
+		if cost.Valid {
+			amount = cost.Decimal
+		}
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO ledger_entries (profile_id, amount, kind, reason, idempotency_key)
+			VALUES ($1, $2, 'charge', 'refund: the answer did not reach the client', 'refund ' || $3)
+			ON CONFLICT DO NOTHING`, profile, amount.String(), requestID)
+		if err != nil {
+			return fmt.Errorf("refund entry: %w", err)
+		}
+		if tag.RowsAffected() == 0 || !cost.Valid {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `
-			WITH charged AS (
-				INSERT INTO ledger_entries (profile_id, amount, kind, reason, request_id)
-				SELECT p, -c, 'charge', m || ' ' || f, id
-				FROM unnest($1::uuid[], $2::text[], $3::numeric[], $4::text[], $5::text[]) AS t(p, id, c, m, f)
-				WHERE c IS NOT NULL
-				ON CONFLICT (profile_id, request_id) DO NOTHING
-				RETURNING profile_id, amount
-			), total AS (
-				SELECT profile_id, sum(amount) AS amount FROM charged GROUP BY profile_id
-			), balances AS (
-				UPDATE profiles p SET balance = p.balance + total.amount FROM total WHERE p.id = total.profile_id
-			)
-			UPDATE balance_leases l SET amount = greatest(l.amount + total.amount, 0)
-			FROM total WHERE l.profile_id = total.profile_id AND l.replica_id = $6`,
-			profiles, ids, costs, models, families, replica); err != nil {
-			return fmt.Errorf("write charges: %w", err)
+		if _, err := tx.Exec(ctx, `UPDATE profiles SET balance = balance + $2 WHERE id = $1`, profile, amount.String()); err != nil {
+			return fmt.Errorf("refund balance: %w", err)
 		}
+		if _, err := tx.Exec(ctx, `UPDATE requests SET status = $3, cost = NULL WHERE profile_id = $1 AND request_id = $2`, profile, requestID, status); err != nil {
+			return fmt.Errorf("refund record: %w", err)
+		}
+		back = amount
 		return nil
 	})
+	return back, err
 }

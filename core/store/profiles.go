@@ -66,6 +66,20 @@ var ErrCreditMismatch = fmt.Errorf("idempotency key already used with a differen
 // ErrNegativeBalance refuses an adjustment that would take the balance below zero.
 var ErrNegativeBalance = fmt.Errorf("adjustment would make the balance negative")
 
+// ErrReserved refuses an adjustment that would take the balance below what replicas have
+// reserved for requests in flight; unused reservations return within seconds.
+var ErrReserved = fmt.Errorf("adjustment would take the balance below what is reserved for requests in flight")
+
+// Available is the balance less every replica's unexpired lease (holds on requests in flight
+// are taken from leases): what a new request could still be granted.
+func (s *Store) Available(ctx context.Context, id uuid.UUID) (decimal.Decimal, error) {
+	var v decimal.Decimal
+	err := s.Pool.QueryRow(ctx, `
+		SELECT p.balance - coalesce((SELECT sum(amount) FROM balance_leases l WHERE l.profile_id = p.id AND l.expires_at > now()), 0)
+		FROM profiles p WHERE p.id = $1`, id).Scan(&v)
+	return v, interpretError(err)
+}
+
 // CreditProfile appends a ledger entry and moves the balance in one transaction. The same
 // idempotency key credits once; replays return the profile unchanged.
 func (s *Store) CreditProfile(ctx context.Context, id uuid.UUID, amount decimal.Decimal, reason, idempotencyKey string) (*CreditResult, error) {
@@ -95,6 +109,15 @@ func (s *Store) CreditProfile(ctx context.Context, id uuid.UUID, amount decimal.
 			kind = "adjustment"
 			if p.Balance.Add(amount).IsNegative() {
 				return ErrNegativeBalance
+			}
+			// Replicas spend their unexpired leases without asking again: the balance must
+			// keep covering them, else their requests would take it below zero.
+			var leased decimal.Decimal
+			if err := tx.QueryRow(ctx, `SELECT coalesce(sum(amount), 0) FROM balance_leases WHERE profile_id = $1 AND expires_at > now()`, id).Scan(&leased); err != nil {
+				return fmt.Errorf("read leases: %w", err)
+			}
+			if p.Balance.Add(amount).LessThan(leased) {
+				return ErrReserved
 			}
 		}
 		if _, err := tx.Exec(ctx, `

@@ -21,7 +21,7 @@ type Gauges struct {
 	// Pool is the database pool's statistics.
 	Pool func() *pgxpool.Stat
 	// Ledger is the money in flight on this replica, in Currency.
-	Ledger   func() billing.Stats
+	Ledger   func() billing.InFlight
 	Currency func() string
 	// RealtimeSessions is the number of realtime sessions open on this replica.
 	RealtimeSessions func() int

@@ -128,6 +128,10 @@ func plan(c *convo, words int) *answer {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(seedText))
 	a := &answer{seed: h.Sum32(), d: d, input: c.inputTokens()}
+	if d.input > 0 {
+		// Usage the request does not show: images, provider-side system prompts, tool preambles.
+		a.input = d.input
+	}
 	a.id = fmt.Sprintf("%08x", a.seed)
 	a.cached = min(d.cache, a.input)
 	n := a.seed % 1000

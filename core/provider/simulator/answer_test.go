@@ -91,6 +91,9 @@ func TestParseDirectives(t *testing.T) {
 		{"#sim:close=1006 #sim:close=999", directives{}}, // reserved and impossible codes
 		{"#sim:flag", directives{flag: "violence"}},
 		{"#sim:flag=self-harm/intent.", directives{flag: "self-harm/intent"}},
+		{"#sim:input=1000", directives{input: 1000}},
+		{"#sim:input=0 #sim:input=x", directives{}},
+		{"#sim:response-id=resp_dup", directives{respID: "resp_dup"}},
 	}
 	for _, tc := range cases {
 		if got := parseDirectives(tc.text); got != tc.want {

@@ -21,6 +21,8 @@ type directives struct {
 	audio    bool          // realtime: answer with audio
 	close    int           // realtime: close the socket with this code after response.created
 	flag     string        // moderations: category to flag
+	input    int           // input tokens to report instead of the counted ones, 0 for none
+	respID   string        // realtime: the response id to use instead of a fresh one
 }
 
 var directiveRE = regexp.MustCompile(`#sim:([a-z-]+)(?:=(\S+))?`)
@@ -65,6 +67,12 @@ func parseDirectives(text string) directives {
 			if n, err := strconv.Atoi(val); err == nil && sendableCloseCode(n) {
 				d.close = n
 			}
+		case "input":
+			if n, err := strconv.Atoi(val); err == nil && n > 0 && n <= 10_000_000 {
+				d.input = n
+			}
+		case "response-id":
+			d.respID = val
 		case "flag":
 			d.flag = val
 			if val == "" {

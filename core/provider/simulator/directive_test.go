@@ -267,6 +267,27 @@ func TestCacheDirectiveAcrossProtocols(t *testing.T) {
 	}
 }
 
+// #sim:input=N stands for usage the request does not show (images, provider-side system
+// prompts): every protocol reports N input tokens for a two-word prompt.
+func TestInputDirectiveReportsMoreThanThePrompt(t *testing.T) {
+	t.Parallel()
+	_, url := start(t, Options{})
+	text := "hi #sim:input=1000"
+	cases := []struct {
+		path, body, want string
+	}{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":` + q(text) + `}]}`, `"prompt_tokens":1000,`},
+		{"/v1/responses", `{"model":"m","input":` + q(text) + `}`, `"input_tokens":1000,`},
+		{"/v1/messages", `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":` + q(text) + `}]}`, `"input_tokens":1000,`},
+		{"/v1beta/models/g:generateContent", `{"contents":[{"parts":[{"text":` + q(text) + `}]}]}`, `"promptTokenCount":1000,`},
+	}
+	for _, tc := range cases {
+		if raw := mustPost(t, url, tc.path, tc.body); !bytes.Contains(raw, []byte(tc.want)) {
+			t.Errorf("%s: want %s in\n%s", tc.path, tc.want, raw)
+		}
+	}
+}
+
 func TestRecordsRequests(t *testing.T) {
 	t.Parallel()
 	sim, url := start(t, Options{})

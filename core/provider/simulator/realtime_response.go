@@ -192,6 +192,10 @@ func (c *rtConn) startResponse(ev rtClientEvent) bool {
 	}
 	r.a = plan(&convo{lastUser: c.lastUser, textBytes: textBytes}, c.sim.o.Words)
 	r.textIn, r.words = r.a.input, r.a.text
+	if r.a.d.respID != "" {
+		// A misbehaving upstream that repeats a response id.
+		r.id = r.a.d.respID
+	}
 	r.audio = c.audioOutput() || r.a.d.audio
 	if override.OutputModalities != nil {
 		r.audio = slices.Contains(override.OutputModalities, "audio") || r.a.d.audio

@@ -195,6 +195,34 @@ func TestRealtimeConversation(t *testing.T) {
 	}
 }
 
+// #sim:response-id makes the upstream repeat a response id, as a misbehaving provider might;
+// without it every response has its own.
+func TestRealtimeResponseIDDirectiveRepeatsTheID(t *testing.T) {
+	noLeaks(t)
+	_, url := start(t, Options{})
+	c, _ := dial(t, url, "?model=gpt-realtime")
+	c.next() // session.created
+	c.send(itemEvent("hello"))
+	c.next()
+	c.send(`{"type":"response.create"}`)
+	first := c.until("response.done")
+	c.send(`{"type":"response.create"}`)
+	second := c.until("response.done")
+	a, b := first[len(first)-1].AsResponseDoneEvent().Response.ID, second[len(second)-1].AsResponseDoneEvent().Response.ID
+	if a == "" || a == b {
+		t.Fatalf("fresh ids %q and %q", a, b)
+	}
+	c.send(itemEvent("again #sim:response-id=resp_dup"))
+	c.next()
+	for range 2 {
+		c.send(`{"type":"response.create"}`)
+		evs := c.until("response.done")
+		if id := evs[len(evs)-1].AsResponseDoneEvent().Response.ID; id != "resp_dup" {
+			t.Fatalf("response id %q, want resp_dup", id)
+		}
+	}
+}
+
 func TestRealtimeErrorsKeepTheSocketOpen(t *testing.T) {
 	noLeaks(t)
 	_, url := start(t, Options{})

@@ -1,0 +1,688 @@
+package billing
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"modelgateway/core/store"
+	"modelgateway/core/store/storetest"
+)
+
+// fixture is a store with one profile and a real key for its records.
+type fixture struct {
+	st  *store.Store
+	p   uuid.UUID
+	key uuid.UUID
+}
+
+func newFixture(t *testing.T, credit string) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, storetest.DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	f := &fixture{st: st, p: newProfile(t, st, credit), key: uuid.New()}
+	if _, err := st.Pool.Exec(ctx, `INSERT INTO api_keys (id, profile_id, prefix, secret_hash) VALUES ($1, $2, 'x', $3)`, f.key, f.p, f.key[:]); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) record(id string, cost string) store.RequestRecord {
+	r := record(f.p, id, nil)
+	r.KeyID = f.key
+	if cost != "" {
+		r.Cost = decimal.NullDecimal{Decimal: dec(cost), Valid: true}
+		r.UsageReliable = true
+	}
+	return r
+}
+
+// checkLedger is the invariant every test that moves money ends with: balance = sum of
+// entries and never below zero, charges = the records' costs, no record left in_progress.
+func checkLedger(t *testing.T, st *store.Store, p uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	if err := checkInvariant(ctx, st, p); err != nil {
+		t.Fatal(err)
+	}
+	var charges, costs decimal.Decimal
+	var inProgress int
+	if err := st.Pool.QueryRow(ctx, `
+		SELECT (SELECT coalesce(-sum(amount), 0) FROM ledger_entries WHERE profile_id = $1 AND kind = 'charge'),
+		       (SELECT coalesce(sum(cost), 0) FROM requests WHERE profile_id = $1),
+		       (SELECT count(*) FROM requests WHERE profile_id = $1 AND status = 'in_progress')`, p).Scan(&charges, &costs, &inProgress); err != nil {
+		t.Fatal(err)
+	}
+	if !charges.Equal(costs) || inProgress != 0 {
+		t.Fatalf("charges %s, records' costs %s, %d records in progress", charges, costs, inProgress)
+	}
+}
+
+func balanceOf(t *testing.T, st *store.Store, p uuid.UUID) decimal.Decimal {
+	t.Helper()
+	prof, err := st.GetProfile(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prof.Balance
+}
+
+// A long sequence of requests whose usage costs three times their hold keeps being served
+// while the free balance covers the next hold: over-hold charges must not leave the lease
+// short (issue 13: the third request of a funded profile was refused).
+func TestOverHoldChargesKeepBeingServed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "10")
+	l := NewLedger(f.st, nil)
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	hold, cost := dec("0.1"), "0.3"
+	served := 0
+	for i := range 100 {
+		h, err := l.Hold(ctx, f.p, hold)
+		bal := balanceOf(t, f.st, f.p)
+		if errors.Is(err, ErrInsufficient) {
+			if bal.GreaterThanOrEqual(hold) {
+				t.Fatalf("request %d refused with %s free for a hold of %s", i, bal, hold)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Charge(ctx, h, f.record(fmt.Sprint("r", i), cost)); err != nil {
+			t.Fatal(err)
+		}
+		served++
+	}
+	// 10 / 0.3: 33 full charges; the 34th is granted on 0.1 free and capped at it.
+	if served != 34 {
+		t.Fatalf("%d requests served on 10 with charges of 0.3", served)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.IsZero() {
+		t.Fatalf("balance %s at the end, want 0", b)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// Charge returns only once the charge is in the database; charges arriving together share
+// transactions.
+func TestChargesAreDurableAndGrouped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "100")
+	l := NewLedger(f.st, nil)
+	l.GroupWindow = time.Millisecond
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	var wg sync.WaitGroup
+	const workers, each = 64, 10
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				h, err := l.Hold(ctx, f.p, dec("0.01"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if _, err := l.Charge(ctx, h, f.record(id, "0.01")); err != nil {
+					t.Error(err)
+					return
+				}
+				var n int
+				if err := f.st.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE profile_id = $1 AND request_id = $2`, f.p, id).Scan(&n); err != nil || n != 1 {
+					t.Errorf("charge %s: %d entries after Charge returned (%v)", id, n, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s := l.Stats()
+	t.Logf("%d charges in %d commits, wait p50 %s p99 %s", s.Charges, s.Commits, s.WaitP50, s.WaitP99)
+	if s.Charges != workers*each || s.Commits >= s.Charges/2 {
+		t.Fatalf("%d charges in %d commits: not grouped", s.Charges, s.Commits)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("93.6")) {
+		t.Fatalf("balance %s, want 93.6", b)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// A record the database refuses (its key does not exist) fails alone: the other charges of
+// its group commit, a background record is retried alone and set aside after maxTries with a
+// log line, and later settlements go on.
+func TestABadRecordFailsAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "10")
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	l := NewLedger(f.st, slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil)))
+	l.GroupWindow = 20 * time.Millisecond // the three charges share a group
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	bad := f.record("bad", "0.5")
+	bad.KeyID = uuid.New()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, r := range []store.RequestRecord{f.record("good-1", "0.5"), bad, f.record("good-2", "0.5")} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := l.Hold(ctx, f.p, dec("0.5"))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if _, errs[i] = l.Charge(ctx, h, r); errs[i] != nil {
+				l.Finish(h, f.record("unused-"+r.RequestID, ""))
+			}
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil || errors.Is(errs[1], ErrUnavailable) {
+		t.Fatalf("charges: %v", errs)
+	}
+	// Background: a poisoned record among good ones, flushed until it is set aside.
+	poison := bad
+	poison.RequestID, poison.Cost = "poison", decimal.NullDecimal{}
+	l.Finish(nil, f.record("late-1", ""))
+	l.Finish(nil, poison)
+	l.Finish(nil, f.record("late-2", ""))
+	for range maxTries {
+		_ = l.Flush(ctx)
+	}
+	if n := l.Pending(); n != 0 {
+		t.Fatalf("%d records still pending after %d flushes", n, maxTries)
+	}
+	var n int
+	_ = f.st.Pool.QueryRow(ctx, `SELECT count(*) FROM requests WHERE profile_id = $1 AND request_id IN ('late-1', 'late-2', 'unused-bad', 'good-1', 'good-2')`, f.p).Scan(&n)
+	if n != 5 {
+		t.Fatalf("%d of the 5 good records written", n)
+	}
+	logMu.Lock()
+	out := logs.String()
+	logMu.Unlock()
+	if !strings.Contains(out, "set aside") || !strings.Contains(out, "request_id=poison") || !strings.Contains(out, "request_id=bad") {
+		t.Fatalf("log:\n%s", out)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("9")) {
+		t.Fatalf("balance %s, want 9", b)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+type lockedWriter struct {
+	b  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// Two settlements of one record in one batch are merged (the charged one wins), and a replay
+// of a settled charge charges nothing again.
+func TestDuplicatesInABatchAreMerged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	batch := []store.Settlement{{Record: f.record("dup", "")}, {Record: f.record("dup", "0.25")}, {Record: f.record("other", "0.25")}}
+	res, err := f.st.Settle(ctx, uuid.New(), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Charged[0].Decimal.Equal(dec("0.25")) || !res.Charged[1].Decimal.Equal(dec("0.25")) {
+		t.Fatalf("charged %v", res.Charged)
+	}
+	if _, err := f.st.Settle(ctx, uuid.New(), batch[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("0.5")) {
+		t.Fatalf("balance %s, want 0.5", b)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// A charge beyond what is free (the usage exceeded the hold and the balance, or reaches into
+// another replica's lease) takes only what is free: the balance never goes below zero and
+// never below what other replicas have reserved.
+func TestChargesAreCappedAtTheFreeBalance(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	a, b := NewLedger(f.st, nil), NewLedger(f.st, nil)
+	t.Cleanup(func() { _ = a.Close(ctx); _ = b.Close(ctx) })
+	hb, err := b.Hold(ctx, f.p, dec("0.4")) // b's lease: 0.4 up to 1 (8 holds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leased, _ := f.st.Leased(ctx, f.p)
+	if !leased.Equal(dec("1")) {
+		t.Fatalf("b leased %s", leased)
+	}
+	// b's lease is all the balance: a cannot hold anything, and a charge without a hold (a
+	// realtime response past its reserve) takes nothing from what b reserved.
+	if _, err := a.Hold(ctx, f.p, dec("0.1")); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("a held on a balance leased to b: %v", err)
+	}
+	charged, err := a.Charge(ctx, nil, f.record("over", "5"))
+	if err != nil || !charged.IsZero() {
+		t.Fatalf("charged %s, %v", charged, err)
+	}
+	charged, err = b.Charge(ctx, hb, f.record("b-1", "5"))
+	if err != nil || !charged.Equal(dec("1")) {
+		t.Fatalf("b charged %s of 5 on a balance of 1, %v", charged, err)
+	}
+	if bal := balanceOf(t, f.st, f.p); !bal.IsZero() {
+		t.Fatalf("balance %s", bal)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// A lease that expired in the database is not renewed blindly: another replica may have
+// leased the money since; the replica must grow it again, which checks the free balance.
+// And a replica stops using a lease before its row may expire.
+func TestExpiredLeasesAreCheckedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	a, b := NewLedger(f.st, nil), NewLedger(f.st, nil)
+	a.LeaseTTL = 800 * time.Millisecond
+	t.Cleanup(func() { _ = a.Close(ctx); _ = b.Close(ctx) })
+	if _, err := a.Hold(ctx, f.p, dec("0.125")); err != nil { // lease 1
+		t.Fatal(err)
+	}
+	// The local deadline falls before the row expires: after it, a goes to the database.
+	time.Sleep(a.LeaseTTL - a.margin() + 50*time.Millisecond)
+	a.mu.Lock()
+	free := a.accounts[f.p].free(time.Now())
+	a.mu.Unlock()
+	if !free.IsZero() {
+		t.Fatalf("a still uses its lease after the local deadline: %s free", free)
+	}
+	time.Sleep(a.margin()) // the row has expired now
+	if _, err := b.Hold(ctx, f.p, dec("0.5")); err != nil {
+		t.Fatalf("b could not lease money whose lease expired: %v", err)
+	}
+	if err := a.maintainLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var expires time.Time
+	_ = f.st.Pool.QueryRow(ctx, `SELECT expires_at FROM balance_leases WHERE replica_id = $1`, a.Replica).Scan(&expires)
+	if expires.After(time.Now()) {
+		t.Fatal("the expired lease was renewed")
+	}
+	// a's in-flight hold of 0.125 still counts: 1 - b's 0.5.. lease is 1 for b (8 x 0.5 capped).
+	if _, err := a.Hold(ctx, f.p, dec("0.125")); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("a held again on money b leased: %v", err)
+	}
+	leased, _ := f.st.Leased(ctx, f.p)
+	if leased.GreaterThan(dec("1")) {
+		t.Fatalf("leases %s above the balance", leased)
+	}
+}
+
+// A negative adjustment may not take the balance below the replicas' leases.
+func TestNegativeAdjustmentsRespectLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	l := NewLedger(f.st, nil)
+	if _, err := l.Hold(ctx, f.p, dec("0.05")); err != nil { // lease 0.4
+		t.Fatal(err)
+	}
+	if _, err := f.st.CreditProfile(ctx, f.p, dec("-0.7"), "chargeback", "adj-1"); !errors.Is(err, store.ErrReserved) {
+		t.Fatalf("adjustment into a lease: %v", err)
+	}
+	if _, err := f.st.CreditProfile(ctx, f.p, dec("-0.6"), "chargeback", "adj-2"); err != nil {
+		t.Fatal(err)
+	}
+	avail, err := f.st.Available(ctx, f.p)
+	if err != nil || !avail.IsZero() {
+		t.Fatalf("available %s, %v", avail, err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if avail, _ := f.st.Available(ctx, f.p); !avail.Equal(dec("0.4")) {
+		t.Fatalf("available %s after the lease returned, want 0.4", avail)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// Records reserved by a replica that stopped reporting are finished as abandoned; those of a
+// live replica are left alone.
+func TestRecordsOfDeadReplicasAreAbandoned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	live, dead := uuid.New(), uuid.New()
+	if err := f.st.Heartbeat(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	for id, replica := range map[string]uuid.UUID{"of-live": live, "of-dead": dead} {
+		r := f.record(id, "")
+		r.StartTime = time.Now().Add(-time.Minute)
+		if ok, err := f.st.ReserveRequestID(ctx, &r, replica); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	n, err := f.st.SweepAbandoned(ctx, 30*time.Second)
+	if err != nil || n != 1 {
+		t.Fatalf("abandoned %d, %v", n, err)
+	}
+	var status string
+	_ = f.st.Pool.QueryRow(ctx, `SELECT status FROM requests WHERE request_id = 'of-dead'`).Scan(&status)
+	if status != "abandoned" {
+		t.Fatalf("status %q", status)
+	}
+	// The live replica finishes its own record.
+	if _, err := f.st.Settle(ctx, live, []store.Settlement{{Record: f.record("of-live", "0.1")}}); err != nil {
+		t.Fatal(err)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// With the database unreachable a hold fails within the deadline as unavailable, not as
+// insufficient balance.
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, "postgres://gw@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	l := NewLedger(&store.Store{Pool: pool}, nil)
+	start := time.Now()
+	_, err = l.Hold(ctx, uuid.New(), dec("1"))
+	if !errors.Is(err, ErrUnavailable) || time.Since(start) > 2*l.DBTimeout {
+		t.Fatalf("hold: %v after %s", err, time.Since(start))
+	}
+	if _, err := l.Charge(ctx, nil, record(uuid.New(), "x", &decimal.Zero)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("charge: %v", err)
+	}
+	_ = pgx.ErrNoRows
+}
+
+// A committed charge whose answer's end then failed to reach the client is given back: the
+// answer was cut after all. The ledger keeps both entries; charges still equal the records'
+// costs, and a replayed refund gives nothing twice.
+func TestRefundOfACutAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	l := NewLedger(f.st, nil)
+	h, err := l.Hold(ctx, f.p, dec("0.25"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Charge(ctx, h, f.record("cut", "0.25")); err != nil {
+		t.Fatal(err)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("0.75")) {
+		t.Fatalf("balance %s after the charge", b)
+	}
+	l.Refund(f.p, "cut", "cancelled")
+	l.Refund(f.p, "cut", "cancelled")
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("1")) {
+		t.Fatalf("balance %s after the refund", b)
+	}
+	var status string
+	var cost decimal.NullDecimal
+	_ = f.st.Pool.QueryRow(ctx, `SELECT status, cost FROM requests WHERE request_id = 'cut'`).Scan(&status, &cost)
+	if status != "cancelled" || cost.Valid {
+		t.Fatalf("record %s %v", status, cost)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// With the database frozen (it accepts connections and never answers), requests of one
+// profile that need a lease share one growth and fail together at its deadline as
+// unavailable, instead of waiting for one deadline each.
+func TestFrozenDatabaseFailsHoldsTogether(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns []net.Conn
+	var connMu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			connMu.Lock()
+			conns = append(conns, c)
+			connMu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		connMu.Lock()
+		defer connMu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, "postgres://gw@"+ln.Addr().String()+"/none?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	l := NewLedger(&store.Store{Pool: pool}, nil)
+	l.DBTimeout = 500 * time.Millisecond
+	p := uuid.New()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = l.Hold(ctx, p, dec("0.1"))
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for i, err := range errs {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("hold %d: %v", i, err)
+		}
+	}
+	// One deadline each, one after another, would be 10 s.
+	if elapsed > 4*time.Second {
+		t.Fatalf("20 holds took %s to fail", elapsed)
+	}
+}
+
+// BenchmarkCharge measures what durability adds at the end of one answer with no other load:
+// go test ./core/billing -run x -bench Charge.
+func BenchmarkCharge(b *testing.B) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, storetest.DatabaseURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Close)
+	p := newProfile(b, st, "1000000")
+	key := uuid.New()
+	if _, err := st.Pool.Exec(ctx, `INSERT INTO api_keys (id, profile_id, prefix, secret_hash) VALUES ($1, $2, 'x', $3)`, key, p, key[:]); err != nil {
+		b.Fatal(err)
+	}
+	l := NewLedger(st, nil)
+	b.Cleanup(func() { _ = l.Close(ctx) })
+	cost := dec("0.001")
+	i := 0
+	for b.Loop() {
+		h, err := l.Hold(ctx, p, cost)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := record(p, fmt.Sprint("b", i), &cost)
+		r.KeyID = key
+		i++
+		if _, err := l.Charge(ctx, h, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := l.Stats()
+	b.ReportMetric(float64(s.WaitP50.Microseconds()), "p50-µs")
+}
+
+// A charge the replica gave up on (and whose answer it withheld) leaves a tombstone: the same
+// charge committing late, e.g. delivered by a network that was frozen, takes nothing.
+func TestAChargeGivenUpOnCannotLandLate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	if back, err := f.st.Refund(ctx, f.p, "late", "unavailable"); err != nil || !back.IsZero() {
+		t.Fatalf("refund before the charge: %s %v", back, err)
+	}
+	res, err := f.st.Settle(ctx, uuid.New(), []store.Settlement{{Record: f.record("late", "0.5")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Charged[0].Valid {
+		t.Fatalf("charged %s after the tombstone", res.Charged[0].Decimal)
+	}
+	var status string
+	_ = f.st.Pool.QueryRow(ctx, `SELECT status FROM requests WHERE request_id = 'late'`).Scan(&status)
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("1")) || status != "unavailable" {
+		t.Fatalf("balance %s, status %s", b, status)
+	}
+	// A later request is charged as usual.
+	if res, err := f.st.Settle(ctx, uuid.New(), []store.Settlement{{Record: f.record("next", "0.5")}}); err != nil || !res.Charged[0].Decimal.Equal(dec("0.5")) {
+		t.Fatalf("next: %v %v", res, err)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// forwarder is a TCP proxy to the test database that can be taken down and brought back on
+// the same address: the database "restarting" as the ledger sees it.
+type forwarder struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func (f *forwarder) up(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.ln, f.addr = ln, ln.Addr().String()
+	f.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", f.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, c, d)
+			f.mu.Unlock()
+			go func() { _, _ = io.Copy(d, c); d.Close() }()
+			go func() { _, _ = io.Copy(c, d); c.Close() }()
+		}
+	}()
+}
+
+func (f *forwarder) down() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ln.Close()
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
+}
+
+// At shutdown with the database down, the ledger keeps retrying its pending records until
+// the deadline instead of dropping them after one failed attempt; the database coming back
+// in time gets them all.
+func TestCloseRetriesUntilTheDatabaseReturns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	u, err := url.Parse(storetest.DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's database: same server, the fixture's own database name.
+	var dbname string
+	if err := f.st.Pool.QueryRow(ctx, `SELECT current_database()`).Scan(&dbname); err != nil {
+		t.Fatal(err)
+	}
+	fw := &forwarder{addr: "127.0.0.1:0", target: u.Host}
+	fw.up(t)
+	t.Cleanup(fw.down)
+	u.Host, u.Path = fw.addr, "/"+dbname
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	l := NewLedger(&store.Store{Pool: pool}, nil)
+	l.DBTimeout = 300 * time.Millisecond
+	for i := range 5 {
+		l.Finish(nil, f.record(fmt.Sprint("late-", i), ""))
+	}
+	fw.down()
+	closed := make(chan error, 1)
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	go func() { closed <- l.Close(cctx) }()
+	time.Sleep(1500 * time.Millisecond) // several failed attempts
+	select {
+	case err := <-closed:
+		t.Fatalf("Close gave up while the database was down: %v", err)
+	default:
+	}
+	fw.up(t)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	var n int
+	_ = f.st.Pool.QueryRow(ctx, `SELECT count(*) FROM requests WHERE profile_id = $1`, f.p).Scan(&n)
+	if n != 5 {
+		t.Fatalf("%d of 5 records settled", n)
+	}
+	checkLedger(t, f.st, f.p)
+}

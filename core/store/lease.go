@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/shopspring/decimal"
+)
+
+// ErrInsufficientBalance says the free balance cannot cover a lease.
+var ErrInsufficientBalance = errors.New("insufficient balance")
+
+// LeaseState is one replica's lease row as a transaction left it. Version grows with every
+// write of any lease row, so of two states of one row the newer has the larger version; a
+// replica adopts a state only when it is newer than the one it has.
+type LeaseState struct {
+	Amount  decimal.Decimal
+	Version int64
+	// Present is false when the row does not exist (never made, released, or cleaned up).
+	Present bool
+}
+
+// Unavailable tells a failure of the database connection (refused, reset, timed out, server
+// shutting down) from an error about the data: the first may succeed when retried as it is,
+// the second will fail again.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", "53", "57", "58": // connection, resources, operator intervention, system
+			return true
+		}
+		return pgErr.Code == "40001" || pgErr.Code == "40P01" // serialization failure, deadlock
+	}
+	return !errors.Is(err, ErrInsufficientBalance) && !errors.Is(err, ErrNotFound)
+}
+
+// ExtendLease sets the replica's lease on a profile to at least need and at most want, from
+// the balance less every other replica's unexpired lease. Both are absolute amounts (what
+// the replica holds and has charged unsettled, plus the new request), so whatever the row
+// held before (grown, shrunk by settlements, expired) the new lease is checked against the
+// free balance afresh. It fails with ErrInsufficientBalance, changing nothing, when not even
+// need is free. The profile row lock serialises lease changes and settlements of all
+// replicas.
+func (s *Store) ExtendLease(ctx context.Context, profile, replica uuid.UUID, need, want decimal.Decimal, ttl time.Duration) (LeaseState, error) {
+	var st LeaseState
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var balance, others decimal.Decimal
+		if err := tx.QueryRow(ctx, `SELECT balance FROM profiles WHERE id = $1 FOR UPDATE`, profile).Scan(&balance); err != nil {
+			return interpretError(err)
+		}
+		if err := tx.QueryRow(ctx, `
+			SELECT coalesce(sum(amount), 0) FROM balance_leases
+			WHERE profile_id = $1 AND replica_id <> $2 AND expires_at > now()`, profile, replica).Scan(&others); err != nil {
+			return fmt.Errorf("read leases: %w", err)
+		}
+		free := balance.Sub(others)
+		if free.LessThan(need) {
+			return ErrInsufficientBalance
+		}
+		st.Amount, st.Present = decimal.Min(decimal.Max(want, need), free), true
+		return tx.QueryRow(ctx, `
+			INSERT INTO balance_leases (profile_id, replica_id, amount, expires_at, version)
+			VALUES ($1, $2, $3, now() + $4::interval, nextval('balance_lease_version'))
+			ON CONFLICT (profile_id, replica_id) DO UPDATE
+			SET amount = excluded.amount, expires_at = excluded.expires_at, version = excluded.version
+			RETURNING version`,
+			profile, replica, st.Amount.String(), ttl.String()).Scan(&st.Version)
+	})
+	if err != nil {
+		return LeaseState{}, err
+	}
+	return st, nil
+}
+
+// RenewLeases keeps the replica's unexpired leases on the given profiles alive and returns
+// the ones it renewed. An expired lease is not revived: other replicas may have leased the
+// same money since, so the replica must grow it again through ExtendLease, which checks.
+func (s *Store) RenewLeases(ctx context.Context, replica uuid.UUID, profiles []uuid.UUID, ttl time.Duration) (map[uuid.UUID]LeaseState, error) {
+	rows, err := s.Pool.Query(ctx, `
+		UPDATE balance_leases SET expires_at = now() + $3::interval
+		WHERE replica_id = $1 AND profile_id = ANY($2) AND expires_at > now()
+		RETURNING profile_id, amount, version`, replica, profiles, ttl.String())
+	if err != nil {
+		return nil, fmt.Errorf("renew leases: %w", err)
+	}
+	out := map[uuid.UUID]LeaseState{}
+	for rows.Next() {
+		var p uuid.UUID
+		st := LeaseState{Present: true}
+		if err := rows.Scan(&p, &st.Amount, &st.Version); err != nil {
+			return nil, fmt.Errorf("renew leases: %w", err)
+		}
+		out[p] = st
+	}
+	return out, rows.Err()
+}
+
+// ReleaseLease returns a replica's lease on a profile to the pool, unless the row was written
+// after the given version (a request grew it again meanwhile).
+func (s *Store) ReleaseLease(ctx context.Context, profile, replica uuid.UUID, version int64) error {
+	_, err := s.Pool.Exec(ctx, `DELETE FROM balance_leases WHERE profile_id = $1 AND replica_id = $2 AND version <= $3`, profile, replica, version)
+	return err
+}
+
+// ReleaseAll returns every lease of a replica that is stopping.
+func (s *Store) ReleaseAll(ctx context.Context, replica uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `DELETE FROM balance_leases WHERE replica_id = $1`, replica)
+	return err
+}
+
+// Leased is the sum of unexpired leases on a profile: balance less this is what no replica
+// has reserved (holds on requests in flight are taken from leases).
+func (s *Store) Leased(ctx context.Context, profile uuid.UUID) (decimal.Decimal, error) {
+	var sum decimal.Decimal
+	err := s.Pool.QueryRow(ctx, `SELECT coalesce(sum(amount), 0) FROM balance_leases WHERE profile_id = $1 AND expires_at > now()`, profile).Scan(&sum)
+	return sum, err
+}
+
+// Heartbeat records that the replica is alive; see SweepAbandoned.
+func (s *Store) Heartbeat(ctx context.Context, replica uuid.UUID) error {
+	_, err := s.Pool.Exec(ctx, `
+		INSERT INTO replicas (id, seen_at) VALUES ($1, now())
+		ON CONFLICT (id) DO UPDATE SET seen_at = now()`, replica)
+	return err
+}
+
+// SweepAbandoned finalises what dead replicas left behind: request records still in_progress
+// whose replica has not reported for silence become 'abandoned' (the replica died before the
+// answer was settled, so nothing was charged), as do records unfinished after a day (their
+// replica set them aside), and lease rows expired for longer than silence
+// are deleted. It returns the number of records it abandoned.
+func (s *Store) SweepAbandoned(ctx context.Context, silence time.Duration) (int64, error) {
+	b := &pgx.Batch{}
+	b.Queue(`
+		UPDATE requests r SET status = 'abandoned', end_time = now()
+		WHERE r.status = 'in_progress' AND r.start_time < now() - $1::interval
+		  AND (NOT EXISTS (SELECT 1 FROM replicas x WHERE x.id = r.replica_id AND x.seen_at > now() - $1::interval)
+		       -- a record its live replica could not settle (set aside): no request lasts a day
+		       OR r.start_time < now() - interval '1 day')`, silence.String())
+	b.Queue(`DELETE FROM balance_leases WHERE expires_at < now() - $1::interval`, silence.String())
+	b.Queue(`DELETE FROM replicas WHERE seen_at < now() - interval '1 day'`)
+	res := s.Pool.SendBatch(ctx, b)
+	defer res.Close()
+	tag, err := res.Exec()
+	if err != nil {
+		return 0, fmt.Errorf("abandon records: %w", err)
+	}
+	if _, err := res.Exec(); err != nil {
+		return 0, fmt.Errorf("delete expired leases: %w", err)
+	}
+	if _, err := res.Exec(); err != nil {
+		return 0, fmt.Errorf("forget replicas: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
