@@ -19,7 +19,7 @@ import (
 func (s *Server) AdminHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
-		if !validRequestID(id) {
+		if !apierror.ValidRequestID(id) {
 			id = uuid.Must(uuid.NewV7()).String()
 			r = relay.WithGeneratedID(r)
 		}

@@ -121,7 +121,7 @@ func newGatewayMux() *runtime.ServeMux {
 // ServeHTTP assigns the request id, then dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
-	if !validRequestID(id) {
+	if !apierror.ValidRequestID(id) {
 		if id != "" {
 			r.Header.Set("X-Request-Id", uuid.Must(uuid.NewV7()).String())
 			writeError(w, r, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters"))
@@ -133,18 +133,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set("X-Request-Id", id)
 	w.Header().Set("X-Request-Id", id)
 	s.route(w, r)
-}
-
-func validRequestID(id string) bool {
-	if id == "" || len(id) > 200 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // route is the dispatch table. Unknown paths and wrong methods get the envelope too.

@@ -61,23 +61,10 @@ func requestID(ctx context.Context) (string, bool, *apierror.Error) {
 	if firstMD(ctx, MetadataRequestIDGenerated) == "1" {
 		return id, true, nil
 	}
-	if !ValidRequestID(id) {
+	if !apierror.ValidRequestID(id) {
 		return id, false, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters")
 	}
 	return id, false, nil
-}
-
-// ValidRequestID is the form of a client-chosen request id.
-func ValidRequestID(id string) bool {
-	if id == "" || len(id) > 200 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // internalMetadata is metadata only the in-process front may send.

@@ -176,3 +176,17 @@ func write(w http.ResponseWriter, env Envelope, requestID string, err *Error) {
 	w.WriteHeader(err.HTTPStatus())
 	_, _ = w.Write(append(body, '\n'))
 }
+
+// ValidRequestID is the form of a client-chosen request id: 1 to 200 visible ASCII characters.
+// The gateway's own derived ids contain spaces, so a client can never send one.
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,222 @@
+package rpc
+
+// The key RPCs of the admin service: create, list, update, revoke, rotate.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	adminv1 "modelgateway/gen/gateway/admin/v1"
+
+	"modelgateway/core/catalog"
+	"modelgateway/core/keys"
+	"modelgateway/core/snapshot"
+	"modelgateway/core/store"
+	"modelgateway/core/wire/apierror"
+)
+
+func keyProto(k *store.Key) *adminv1.Key {
+	return &adminv1.Key{
+		Id: k.ID.String(), ProfileId: k.ProfileID.String(), Name: k.Name, Prefix: k.Prefix,
+		AllowedEndpoints: k.AllowedEndpoints, AllowedModels: k.AllowedModels, State: k.State,
+		CreateTime: timestamppb.New(k.CreateTime), MaxConcurrentRequests: k.MaxConcurrent, MaxRequestsPerSecond: k.MaxRPS,
+	}
+}
+
+func validatePolicy(endpoints, models []string) error {
+	if len(endpoints) == 0 {
+		return apierror.New(apierror.InvalidRequest, "allowed_endpoints: at least one endpoint family or \"*\" is required")
+	}
+	for i, e := range endpoints {
+		if e != snapshot.Wildcard && !catalog.IsEndpointFamily(e) {
+			return apierror.New(apierror.InvalidRequest, "allowed_endpoints[%d]: %q is not an endpoint family", i, e)
+		}
+	}
+	if len(models) == 0 {
+		return apierror.New(apierror.InvalidRequest, "allowed_models: at least one model id or \"*\" is required")
+	}
+	for i, m := range models {
+		if strings.TrimSpace(m) == "" {
+			return apierror.New(apierror.InvalidRequest, "allowed_models[%d]: empty model id", i)
+		}
+	}
+	return nil
+}
+
+// CreateKey implements POST /admin/v1/profiles/{profile_id}/keys.
+func (s *AdminServer) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (*adminv1.CreateKeyResponse, error) {
+	pid, err := parseID("profile_id", req.GetProfileId())
+	if err != nil {
+		return nil, err
+	}
+	if err := validatePolicy(req.GetAllowedEndpoints(), req.GetAllowedModels()); err != nil {
+		return nil, err
+	}
+	if err := validateLimits(req.GetMaxConcurrentRequests(), req.GetMaxRequestsPerSecond()); err != nil {
+		return nil, err
+	}
+	if _, err := s.Store.GetProfile(ctx, pid); err != nil {
+		return nil, storeError("profile", err)
+	}
+	sec, err := keys.New()
+	if err != nil {
+		return nil, fmt.Errorf("make secret: %w", err)
+	}
+	k, err := s.Store.CreateKey(ctx, &store.Key{
+		ProfileID: pid, Name: req.GetName(), Prefix: sec.Prefix, SecretHash: sec.Hash[:],
+		AllowedEndpoints: req.GetAllowedEndpoints(), AllowedModels: req.GetAllowedModels(),
+		MaxConcurrent: req.GetMaxConcurrentRequests(), MaxRPS: req.GetMaxRequestsPerSecond(),
+	})
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return &adminv1.CreateKeyResponse{Key: keyProto(k), Secret: sec.Plain}, nil
+}
+
+// ListKeys implements GET /admin/v1/profiles/{profile_id}/keys.
+func (s *AdminServer) ListKeys(ctx context.Context, req *adminv1.ListKeysRequest) (*adminv1.ListKeysResponse, error) {
+	pid, err := parseID("profile_id", req.GetProfileId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Store.GetProfile(ctx, pid); err != nil {
+		return nil, storeError("profile", err)
+	}
+	ks, err := s.Store.ListKeys(ctx, pid)
+	if err != nil {
+		return nil, err
+	}
+	resp := &adminv1.ListKeysResponse{Keys: []*adminv1.Key{}}
+	for _, k := range ks {
+		resp.Keys = append(resp.Keys, keyProto(k))
+	}
+	return resp, nil
+}
+
+// UpdateKey implements PATCH /admin/v1/keys/{id}. Without an update_mask (gRPC callers) the
+// non-empty fields are updated; over HTTP grpc-gateway derives the mask from the body.
+func (s *AdminServer) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (*adminv1.Key, error) {
+	in := req.GetKey()
+	id, err := parseID("id", in.GetId())
+	if err != nil {
+		return nil, err
+	}
+	paths := req.GetUpdateMask().GetPaths()
+	if len(paths) == 0 {
+		if in.GetName() != "" {
+			paths = append(paths, "name")
+		}
+		if len(in.GetAllowedEndpoints()) > 0 {
+			paths = append(paths, "allowed_endpoints")
+		}
+		if len(in.GetAllowedModels()) > 0 {
+			paths = append(paths, "allowed_models")
+		}
+		if in.GetMaxConcurrentRequests() != 0 {
+			paths = append(paths, "max_concurrent_requests")
+		}
+		if in.GetMaxRequestsPerSecond() != 0 {
+			paths = append(paths, "max_requests_per_second")
+		}
+	}
+	var u store.KeyUpdate
+	for _, p := range paths {
+		switch p {
+		case "id":
+		case "name":
+			name := in.GetName()
+			u.Name = &name
+		case "allowed_endpoints":
+			u.AllowedEndpoints = in.GetAllowedEndpoints()
+		case "allowed_models":
+			u.AllowedModels = in.GetAllowedModels()
+		case "max_concurrent_requests":
+			v := in.GetMaxConcurrentRequests()
+			u.MaxConcurrent = &v
+		case "max_requests_per_second":
+			v := in.GetMaxRequestsPerSecond()
+			u.MaxRPS = &v
+		default:
+			return nil, apierror.New(apierror.InvalidRequest, "%s: cannot be updated", p)
+		}
+	}
+	if u.Name == nil && u.AllowedEndpoints == nil && u.AllowedModels == nil && u.MaxConcurrent == nil && u.MaxRPS == nil {
+		return nil, apierror.New(apierror.InvalidRequest, "nothing to update: give name, allowed_endpoints, allowed_models or a request limit")
+	}
+	if err := validateLimits(in.GetMaxConcurrentRequests(), in.GetMaxRequestsPerSecond()); err != nil {
+		return nil, err
+	}
+	cur, err := s.Store.GetKey(ctx, id)
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	endpoints, models := cur.AllowedEndpoints, cur.AllowedModels
+	if slices.Contains(paths, "allowed_endpoints") {
+		endpoints = u.AllowedEndpoints
+		if endpoints == nil {
+			endpoints = []string{}
+			u.AllowedEndpoints = endpoints
+		}
+	}
+	if slices.Contains(paths, "allowed_models") {
+		models = u.AllowedModels
+		if models == nil {
+			models = []string{}
+			u.AllowedModels = models
+		}
+	}
+	if err := validatePolicy(endpoints, models); err != nil {
+		return nil, err
+	}
+	k, err := s.Store.UpdateKey(ctx, id, u)
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return keyProto(k), nil
+}
+
+// RevokeKey implements POST /admin/v1/keys/{id}:revoke.
+func (s *AdminServer) RevokeKey(ctx context.Context, req *adminv1.RevokeKeyRequest) (*adminv1.Key, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	k, err := s.Store.RevokeKey(ctx, id)
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return keyProto(k), nil
+}
+
+// RotateKey implements POST /admin/v1/keys/{id}:rotate.
+func (s *AdminServer) RotateKey(ctx context.Context, req *adminv1.RotateKeyRequest) (*adminv1.RotateKeyResponse, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	sec, err := keys.New()
+	if err != nil {
+		return nil, fmt.Errorf("make secret: %w", err)
+	}
+	k, err := s.Store.RotateKey(ctx, id, sec.Prefix, sec.Hash[:])
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	if err := s.changed(ctx); err != nil {
+		return nil, err
+	}
+	return &adminv1.RotateKeyResponse{Key: keyProto(k), Secret: sec.Plain}, nil
+}
