@@ -201,7 +201,8 @@ type replica struct {
 	err    error
 }
 
-var servingRE = regexp.MustCompile(`gateway serving.* http=(\S+) grpc=(\S+)`)
+// servingRE reads the start-up line in either log format (text: http=..., JSON: "http":"...").
+var servingRE = regexp.MustCompile(`gateway serving.*\bhttp"?[=:]"?([^\s",]+)"?,?\s*"?grpc"?[=:]"?([^\s",]+)`)
 
 // start runs a replica; env adds to (or overrides) its environment. The first replica of an
 // environment applies the catalogue.
