@@ -132,11 +132,19 @@ func TestNothingChargedWithoutADeliveredAnswer(t *testing.T) {
 	if b := g.settled(t, pid, 1); !b.Equal(decimal.RequireFromString("0.988")) {
 		t.Fatalf("balance %s after answers that were not delivered and one that was", b)
 	}
-	usage := g.admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")
-	byID := map[string]map[string]any{}
-	for _, rec := range usage["records"].([]any) {
-		r := rec.(map[string]any)
-		byID[r["request_id"].(string)] = r
+	// Records without a charge are settled in the background (a charge is written before its
+	// answer ends); wait for the two to leave in_progress.
+	var byID map[string]map[string]any
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		usage := g.admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")
+		byID = map[string]map[string]any{}
+		for _, rec := range usage["records"].([]any) {
+			r := rec.(map[string]any)
+			byID[r["request_id"].(string)] = r
+		}
+		if byID["cut-1"]["status"] != "in_progress" && byID["fail-1"]["status"] != "in_progress" || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, id := range []string{"cut-1", "fail-1"} {
 		if r := byID[id]; r == nil || r["cost"] != "" || r["status"] != "upstream_error" {
