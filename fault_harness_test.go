@@ -412,15 +412,12 @@ type seen struct {
 	id      string // x-request-id sent, or the one the gateway answered with
 	stream  bool
 	status  int
-	code    string // the envelope's code when status is not 200
-	full    bool   // the whole answer arrived: the body of a 200, or a stream's terminal event
-	cost    string // x-request-cost of a non-streamed answer
-	want    decimal.Decimal
-	// capOK: usage above the estimate on a balance that cannot pay it; the gateway charges
-	// what the balance has left (never below zero), so the charge may be less than want.
-	capOK bool
-	err   error
-	at    time.Time // when the answer ended
+	code    string          // the envelope's code when status is not 200
+	full    bool            // the whole answer arrived: the body of a 200, or a stream's terminal event
+	cost    string          // x-request-cost of a non-streamed answer
+	want    decimal.Decimal // the cost of a full answer: what it must be charged
+	err     error
+	at      time.Time // when the answer ended
 }
 
 func (o seen) String() string {
@@ -433,7 +430,6 @@ type chatReq struct {
 	stream                          bool
 	maxTokens                       int
 	want                            decimal.Decimal // the cost of a full answer
-	capOK                           bool            // see seen.capOK
 }
 
 func (r *replica) chat(q chatReq) seen {
@@ -454,7 +450,7 @@ func (r *replica) chat(q chatReq) seen {
 	if q.id != "" {
 		h["X-Request-Id"] = q.id
 	}
-	o := seen{replica: r.name, profile: q.profile, id: q.id, stream: q.stream, want: q.want, capOK: q.capOK}
+	o := seen{replica: r.name, profile: q.profile, id: q.id, stream: q.stream, want: q.want}
 	status, hdr, raw, err := r.do("POST", "/v1/chat/completions", h, body)
 	o.status, o.err, o.at = status, err, time.Now()
 	if hdr != nil && o.id == "" {

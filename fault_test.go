@@ -202,8 +202,6 @@ func faultDatabaseRestartUnderLoad(t *testing.T) {
 // profile: the cut-off replica stops using its lease before the database may have let it go,
 // so that the two never spend more than the balance together.
 func faultPartitionedReplicaDoesNotOverspend(t *testing.T) {
-	t.Skip("blocked on: a charge of the partitioned replica that commits after its lease has expired in the database " +
-		"is capped at what is left (0) and its answer delivered anyway (issue-13 ledger fix); it must be withheld instead")
 	f := newFaultEnv(t, faultOptions{})
 	a := f.start("a")
 	b := f.start("b")
@@ -508,12 +506,11 @@ func faultUsageAboveTheEstimate(t *testing.T) {
 	f.checkLedger(t, rec.snapshot())
 }
 
-// A charge above its hold (usage above the estimate) on a balance that cannot pay it may be
-// capped, but only at what no other request holds: an answer in flight on the same replica,
-// whose hold was granted, is still charged its full price when it ends.
+// A charge above its hold (usage above the estimate) on a balance that cannot pay it is
+// refused (402, the answer withheld and not charged), and takes nothing that another request
+// holds: an answer in flight on the same replica, whose hold was granted, is still delivered
+// and charged its full price when it ends (issue 13: it was charged 0).
 func faultOverHoldChargeLeavesOtherHolds(t *testing.T) {
-	t.Skip("blocked on: gateway_settle caps a charge above its hold at the balance less the other replicas' leases, " +
-		"which takes the money this replica's other answers in flight hold; they are then charged 0 (issue-13 ledger fix)")
 	f := newFaultEnv(t, faultOptions{})
 	a := f.start("a")
 	key, pid := a.profile(t, "0.5")
@@ -531,15 +528,22 @@ func faultOverHoldChargeLeavesOtherHolds(t *testing.T) {
 	})
 	// 2000 input tokens: 2.012 against a hold of about 0.13, on a balance of 0.5.
 	heavy := a.chat(chatReq{key: key, profile: pid, id: "heavy", model: "f-heavy", prompt: "hi #sim:input=2000",
-		want: decimal.RequireFromString("2.012"), capOK: true})
+		want: decimal.RequireFromString("2.012")})
 	rec.add(heavy)
 	plain := <-slow
 	rec.add(plain)
-	if !heavy.full || !plain.full {
-		t.Fatalf("answers: %v; %v", heavy, plain)
+	if heavy.full || heavy.status != 402 || heavy.code != "insufficient_balance" {
+		t.Errorf("heavy answer (2.012 on a balance of 0.5): %v, want 402 insufficient_balance", heavy)
+	}
+	if !plain.full {
+		t.Errorf("plain answer: %v, want it delivered in full", plain)
 	}
 	if !heavy.at.Before(plain.at) {
 		t.Log("the plain answer ended before the heavy one: the case did not arise this time")
+	}
+	// The heavy answer took nothing: the balance is 0.5 less the plain answer's price.
+	if balance, _ := f.balance(t, pid); !balance.Equal(decimal.RequireFromString("0.5").Sub(chatCost)) {
+		t.Errorf("balance %s, want 0.5 less %s", balance, chatCost)
 	}
 	if err := a.term(t, 30*time.Second); err != nil {
 		t.Logf("a exited with %v", err)

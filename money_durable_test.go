@@ -65,8 +65,8 @@ func overUsage() *httptest.Server {
 }
 
 // A long sequence of requests whose usage is far above their holds is served while the
-// balance lasts, charged in full each time and, at the end, capped at what is left; only then
-// is a request refused (issue 13: the third request of a funded profile was refused).
+// balance lasts, charged in full each time; only then is a request refused (issue 13: the
+// third request of a funded profile was refused).
 func TestUsageAboveTheEstimateKeepsBeingServed(t *testing.T) {
 	t.Parallel()
 	up := overUsage()

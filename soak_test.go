@@ -31,10 +31,6 @@ import (
 func TestFaultSoak(t *testing.T) {
 	t.Parallel()
 	ops, _ := strconv.Atoi(os.Getenv("GATEWAY_SOAK_OPS"))
-	if ops == 0 {
-		t.Skip("blocked on: answers charged 0 when a capped over-hold charge takes the money they hold, and admin " +
-			"credits answered 500 internal_error while a database connection is cut (issue-13 ledger fix); make soak still runs it")
-	}
 	// Long runs also kill a replica now and then (each kill costs the run the 30 s after which
 	// another replica finishes the dead one's records).
 	long := ops >= 10000
@@ -67,7 +63,7 @@ func TestFaultSoak(t *testing.T) {
 	type prof struct{ key, pid string }
 	var profiles []prof
 	// The first profile runs out: refusals, and charges above their holds that the balance
-	// cannot pay in full.
+	// cannot pay in full (those answers are withheld, 402, and not charged).
 	for _, credit := range []string{"0.5", "1000000", "1000000", "1000000"} {
 		k, p := replicas[0].profile(t, credit)
 		profiles = append(profiles, prof{k, p})
@@ -134,7 +130,7 @@ func TestFaultSoak(t *testing.T) {
 					kind = "reuse"
 				case x < 220:
 					kind, q.model, q.prompt = "heavy", "f-heavy", "hi #sim:input=2000"
-					q.want, q.capOK = decimal.RequireFromString("2.012"), p.pid == profiles[0].pid
+					q.want = decimal.RequireFromString("2.012")
 				case x < 240:
 					kind = "realtime"
 				case x < 250:

@@ -87,7 +87,8 @@ func balanceOf(t *testing.T, st *store.Store, p uuid.UUID) decimal.Decimal {
 
 // A long sequence of requests whose usage costs three times their hold keeps being served
 // while the free balance covers the next hold: over-hold charges must not leave the lease
-// short (issue 13: the third request of a funded profile was refused).
+// short (issue 13: the third request of a funded profile was refused). Each is charged in
+// full; the one the balance cannot pay in full is refused, and nothing of it is taken.
 func TestOverHoldChargesKeepBeingServed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -98,27 +99,31 @@ func TestOverHoldChargesKeepBeingServed(t *testing.T) {
 	served := 0
 	for i := range 100 {
 		h, err := l.Hold(ctx, f.p, hold)
-		bal := balanceOf(t, f.st, f.p)
+		if err != nil {
+			t.Fatalf("request %d refused its hold with %s on the balance: %v", i, balanceOf(t, f.st, f.p), err)
+		}
+		r := f.record(fmt.Sprint("r", i), cost)
+		charged, err := l.Charge(ctx, h, r, "insufficient_balance")
 		if errors.Is(err, ErrInsufficient) {
-			if bal.GreaterThanOrEqual(hold) {
-				t.Fatalf("request %d refused with %s free for a hold of %s", i, bal, hold)
-			}
+			r.Status, r.Cost = "insufficient_balance", decimal.NullDecimal{}
+			l.Finish(h, r)
 			break
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Charge(ctx, h, f.record(fmt.Sprint("r", i), cost)); err != nil {
-			t.Fatal(err)
+		if err != nil || !charged.Equal(dec(cost)) {
+			t.Fatalf("request %d charged %s of %s: %v", i, charged, cost, err)
 		}
 		served++
 	}
-	// 10 / 0.3: 33 full charges; the 34th is granted on 0.1 free and capped at it.
-	if served != 34 {
+	// 10 / 0.3: 33 full charges; the 34th is granted its hold on 0.1 left, and refused its
+	// charge of 0.3.
+	if served != 33 {
 		t.Fatalf("%d requests served on 10 with charges of 0.3", served)
 	}
-	if b := balanceOf(t, f.st, f.p); !b.IsZero() {
-		t.Fatalf("balance %s at the end, want 0", b)
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("0.1")) {
+		t.Fatalf("balance %s at the end, want 0.1", b)
 	}
 	checkLedger(t, f.st, f.p)
 }
@@ -145,7 +150,7 @@ func TestChargesAreDurableAndGrouped(t *testing.T) {
 					return
 				}
 				id := fmt.Sprintf("w%d-%d", w, i)
-				if _, err := l.Charge(ctx, h, f.record(id, "0.01")); err != nil {
+				if _, err := l.Charge(ctx, h, f.record(id, "0.01"), "insufficient_balance"); err != nil {
 					t.Error(err)
 					return
 				}
@@ -193,7 +198,7 @@ func TestABadRecordFailsAlone(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			if _, errs[i] = l.Charge(ctx, h, r); errs[i] != nil {
+			if _, errs[i] = l.Charge(ctx, h, r, "insufficient_balance"); errs[i] != nil {
 				l.Finish(h, f.record("unused-"+r.RequestID, ""))
 			}
 		}()
@@ -266,9 +271,9 @@ func TestDuplicatesInABatchAreMerged(t *testing.T) {
 }
 
 // A charge beyond what is free (the usage exceeded the hold and the balance, or reaches into
-// another replica's lease) takes only what is free: the balance never goes below zero and
-// never below what other replicas have reserved.
-func TestChargesAreCappedAtTheFreeBalance(t *testing.T) {
+// another replica's lease) is refused and takes nothing: the balance never goes below zero
+// nor below what other replicas have reserved, and an answer is charged in full or not at all.
+func TestChargesBeyondTheFreeBalanceAreRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, "1")
@@ -287,16 +292,95 @@ func TestChargesAreCappedAtTheFreeBalance(t *testing.T) {
 	if _, err := a.Hold(ctx, f.p, dec("0.1")); !errors.Is(err, ErrInsufficient) {
 		t.Fatalf("a held on a balance leased to b: %v", err)
 	}
-	charged, err := a.Charge(ctx, nil, f.record("over", "5"))
-	if err != nil || !charged.IsZero() {
-		t.Fatalf("charged %s, %v", charged, err)
+	if charged, err := a.Charge(ctx, nil, f.record("over", "5"), "insufficient_balance"); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("a charged %s on a balance leased to b: %v", charged, err)
 	}
-	charged, err = b.Charge(ctx, hb, f.record("b-1", "5"))
-	if err != nil || !charged.Equal(dec("1")) {
-		t.Fatalf("b charged %s of 5 on a balance of 1, %v", charged, err)
+	if charged, err := b.Charge(ctx, hb, f.record("b-1", "5"), "insufficient_balance"); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("b charged %s of 5 on a balance of 1: %v", charged, err)
+	}
+	// The refused charge left b's hold in place: the same answer at its price is charged.
+	if charged, err := b.Charge(ctx, hb, f.record("b-1", "0.4"), "insufficient_balance"); err != nil || !charged.Equal(dec("0.4")) {
+		t.Fatalf("b charged %s of 0.4: %v", charged, err)
+	}
+	if bal := balanceOf(t, f.st, f.p); !bal.Equal(dec("0.6")) {
+		t.Fatalf("balance %s, want 0.6", bal)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// A charge above its hold takes only what no request holds: with two answers in flight on
+// one replica, the heavy one, whose usage the balance cannot pay, is refused without
+// touching what the other holds, and the other is charged in full (issue 13: it was charged
+// 0 after the heavy one had been capped at the balance less the other replicas' leases).
+func TestOverHoldChargeLeavesOtherHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "0.5")
+	l := NewLedger(f.st, nil)
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	plain, err := l.Hold(ctx, f.p, dec("0.012"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heavy, err := l.Hold(ctx, f.p, dec("0.13"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if charged, err := l.Charge(ctx, heavy, f.record("heavy", "2.012"), "insufficient_balance"); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("heavy charged %s of 2.012 on a balance of 0.5: %v", charged, err)
+	}
+	// Within what is free (0.5 less the plain hold), a heavier answer is charged in full.
+	if charged, err := l.Charge(ctx, heavy, f.record("heavy", "0.488"), "insufficient_balance"); err != nil || !charged.Equal(dec("0.488")) {
+		t.Fatalf("heavy charged %s of 0.488: %v", charged, err)
+	}
+	if charged, err := l.Charge(ctx, plain, f.record("plain", "0.012"), "insufficient_balance"); err != nil || !charged.Equal(dec("0.012")) {
+		t.Fatalf("plain charged %s of 0.012: %v", charged, err)
 	}
 	if bal := balanceOf(t, f.st, f.p); !bal.IsZero() {
-		t.Fatalf("balance %s", bal)
+		t.Fatalf("balance %s, want 0", bal)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// A replica whose lease expired in the database (cut off from it, as in a partition) while
+// another replica leased the money commits a charge that the database can take only in part:
+// the answer is refused (ErrCapped), what was taken is given back, and the record is
+// uncharged with the status given.
+func TestChargeCappedAfterTheLeaseExpiredIsGivenBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, "1")
+	a, b := NewLedger(f.st, nil), NewLedger(f.st, nil)
+	t.Cleanup(func() { _ = b.Close(ctx) })
+	ha, err := a.Hold(ctx, f.p, dec("0.1")) // a's lease: 0.8
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The partition: a's row expires in the database while a still counts on it.
+	if _, err := f.st.Pool.Exec(ctx, `UPDATE balance_leases SET expires_at = now() - interval '1 second' WHERE replica_id = $1`, a.Replica); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.hold(ctx, f.p, dec("0.95"), decimal.Zero); err != nil { // b's lease: 0.95
+		t.Fatal(err)
+	}
+	// The database can take 0.05 of 0.1.
+	charged, err := a.Charge(ctx, ha, f.record("late", "0.1"), "insufficient_balance")
+	if !errors.Is(err, ErrCapped) || !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("a charged %s of 0.1 on money b leased: %v", charged, err)
+	}
+	if err := a.Close(ctx); err != nil { // waits for the refund
+		t.Fatal(err)
+	}
+	var status string
+	var cost decimal.NullDecimal
+	if err := f.st.Pool.QueryRow(ctx, `SELECT status, cost FROM requests WHERE profile_id = $1 AND request_id = 'late'`, f.p).Scan(&status, &cost); err != nil {
+		t.Fatal(err)
+	}
+	if status != "insufficient_balance" || cost.Valid {
+		t.Fatalf("record %s cost %v, want insufficient_balance uncharged", status, cost)
+	}
+	if bal := balanceOf(t, f.st, f.p); !bal.Equal(dec("1")) {
+		t.Fatalf("balance %s, want 1", bal)
 	}
 	checkLedger(t, f.st, f.p)
 }
@@ -421,7 +505,7 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || time.Since(start) > 2*l.DBTimeout {
 		t.Fatalf("hold: %v after %s", err, time.Since(start))
 	}
-	if _, err := l.Charge(ctx, nil, record(uuid.New(), "x", &decimal.Zero)); !errors.Is(err, ErrUnavailable) {
+	if _, err := l.Charge(ctx, nil, record(uuid.New(), "x", &decimal.Zero), "insufficient_balance"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("charge: %v", err)
 	}
 	_ = pgx.ErrNoRows
@@ -439,7 +523,7 @@ func TestRefundOfACutAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Charge(ctx, h, f.record("cut", "0.25")); err != nil {
+	if _, err := l.Charge(ctx, h, f.record("cut", "0.25"), "insufficient_balance"); err != nil {
 		t.Fatal(err)
 	}
 	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("0.75")) {
@@ -550,7 +634,7 @@ func BenchmarkCharge(b *testing.B) {
 		r := record(p, fmt.Sprint("b", i), &cost)
 		r.KeyID = key
 		i++
-		if _, err := l.Charge(ctx, h, r); err != nil {
+		if _, err := l.Charge(ctx, h, r, "insufficient_balance"); err != nil {
 			b.Fatal(err)
 		}
 	}

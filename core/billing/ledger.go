@@ -18,6 +18,12 @@ import (
 // ErrInsufficient is insufficient_balance: the free balance cannot cover the hold.
 var ErrInsufficient = errors.New("insufficient balance")
 
+// ErrCapped is a charge the database took less of than its cost: the lease that covered its
+// hold had expired there and the money had gone to another replica meanwhile (a partition).
+// What it took is given back (Refund) and the answer is not delivered: an answer delivered in
+// full is charged in full, and nothing is spent beyond the balance.
+var ErrCapped = fmt.Errorf("%w: the charge went beyond what was free when it was committed", ErrInsufficient)
+
 // ErrUnavailable wraps a failure to reach the database: the request cannot be decided (or its
 // charge made durable) now, and may succeed later.
 var ErrUnavailable = errors.New("the database is unreachable")
@@ -125,6 +131,7 @@ type charge struct {
 	hold    *Hold
 	done    chan struct{}
 	charged decimal.Decimal
+	capped  bool
 	err     error
 }
 
@@ -215,6 +222,11 @@ func unavailable(err error) error {
 // One growth runs per profile at a time and other requests that do not fit wait for it. No
 // lock is held across the database call.
 func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Decimal) (*Hold, error) {
+	return l.hold(ctx, profile, amount, amount.Mul(decimal.NewFromInt(leaseFactor-1)))
+}
+
+// hold is Hold with the room a lease growth asks for beyond what is needed.
+func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, ahead decimal.Decimal) (*Hold, error) {
 	for {
 		l.mu.Lock()
 		a := l.account(profile)
@@ -239,7 +251,7 @@ func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Dec
 		a.growing = g
 		a.held = a.held.Add(amount)
 		need := a.held.Add(a.spent)
-		want := need.Add(amount.Mul(decimal.NewFromInt(leaseFactor - 1)))
+		want := need.Add(ahead)
 		l.mu.Unlock()
 
 		started := time.Now()
@@ -279,17 +291,42 @@ func (l *Ledger) release(h *Hold) {
 
 // Charge makes a finished request's record and charge durable, and then releases its hold.
 // Charges arriving together share one transaction (group commit). It returns what was
-// taken from the balance: the record's cost, or less when the cost went beyond what was free
-// (the usage exceeded the hold and the balance). On error nothing was written and the hold
-// is kept: the caller must not deliver the answer's end, and finishes the request with
-// Finish. The wait is bounded by DBTimeout (plus GroupWindow), whatever ctx does.
-func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord) (decimal.Decimal, error) {
+// taken from the balance, the record's cost: an answer is charged in full or not delivered.
+//
+// A cost above the hold (usage beyond the estimate) is first covered by growing the hold,
+// which takes only money no other request holds: the replica's lease less its other holds
+// and unsettled charges, or a lease growth checked against the free balance. When that fails
+// the error is ErrInsufficient, nothing was written and the hold is kept. When the
+// database nonetheless takes less than the cost (ErrCapped: the lease had expired there, as
+// after a partition, and another replica spent the money), the part taken is given back in
+// the background with Refund (status refundStatus) and the hold is released.
+//
+// On any error the caller must not deliver the answer's end, and finishes the request with
+// Finish (uncharged). The wait for the commit is bounded by DBTimeout (plus GroupWindow),
+// whatever ctx does.
+func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord, refundStatus string) (decimal.Decimal, error) {
 	l.startOnce.Do(func() { go l.commitLoop() })
 	start := time.Now()
+	caller := h
+	if rec.Cost.Valid {
+		var err error
+		if h, err = l.cover(ctx, h, rec.ProfileID, rec.Cost.Decimal); err != nil {
+			return decimal.Zero, err
+		}
+	}
+	// A hold made here for a caller that had none is not the caller's to release.
+	own := func() {
+		if caller == nil && h != nil {
+			l.mu.Lock()
+			l.release(h)
+			l.mu.Unlock()
+		}
+	}
 	c := &charge{rec: rec, hold: h, done: make(chan struct{})}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
+		own()
 		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
 	}
 	l.charges = append(l.charges, c)
@@ -308,6 +345,13 @@ func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord) (
 		l.waitAt = (l.waitAt + 1) % waitWindow
 	}
 	l.mu.Unlock()
+	if c.err != nil {
+		own()
+	}
+	if c.err == nil && c.capped {
+		l.Refund(rec.ProfileID, rec.RequestID, refundStatus)
+		return decimal.Zero, ErrCapped
+	}
 	return c.charged, c.err
 }
 
@@ -358,10 +402,10 @@ func (l *Ledger) commit(batch []*charge) {
 		l.stats.Charges += int64(len(batch))
 		for i, c := range batch {
 			l.release(c.hold)
-			c.charged = res.Charged[i].Decimal
-			if res.Capped[i] {
-				l.Log.Warn("charge capped at the free balance", "profile", c.rec.ProfileID, "request_id", c.rec.RequestID,
-					"cost", c.rec.Cost.Decimal, "charged", c.charged)
+			c.charged, c.capped = res.Charged[i].Decimal, res.Capped[i]
+			if c.capped {
+				l.Log.Warn("charge capped at the free balance; the answer is withheld and the charge given back", "profile", c.rec.ProfileID,
+					"request_id", c.rec.RequestID, "cost", c.rec.Cost.Decimal, "charged", c.charged)
 			}
 		}
 		l.adoptAll(res.Leases, started)

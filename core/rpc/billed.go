@@ -134,13 +134,24 @@ func unavailable(what string, err error) *apierror.Error {
 
 // settle makes the answer's charge durable before the end of the answer goes to the client:
 // call it before sending the event that carries the usage (or the body). On failure nothing
-// is charged, the request is recorded as unavailable, and the answer's end must not be sent.
+// is charged, the request is recorded as unavailable (or insufficient_balance when the
+// balance cannot pay the whole cost), and the answer's end must not be sent.
 func (b *billed) settle() error {
 	if !b.out.Cost.Valid || b.durable {
 		return nil
 	}
 	b.out.EndTime = time.Now()
-	charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &b.out))
+	charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &b.out), apierror.InsufficientBalance)
+	if errors.Is(err, billing.ErrInsufficient) {
+		// The usage went beyond the hold and what is free (or, after a partition, the money
+		// went to another replica): an answer is charged in full or not delivered, so that
+		// nothing is spent beyond the balance and no delivered answer goes uncharged. The
+		// ledger gives back whatever a capped commit took.
+		cost := b.out.Cost.Decimal
+		b.uncharged(apierror.InsufficientBalance, "the balance cannot pay for the answer's usage")
+		return apierror.New(apierror.InsufficientBalance, "the balance cannot pay for this answer's usage (%s %s); the answer was not completed and is not charged",
+			cost, b.snap.Currency)
+	}
 	if err != nil {
 		if errors.Is(err, billing.ErrUnavailable) {
 			// The commit may have happened with only its answer lost: give it back if so.

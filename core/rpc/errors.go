@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"modelgateway/core/provider"
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
 )
@@ -111,8 +112,8 @@ type externalStream struct {
 func (s *externalStream) Context() context.Context { return s.ctx }
 
 // ErrorInterceptor is the one place where errors become statuses: spec errors keep their
-// code; anything else is logged and hidden behind internal_error, so no driver message or
-// secret reaches a client.
+// code; a database that cannot be reached is unavailable; anything else is logged and hidden
+// behind internal_error, so no driver message or secret reaches a client.
 func ErrorInterceptor(log *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := handler(ctx, req)
@@ -136,9 +137,15 @@ func StreamErrorInterceptor(log *slog.Logger) grpc.StreamServerInterceptor {
 func toStatus(ctx context.Context, log *slog.Logger, method string, err error) error {
 	var apiErr *apierror.Error
 	if !errors.As(err, &apiErr) {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			apiErr = apierror.New(apierror.InvalidRequest, "the request was cancelled")
-		} else {
+		case store.Unreachable(err):
+			// PostgreSQL unreachable (a cut connection, a failed connect, a timeout): the
+			// contract's 503 unavailable, which a client may retry, not internal_error.
+			log.WarnContext(ctx, "rpc failed: database unreachable", "method", method, "request_id", firstMD(ctx, MetadataRequestID), "err", provider.Redact(err.Error()))
+			apiErr = apierror.New(apierror.Unavailable, "the gateway cannot reach its database; retry later")
+		default:
 			log.ErrorContext(ctx, "rpc failed", "method", method, "request_id", firstMD(ctx, MetadataRequestID), "err", provider.Redact(err.Error()))
 			apiErr = apierror.New(apierror.Internal, "internal error")
 		}

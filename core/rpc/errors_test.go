@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -96,6 +100,24 @@ func TestErrorInterceptors(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "rid-1") {
 		t.Errorf("the internal error was not logged with its request id: %s", logged.String())
+	}
+	// PostgreSQL unreachable is the contract's 503 unavailable, whatever wraps it; an error
+	// about the data stays internal.
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a connection the driver closed", fmt.Errorf("credit: %w", pgconn.ErrConnClosed), apierror.Unavailable},
+		{"a server shutting down", fmt.Errorf("credit: %w", &pgconn.PgError{Code: "57P01"}), apierror.Unavailable},
+		{"a reset socket", fmt.Errorf("credit: %w", &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}), apierror.Unavailable},
+		{"a database call past its deadline", fmt.Errorf("credit: %w", context.DeadlineExceeded), apierror.Unavailable},
+		{"a unique violation", fmt.Errorf("credit: %w", &pgconn.PgError{Code: "23505"}), apierror.Internal},
+	} {
+		_, err = call(ctx, c.err)
+		if e := apistatus.FromError(err); e.Code != c.want || e.Code == apierror.Unavailable && e.HTTPStatus() != http.StatusServiceUnavailable {
+			t.Errorf("%s became %+v, want %s", c.name, e, c.want)
+		}
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

@@ -216,7 +216,11 @@ func (x *session) fromUpstream() {
 		exhausted := false
 		if kind == websocket.TextMessage {
 			var err error
-			if data, exhausted, err = x.upstreamEvent(data); err != nil {
+			if data, exhausted, err = x.upstreamEvent(data); errors.Is(err, billing.ErrInsufficient) {
+				x.closeClient(closeBalance, "insufficient_balance: the balance cannot pay for this response")
+				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
+				return
+			} else if err != nil {
 				x.closeClient(closeUpstreamLost, "unavailable: the gateway cannot record charges now")
 				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
 				return
@@ -261,8 +265,9 @@ func (x *session) upstreamEvent(data []byte) ([]byte, bool, error) {
 // upstream id is a new record, charged again), priced from reliable usage and paid from the
 // session's reserve. Then a new reserve is held, grown from the usage just reported: the next
 // response reads the whole conversation so far. exhausted: the balance cannot pay for
-// another response. An error: the charge could not be recorded, and the response must not
-// be delivered.
+// another response. An error: the charge could not be recorded, or (ErrInsufficient) the
+// response's usage went beyond its reserve and what is free; the response must not be
+// delivered.
 func (x *session) charge(event []byte) (exhausted bool, err error) {
 	b := x.b
 	u := metering.FromRealtimeResponse(event)
@@ -280,8 +285,16 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	}
 	if o.Cost.Valid {
 		o.EndTime = time.Now()
-		charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &o))
-		if err != nil {
+		charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &o), apierror.InsufficientBalance)
+		switch {
+		case errors.Is(err, billing.ErrInsufficient):
+			// Beyond the reserve and what is free: the response is not delivered, nor
+			// charged (the ledger gives back what a capped commit took).
+			o.Status, o.Cost, o.Usage = apierror.InsufficientBalance, decimal.NullDecimal{}, metering.Unreliable("the balance cannot pay for the response's usage")
+			b.s.finish(b.ctx, b.k, b.hold, &o)
+			b.hold = nil
+			return true, err
+		case err != nil:
 			if errors.Is(err, billing.ErrUnavailable) {
 				b.s.Gen.Ledger.Refund(b.k.ProfileID, o.RequestID, "unavailable")
 			}

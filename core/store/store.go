@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +49,30 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 
 // Close releases the pool.
 func (s *Store) Close() { s.Pool.Close() }
+
+// Unreachable tells that err came from the connection to the database, not from a statement:
+// the server refused, reset or closed it, or went away (SQLSTATE classes 08, 53, 57, 58), a
+// connection the driver had already closed was used, connecting failed, or the call timed
+// out. The caller may succeed later with the same request, so a client is told 503
+// unavailable, never internal_error. Unlike Unavailable, anything else is not unreachable.
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", "53", "57", "58":
+			return true
+		}
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.Is(err, pgconn.ErrConnClosed) || errors.As(err, &connectErr) || pgconn.Timeout(err) ||
+		pgconn.SafeToRetry(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
 
 // interpretError maps no-rows and unique violations to the sentinel errors.
 func interpretError(err error) error {
