@@ -576,9 +576,19 @@ func (b *bench) chargeStats() string {
 			continue
 		}
 		f := map[string]string{}
-		for _, kv := range strings.Fields(lines[i]) {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				f[k] = v
+		var js map[string]any
+		if json.Unmarshal([]byte(lines[i]), &js) == nil { // JSON logs: durations in nanoseconds
+			for k, v := range js {
+				f[k] = fmt.Sprint(v)
+				if n, ok := v.(float64); ok && strings.HasPrefix(k, "wait_") {
+					f[k] = time.Duration(n).String()
+				}
+			}
+		} else {
+			for _, kv := range strings.Fields(lines[i]) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					f[k] = v
+				}
 			}
 		}
 		return fmt.Sprintf("p50 %s, p99 %s (%s charges in %s commits)", f["wait_p50"], f["wait_p99"], f["charges"], f["commits"])
