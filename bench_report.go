@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Printing a bench run: the tables, the verdicts and the database figures.
+
+var proxyNames = [2]string{"bare", "gateway"}
+
+// chargeStats reads the gateway's last "charges committed" log line (written every 10 s while
+// charges happen): how long answers waited at their end for the charge to be durable.
+func (b *bench) chargeStats() string {
+	data, err := os.ReadFile(b.gw.log)
+	if err != nil {
+		return "not measured (" + err.Error() + ")"
+	}
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !strings.Contains(lines[i], "charges committed") {
+			continue
+		}
+		f := map[string]string{}
+		var js map[string]any
+		if json.Unmarshal([]byte(lines[i]), &js) == nil { // JSON logs: durations in nanoseconds
+			for k, v := range js {
+				f[k] = fmt.Sprint(v)
+				if n, ok := v.(float64); ok && strings.HasPrefix(k, "wait_") {
+					f[k] = time.Duration(n).String()
+				}
+			}
+		} else {
+			for _, kv := range strings.Fields(lines[i]) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					f[k] = v
+				}
+			}
+		}
+		return fmt.Sprintf("p50 %s, p99 %s (%s charges in %s commits)", f["wait_p50"], f["wait_p99"], f["charges"], f["commits"])
+	}
+	return "not measured (no statistics in the gateway log)"
+}
+
+// dbCounts reads the database's committed transactions and the gateway's request records
+// (one per request that passed the key checks).
+func (b *bench) dbCounts(ctx context.Context) (xacts, requests int64, err error) {
+	conn, err := pgx.Connect(ctx, b.dbURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close(ctx)
+	err = conn.QueryRow(ctx, `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),
+		(SELECT count(*) FROM requests)`).Scan(&xacts, &requests)
+	return xacts, requests, err
+}
+
+func (b *bench) printCommon(w io.Writer, extra string, res [2]phaseResult, cols func(phaseResult) string) {
+	fmt.Fprintf(w, "  %-8s %5s %8s %6s %8s %8s %8s %6s %6s %6s %6s%s\n",
+		"proxy", "conc", "requests", "errors", "req/s", "p50", "p99", "proxy", "CPU0", "load", "CPU1", extra)
+	for i, r := range res {
+		fmt.Fprintf(w, "  %-8s %5d %8d %6d %8.1f %8s %8s %5.0f%% %5.0f%% %5.0f%% %5.0f%%%s\n",
+			proxyNames[i], r.concurrency, r.requests, r.errors, r.rps(), ms(r.percentile(50)), ms(r.percentile(99)),
+			r.pct(r.cpu), r.pct(r.busy[0]), r.pct(r.loadCPU), r.pct(r.busy[1]), cols(r))
+	}
+	perReq := func(r phaseResult, n int64) float64 { return float64(n) / float64(max(r.requests, 1)) }
+	if res[0].window.io.syscr > 0 {
+		fmt.Fprintf(w, "  proxy read/write system calls per request: bare %.1f/%.1f, gateway %.1f/%.1f\n",
+			perReq(res[0], res[0].window.io.syscr), perReq(res[0], res[0].window.io.syscw),
+			perReq(res[1], res[1].window.io.syscr), perReq(res[1], res[1].window.io.syscw))
+	}
+	if b.pg != nil {
+		// The whole window: the bare proxy never touches PostgreSQL, so it is the gateway's.
+		fmt.Fprintf(w, "  PostgreSQL CPU (on CPU 1, not in the proxy's numbers): %.1f µs per gateway request\n",
+			perReq(res[1], res[1].window.pgCPU.Microseconds()))
+	}
+	for i, r := range res {
+		if r.errors > 0 {
+			fmt.Fprintf(w, "  !!! %s: %d of %d requests FAILED: %s\n", proxyNames[i], r.errors, r.requests+r.errors, r.errorSummary())
+		}
+		// CPU time the watched processes do not account for: other programs on the pinned
+		// CPUs (the kernel's network work on behalf of ours is a few points).
+		other0, other1 := r.pct(r.busy[0]-r.cpu), r.pct(r.busy[1]-r.loadCPU-r.pgCPU)
+		if b.pinned && (other0 > contentionPoints || other1 > contentionPoints) {
+			fmt.Fprintf(w, "  !!! %s: other work used about %.0f%% of CPU 0 and %.0f%% of CPU 1: the machine is not quiet, numbers are unreliable\n",
+				proxyNames[i], other0, other1)
+		}
+	}
+}
+
+// contentionPoints is the share of a pinned CPU, in percent of wall time, that may go to work
+// outside the watched processes before a phase is flagged.
+const contentionPoints = 15
+
+func (b *bench) printPassthrough(w io.Writer, res [2]phaseResult) {
+	b.printCommon(w, "  CPU µs/req", res, func(r phaseResult) string { return fmt.Sprintf("  %10.1f", r.cpuPerReq()) })
+	cpu := res[1].cpuPerReq() / res[0].cpuPerReq()
+	thr := res[1].rps() / res[0].rps()
+	fmt.Fprintf(w, "  gateway/bare: CPU per request %.2fx (target <= 1.2x: %s); throughput %.2fx (target >= 0.9x: %s)\n",
+		cpu, verdict(cpu <= 1.2), thr, verdict(thr >= 0.9))
+}
+
+func (b *bench) printStreams(w io.Writer, res [2]phaseResult) {
+	b.printCommon(w, "  chunks/req  CPU µs/req  CPU µs/chunk", res, func(r phaseResult) string {
+		return fmt.Sprintf("  %10.1f  %10.1f  %12.2f", float64(r.chunks)/float64(max(r.requests, 1)), r.cpuPerReq(), r.cpuPerChunk())
+	})
+	chunk := res[1].cpuPerChunk() / res[0].cpuPerChunk()
+	thr := res[1].rps() / res[0].rps()
+	fmt.Fprintf(w, "  gateway/bare: CPU per chunk %.2fx (target <= 1.3x: %s); CPU per request %.2fx; throughput %.2fx\n",
+		chunk, verdict(chunk <= 1.3), res[1].cpuPerReq()/res[0].cpuPerReq(), thr)
+}
+
+func (b *bench) printRSS(w io.Writer, res [2]phaseResult) {
+	b.printCommon(w, "  max open  VmHWM MB  VmRSS MB", res, func(r phaseResult) string {
+		return fmt.Sprintf("  %8d  %8.1f  %8.1f", r.maxOpen, mb(r.hwm), mb(r.rss))
+	})
+	fmt.Fprintf(w, "  gateway peak RSS (VmHWM, whole run) %.1f MB (target < 100 MB: %s)\n", mb(res[1].hwm), verdict(mb(res[1].hwm) < 100))
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISSED"
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+func mb(kb int64) float64       { return float64(kb) / 1024 }
+
+// The load generator.
