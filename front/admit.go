@@ -14,8 +14,8 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
+	"modelgateway/core/wire/routes"
 	"modelgateway/front/contentgen"
-	"modelgateway/front/embeddings"
 	"modelgateway/front/media"
 	"modelgateway/front/relay"
 )
@@ -68,38 +68,19 @@ func (l Limits) withDefaults() Limits {
 // routeFamily is the endpoint family of a POST route and, for /v1beta, the model of its path:
 // what core can check before a byte of the body is read.
 func routeFamily(path string) (family, model string) {
-	if f, ok := postFamilies[path]; ok {
+	if f, ok := routes.Fixed(path); ok {
 		return f, ""
 	}
 	model, action, ok := contentgen.SplitPath(path)
 	if !ok {
 		return "", ""
 	}
-	switch action {
-	case contentgen.ActionGenerate, contentgen.ActionStream:
-		return contentgen.FamilyGenerate, model
-	case contentgen.ActionCount:
-		return contentgen.FamilyCount, model
+	if f, ok := routes.ContentAction(action); ok {
+		return f, model
 	}
+	// An unknown action is refused by the content-generation handler; until then it is
+	// checked as the family of the remaining actions.
 	return contentgen.FamilyEmbed, model
-}
-
-var postFamilies = map[string]string{
-	"/v1/chat/completions":      "chat.completions",
-	"/v1/completions":           "completions",
-	"/v1/responses":             "responses",
-	"/v1/responses/compact":     "responses.compact",
-	"/v1/messages":              "messages",
-	"/v1/messages/count_tokens": "messages.count_tokens",
-	"/v1/embeddings":            embeddings.Family,
-	"/v1/rerank":                "rerank",
-	"/v1/moderations":           "moderations",
-	"/v1/images/generations":    "images.generations",
-	"/v1/images/edits":          "images.edits",
-	"/v1/images/variations":     "images.variations",
-	"/v1/audio/speech":          "audio.speech",
-	"/v1/audio/transcriptions":  "audio.transcriptions",
-	"/v1/audio/translations":    "audio.translations",
 }
 
 // admit decides everything that does not need the body before reading any of it: the key,

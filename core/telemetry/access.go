@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"modelgateway/core/rpc"
+	"modelgateway/core/wire/routes"
 )
 
 // access is what one HTTP request leaves for its access line: filled by the handler's
@@ -156,41 +157,16 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c, rw, err
 }
 
-// familyRoutes maps fixed paths to their endpoint family (contract.md).
-var familyRoutes = map[string]string{
-	"/v1/chat/completions":      "chat.completions",
-	"/v1/completions":           "completions",
-	"/v1/responses":             "responses",
-	"/v1/responses/compact":     "responses.compact",
-	"/v1/messages":              "messages",
-	"/v1/messages/count_tokens": "messages.count_tokens",
-	"/v1/embeddings":            "embeddings",
-	"/v1/rerank":                "rerank",
-	"/v1/moderations":           "moderations",
-	"/v1/images/generations":    "images.generations",
-	"/v1/images/edits":          "images.edits",
-	"/v1/images/variations":     "images.variations",
-	"/v1/audio/speech":          "audio.speech",
-	"/v1/audio/transcriptions":  "audio.transcriptions",
-	"/v1/audio/translations":    "audio.translations",
-	"/v1/realtime":              "realtime",
-}
-
 // FamilyOf is the endpoint_family label of a path: the contract's family for client routes,
 // else one of a few fixed words, so that no path of a client's choosing becomes a label.
 func FamilyOf(path string) string {
-	if f, ok := familyRoutes[path]; ok {
+	if f, ok := routes.Fixed(path); ok {
 		return f
 	}
 	switch {
 	case strings.HasPrefix(path, "/v1beta/models/") && strings.Contains(path, ":"):
-		switch path[strings.LastIndexByte(path, ':')+1:] {
-		case "generateContent", "streamGenerateContent":
-			return "content.generate"
-		case "countTokens":
-			return "content.count_tokens"
-		case "embedContent", "batchEmbedContents":
-			return "content.embed"
+		if f, ok := routes.ContentAction(path[strings.LastIndexByte(path, ':')+1:]); ok {
+			return f
 		}
 		return "other"
 	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/") || strings.HasPrefix(path, "/v1beta/models") ||
@@ -210,7 +186,7 @@ func FamilyOf(path string) string {
 
 // RouteOf is a path with its client-chosen parts replaced, for span names.
 func RouteOf(path string) string {
-	if _, ok := familyRoutes[path]; ok {
+	if _, ok := routes.Fixed(path); ok {
 		return path
 	}
 	switch {
