@@ -169,6 +169,13 @@ func FamilyOf(path string) string {
 			return f
 		}
 		return "other"
+	case strings.HasPrefix(path, "/v1/models/") && strings.Contains(path, ":"):
+		// The /v1 alias of content generation (@google/genai 3.x's default); any other colon is
+		// part of a model id (OpenAI's "ft:" fine-tunes) on the discovery route.
+		if f, ok := routes.ContentAction(path[strings.LastIndexByte(path, ':')+1:]); ok {
+			return f
+		}
+		return "discovery"
 	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/") || strings.HasPrefix(path, "/v1beta/models") ||
 		path == "/v1/balance" || path == "/v1/catalog" || strings.HasPrefix(path, "/v1beta/chat-compat/") || strings.HasPrefix(path, "/v1beta/openai/"):
 		return "discovery"
@@ -192,6 +199,8 @@ func RouteOf(path string) string {
 	switch {
 	case strings.HasPrefix(path, "/v1beta/models/") && strings.Contains(path, ":"):
 		return "/v1beta/models/{model}:" + path[strings.LastIndexByte(path, ':')+1:]
+	case strings.HasPrefix(path, "/v1/models/") && FamilyOf(path) != "discovery":
+		return "/v1/models/{model}:" + path[strings.LastIndexByte(path, ':')+1:]
 	case strings.HasPrefix(path, "/v1/models/"):
 		return "/v1/models/{model}"
 	case strings.HasPrefix(path, "/v1beta/models/"):

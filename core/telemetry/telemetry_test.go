@@ -289,12 +289,34 @@ func TestFamilyOf(t *testing.T) {
 		"/v1beta/models/gem:somethingElse":           "other",
 		"/v1beta/models":                             "discovery",
 		"/v1/models/org/x":                           "discovery",
+		"/v1/models/gem:generateContent":             "content.generate",
+		"/v1/models/gem:streamGenerateContent":       "content.generate",
+		"/v1/models/ft:gpt-4o-mini:org:abc":          "discovery",
 		"/admin/v1/profiles":                         "admin",
 		"/readyz":                                    "health",
 		"/client/chosen/path":                        "other",
 	} {
 		if got := FamilyOf(path); got != want {
 			t.Errorf("FamilyOf(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+// Span names never carry a client-chosen model or path.
+func TestRouteOf(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string]string{
+		"/v1/chat/completions":                 "/v1/chat/completions",
+		"/v1beta/models/gem:generateContent":   "/v1beta/models/{model}:generateContent",
+		"/v1/models/gem:streamGenerateContent": "/v1/models/{model}:streamGenerateContent",
+		"/v1/models/ft:gpt-4o-mini:org:abc":    "/v1/models/{model}",
+		"/v1/models/gpt-4o":                    "/v1/models/{model}",
+		"/v1beta/models/gem":                   "/v1beta/models/{model}",
+		"/admin/v1/profiles/p1":                "/admin/...",
+		"/client/chosen/path":                  "other",
+	} {
+		if got := RouteOf(path); got != want {
+			t.Errorf("RouteOf(%q) = %q, want %q", path, got, want)
 		}
 	}
 }
