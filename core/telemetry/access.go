@@ -82,11 +82,15 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			ctx = t.startSpan(r, a)
 		}
 		r = r.WithContext(context.WithValue(ctx, accessKey{}, a))
+		// Deferred, so that an answer broken off with http.ErrAbortHandler (a binary answer
+		// that went out uncharged) is still logged and counted as the panic goes up to net/http.
+		defer func() {
+			a.end = time.Now()
+			// The query is never logged: the content-generation protocol may carry the key there.
+			a.method, a.path, a.requestID = r.Method, r.URL.Path, w.Header().Get("X-Request-Id")
+			t.enqueue(item{a: a})
+		}()
 		next.ServeHTTP(rw, r)
-		a.end = time.Now()
-		// The query is never logged: the content-generation protocol may carry the key there.
-		a.method, a.path, a.requestID = r.Method, r.URL.Path, w.Header().Get("X-Request-Id")
-		t.enqueue(item{a: a})
 	})
 	return h
 }

@@ -34,6 +34,7 @@ type answer struct {
 	held    []byte
 	usage   *corev1.Usage
 	started bool // the status line has been written
+	charged bool // a binary answer's usage came: its charge is committed
 	ended   bool // nothing more may be written
 }
 
@@ -79,7 +80,9 @@ func (a *answer) send(m *corev1.ForwardResponse) error {
 			return errNoHead
 		}
 		if a.binary {
-			return nil // its headers have gone
+			// Its headers have gone; the usage says the charge is committed, so the body may end.
+			a.charged = true
+			return nil
 		}
 		a.usage = msg.Usage
 		a.ended = true
@@ -90,17 +93,22 @@ func (a *answer) send(m *corev1.ForwardResponse) error {
 }
 
 // finish ends the answer once Forward has returned err; failure is the client body's own
-// failure, which explains an error better than whatever core made of it.
-func (a *answer) finish(err error, failure *apierror.Error) {
+// failure, which explains an error better than whatever core made of it. It reports cut when
+// a binary answer went out without its usage, so uncharged (the upstream broke off, or the
+// charge could not be committed): the caller must then abort the response, so that the
+// client sees a broken transfer and never a complete-looking body it was not charged for.
+func (a *answer) finish(err error, failure *apierror.Error) (cut bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ended {
-		return // held answer already written at its usage
+		return false // held answer already written at its usage
 	}
 	a.ended = true
 	switch {
 	case a.started:
-		// A binary answer has begun: an error can only cut it short.
+		// A binary answer has begun: complete once its usage came, else only cutting it short
+		// is left.
+		return !a.charged
 	case a.head != nil && err == nil && a.binary:
 		a.begin() // an empty body
 	case a.head != nil && err == nil:
@@ -112,6 +120,7 @@ func (a *answer) finish(err error, failure *apierror.Error) {
 	default:
 		relay.WriteError(a.w, a.r, apierror.New(apierror.UpstreamError, "the upstream answered nothing"))
 	}
+	return false
 }
 
 // begin writes the head of a binary answer. The client's body is finished with first: the

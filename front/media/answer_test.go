@@ -3,6 +3,7 @@ package media
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -135,9 +136,6 @@ func TestAnswerErrors(t *testing.T) {
 		{"a binary answer failing before its first byte", "audio.speech",
 			[]*corev1.ForwardResponse{respHead(200, "audio/mpeg")},
 			apierror.New(apierror.UpstreamError, "reset"), 502, apierror.UpstreamError, "reset", ""},
-		{"a binary answer failing after its first byte is cut short", "audio.speech",
-			[]*corev1.ForwardResponse{respHead(200, "audio/mpeg"), respData("ID3")},
-			apierror.New(apierror.UpstreamError, "reset"), 200, "", "", "ID3"},
 		{"an empty binary answer", "audio.speech", []*corev1.ForwardResponse{respHead(200, "audio/mpeg")}, nil, 200, "", "", ""},
 	}
 	for _, tc := range cases {
@@ -164,6 +162,87 @@ func TestAnswerErrors(t *testing.T) {
 				t.Errorf("status %d body %q", rec.Code, rec.Body)
 			}
 		})
+	}
+}
+
+// A binary answer is complete only with its usage, which core sends once the charge is
+// committed: an answer that began without it is broken off (http.ErrAbortHandler), so that the
+// client sees a failed transfer, never a whole-looking file it was not charged for.
+func TestBinaryAnswerWithoutUsageIsBrokenOff(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		answer []*corev1.ForwardResponse
+		err    error
+		cut    bool
+	}{
+		{"charged: usage after the audio", []*corev1.ForwardResponse{respHead(200, "audio/mpeg"), respData("ID3"), respUsage("1.5", "RUB")}, nil, false},
+		{"the upstream broke off: no usage, no error", []*corev1.ForwardResponse{respHead(200, "audio/mpeg"), respData("ID3")}, nil, true},
+		{"the charge failed: core's error after the audio", []*corev1.ForwardResponse{respHead(200, "audio/mpeg"), respData("ID3")},
+			apierror.New(apierror.Unavailable, "the charge could not be recorded"), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHandler(t, "audio.speech", func(s corev1.CoreService_ForwardServer) error {
+				if err := receive(s).err; err != nil {
+					return err
+				}
+				for _, m := range tc.answer {
+					if err := s.Send(m); err != nil {
+						t.Fatalf("Send: %v", err)
+					}
+				}
+				return tc.err
+			})
+			rec := httptest.NewRecorder()
+			var aborted any
+			func() {
+				defer func() { aborted = recover() }()
+				h.ServeHTTP(rec, newRequest([]byte(speechBody), "application/json", false))
+			}()
+			checkTempDirEmpty(t, h.TempDir)
+			if rec.Body.String() != "ID3" {
+				t.Errorf("body %q, want the audio sent so far", rec.Body)
+			}
+			if tc.cut && aborted != http.ErrAbortHandler {
+				t.Errorf("handler ended with %v, want it to break the response off", aborted)
+			}
+			if !tc.cut && aborted != nil {
+				t.Errorf("a charged answer was broken off: %v", aborted)
+			}
+		})
+	}
+
+	// Over a real connection the client's read fails instead of ending cleanly.
+	for _, charged := range []bool{true, false} {
+		h := newHandler(t, "audio.speech", func(s corev1.CoreService_ForwardServer) error {
+			if err := receive(s).err; err != nil {
+				return err
+			}
+			_ = s.Send(respHead(200, "audio/mpeg"))
+			_ = s.Send(respData("ID3"))
+			if charged {
+				return s.Send(respUsage("1.5", "RUB"))
+			}
+			return nil
+		})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, newRequest([]byte(speechBody), "application/json", false).WithContext(r.Context()))
+		}))
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if charged && (err != nil || string(body) != "ID3") {
+			t.Errorf("charged answer: %q, %v", body, err)
+		}
+		if !charged && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("uncharged answer read as %q, %v; want io.ErrUnexpectedEOF", body, err)
+		}
 	}
 }
 

@@ -48,7 +48,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Nothing may read the client's body once the answer is being written or the handler has
 	// returned: a Recv still running elsewhere is waited for here.
 	req.close()
-	s.ans.finish(err, req.failure())
+	if s.ans.finish(err, req.failure()) {
+		// The standard way to break a response off: the connection (HTTP/1) or the stream
+		// (HTTP/2) is reset without the end of the body, and net/http logs nothing.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // open checks the content type and the declared size, then reads the body up to the head.
