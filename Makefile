@@ -18,7 +18,7 @@ run: build
 	$(BIN)/gateway dev
 
 # The gateway against a bare reverse proxy over the upstream simulator: CPU per request, req/s,
-# p50/p99, peak RSS and 25 MiB uploads (see bench.go; -uploads 0 skips those).
+# p50/p99, peak RSS and 25 MiB uploads (see core/bench; -uploads 0 skips those).
 # Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'.
 .PHONY: bench
 bench: build

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"modelgateway/core/bench"
 	"modelgateway/front/bot"
 )
 
@@ -56,9 +57,9 @@ func main() {
 	case "bot":
 		err = bot.Main(ctx, args)
 	case "bench":
-		err = cmdBench(ctx, args)
+		err = bench.Main(ctx, args)
 	case "bare-proxy":
-		err = cmdBareProxy(ctx, args)
+		err = bench.BareProxy(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
