@@ -10,7 +10,9 @@ import (
 	"syscall"
 
 	"modelgateway/core/bench"
+	"modelgateway/front/admincli"
 	"modelgateway/front/bot"
+	"modelgateway/front/verifycli"
 )
 
 const usage = `usage: gateway <command> [flags]
@@ -45,15 +47,15 @@ func main() {
 	case "migrate":
 		err = cmdMigrate(ctx, args)
 	case "apply":
-		err = cmdApply(ctx, args)
+		err = admincli.Apply(ctx, args)
 	case "admin":
-		err = cmdAdmin(ctx, args, os.Stdout)
+		err = admincli.Admin(ctx, args, os.Stdout)
 	case "dev":
 		err = cmdDev(ctx, args)
 	case "simulator":
 		err = cmdSimulator(ctx, args)
 	case "verify":
-		err = cmdVerify(ctx, args)
+		err = verifycli.Main(ctx, args)
 	case "bot":
 		err = bot.Main(ctx, args)
 	case "bench":
