@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 )
 

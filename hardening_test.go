@@ -20,8 +20,8 @@ import (
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
-	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 	"modelgateway/core/wire/apistatus"
 	"modelgateway/front"

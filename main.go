@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"modelgateway/core/bench"
+	"modelgateway/core/simulator"
 	"modelgateway/front/admincli"
 	"modelgateway/front/bot"
 	"modelgateway/front/verifycli"
@@ -53,7 +54,7 @@ func main() {
 	case "dev":
 		err = cmdDev(ctx, args)
 	case "simulator":
-		err = cmdSimulator(ctx, args)
+		err = simulator.Main(ctx, args)
 	case "verify":
 		err = verifycli.Main(ctx, args)
 	case "bot":

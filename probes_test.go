@@ -11,7 +11,7 @@ import (
 
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/openai"
-	"modelgateway/core/provider/simulator"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 	"modelgateway/core/verify"
 	"modelgateway/front/verifycli"

@@ -16,7 +16,7 @@ import (
 
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/openai"
-	"modelgateway/core/provider/simulator"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 	"modelgateway/core/verify"
 	"modelgateway/front/verifycli"
