@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"iter"
 	"log/slog"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -18,9 +16,9 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
-	"modelgateway/core/verify"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -256,18 +254,6 @@ func (s *CoreServer) open(b *billed, req *corev1.GenerateRequest) (provider.Stre
 	return o.stream, o.head, err
 }
 
-// upstreams yields the model's routes for a family in fallback order, with their providers.
-func upstreams(snap *snapshot.Snapshot, m *snapshot.Model, family string) iter.Seq2[*store.Route, *store.Provider] {
-	return func(yield func(*store.Route, *store.Provider) bool) {
-		for i := range m.Routes {
-			r := &m.Routes[i]
-			if slices.Contains(r.EndpointFamilies, family) && !yield(r, snap.Providers[r.ProviderID]) {
-				return
-			}
-		}
-	}
-}
-
 // firstEvents reads the Start event and the first event after it.
 func firstEvents(stream provider.Stream) ([]*corev1.GenerateEvent, error) {
 	start, err := stream.Next()
@@ -291,7 +277,7 @@ func firstEvents(stream provider.Stream) ([]*corev1.GenerateEvent, error) {
 }
 
 func (g *Generator) call(m *snapshot.Model, up provider.Upstream, req *corev1.GenerateRequest) *provider.Call {
-	return verify.Call(m, up, req, DefaultMaxTokens)
+	return routing.Call(m, up, req, DefaultMaxTokens)
 }
 
 // upstreamError is the one map from upstream failures to spec errors: timeouts are
@@ -344,12 +330,12 @@ func (s *CoreServer) CountTokens(ctx context.Context, creq *corev1.CountTokensRe
 		return nil, apiErr
 	}
 	var lastErr error
-	for route, p := range upstreams(snap, m, req.GetEndpointFamily()) {
+	for route, p := range routing.Routes(snap, m, req.GetEndpointFamily()) {
 		adapter := s.Gen.Adapters[p.Kind]
 		if adapter == nil {
 			continue
 		}
-		n, err := adapter.CountTokens(ctx, s.Gen.call(m, verify.Upstream(m, p, route, s.Gen.Env), req))
+		n, err := adapter.CountTokens(ctx, s.Gen.call(m, routing.Upstream(m, p, route, s.Gen.Env), req))
 		if err == nil {
 			return &corev1.CountTokensResponse{InputTokens: n}, nil
 		}
