@@ -24,7 +24,9 @@ import (
 	"modelgateway/realtime"
 )
 
-// Config wires the front to core.
+// Config wires the front to core. Unary calls take the clients (an in-process gRPC channel in
+// the binary); the three streaming RPCs run in the HTTP handler's goroutine through
+// Generate, Forward and Realtime, which the binary takes from one core/rpc.InProcess.
 type Config struct {
 	Core corev1.CoreServiceClient
 	// Generate runs core's Generate in process (see relay.GenerateFunc).
@@ -32,7 +34,7 @@ type Config struct {
 	// Forward runs core's Forward in process for the media and ranking routes.
 	Forward media.ForwardFunc
 	// Realtime runs core's Realtime in process for each WebSocket session.
-	Realtime realtime.RealtimeFunc
+	Realtime realtime.SessionFunc
 	Catalog  catalogv1.CatalogServiceClient
 	Admin    adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
 	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).

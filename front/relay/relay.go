@@ -43,7 +43,8 @@ type Encoder interface {
 
 // GenerateFunc runs core's Generate RPC in process, in the caller's goroutine, pushing the
 // events into stream: the generated server interface, without the per-call goroutine, channel
-// hand-offs and stack growth of a client stream. Interceptors are the caller's to apply.
+// hand-offs and stack growth of a client stream. Interceptors are the caller's to apply. In
+// the binary it is core/rpc.InProcess.Generate, the named front → core hop.
 type GenerateFunc func(req *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error
 
 // Handler serves a generation route.
