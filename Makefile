@@ -71,7 +71,7 @@ $(GREMLINS):
 # listed with their reason in testdata/mutation-equivalents.md). One package at a time, one
 # worker, at the lowest priority: it is CPU-heavy. In core/rpc only admission and pricing count.
 MUTATE_PKGS := core/billing core/metering core/snapshot core/keys
-MUTATE_RPC_SKIP := (admin|chain|embed|form|forward|realtime|routes|verify)\.go$$
+MUTATE_RPC_SKIP := (admin|chain|embed|form|forward|inprocess|realtime|routes|verify)\.go$$
 MUTATE_FLAGS ?= --workers 1 --test-cpu 1 --timeout-coefficient 20 --config $(CURDIR)/testdata/gremlins.yaml
 .PHONY: mutate
 mutate: $(GREMLINS)
