@@ -18,7 +18,6 @@ import (
 	"modelgateway/core/provider"
 	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
-	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -203,31 +202,6 @@ func outputLimit(m *snapshot.Model, req *corev1.GenerateRequest) int64 {
 		return int64(*m.OutputTokenLimit)
 	}
 	return billing.DefaultOutputTokens
-}
-
-func (s *CoreServer) record(k *snapshot.Key, o *Outcome) *store.RequestRecord {
-	end := o.EndTime
-	return &store.RequestRecord{
-		ProfileID: k.ProfileID, RequestID: o.RequestID, KeyID: k.ID, Model: o.Model, EndpointFamily: o.EndpointFamily,
-		Status: o.Status, Currency: o.Currency, InputTokens: o.Usage.Input, CachedInputTokens: o.Usage.CachedInput,
-		CacheWriteTokens: o.Usage.CacheWrite, OutputTokens: o.Usage.Output, ReasoningTokens: o.Usage.Reasoning,
-		AudioInputTokens: o.Usage.AudioInput, AudioOutputTokens: o.Usage.AudioOutput,
-		UsageReliable: o.Usage.Reliable, Cost: o.Cost, StartTime: o.StartTime, EndTime: &end,
-	}
-}
-
-// finish releases the hold and queues the record and its charge for settlement.
-func (s *CoreServer) finish(ctx context.Context, k *snapshot.Key, hold *billing.Hold, o *Outcome) {
-	o.EndTime = time.Now()
-	s.Gen.Ledger.Finish(hold, *s.record(k, o))
-	s.meter(ctx, o)
-}
-
-// meter shows an outcome to the meter.
-func (s *CoreServer) meter(ctx context.Context, o *Outcome) {
-	if s.Gen.Meter != nil {
-		s.Gen.Meter.Record(context.WithoutCancel(ctx), *o)
-	}
 }
 
 // open tries the model's routes for the family in order and returns the first stream that
