@@ -47,8 +47,8 @@ type Config struct {
 	AdminToken   string
 	CatalogPath  string
 	DrainTimeout time.Duration
-	// Meter observes every generation outcome after billing, beside the telemetry.
-	Meter rpc.Meter
+	// Observer sees every generation outcome after billing, beside the telemetry.
+	Observer rpc.Observer
 	// Env reads provider credentials; os.Getenv when nil (tests inject their own).
 	Env func(string) string
 	// FxURL is a CBR-format daily rates document fetched on a schedule; empty: off.
@@ -203,11 +203,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		return fail(err)
 	}
 	site := newStatusSite(st, holder, prober, statusCfg, log)
-	meters := rpc.Meters{rpc.StatusMeter{Recorder: site.rec}}
-	if cfg.Meter != nil {
-		meters = append(meters, cfg.Meter)
+	observers := rpc.Observers{rpc.StatusObserver{Recorder: site.rec}}
+	if cfg.Observer != nil {
+		observers = append(observers, cfg.Observer)
 	}
-	coreSrv.Gen.Meter = meters
+	coreSrv.Gen.Observer = observers
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {

@@ -29,7 +29,7 @@ type billed struct {
 	price billing.Price
 	hold  *billing.Hold
 	// durable: the record and its charge are in the database (settle); finish then only
-	// meters the outcome.
+	// shows the outcome to the observer.
 	durable, refunded bool
 }
 
@@ -204,10 +204,10 @@ func (b *billed) costString() (cost, currency string) {
 }
 
 // finish releases the hold and queues the record and its charge for settlement; an answer
-// whose charge settle already made durable is only shown to the meter.
+// whose charge settle already made durable is only shown to the observer.
 func (b *billed) finish() {
 	if b.durable {
-		b.meter(&b.out)
+		b.observe(&b.out)
 		return
 	}
 	b.finishWith(b.hold, &b.out)
@@ -218,7 +218,7 @@ func (b *billed) finish() {
 func (b *billed) finishWith(hold *billing.Hold, o *Outcome) {
 	o.EndTime = time.Now()
 	b.s.Gen.Ledger.Finish(hold, *b.record(o))
-	b.meter(o)
+	b.observe(o)
 }
 
 // record is an outcome's row in the database: who asked, what for, the usage and the cost.
@@ -234,9 +234,9 @@ func (b *billed) record(o *Outcome) *store.RequestRecord {
 	}
 }
 
-// meter shows an outcome to the meter.
-func (b *billed) meter(o *Outcome) {
-	if b.s.Gen.Meter != nil {
-		b.s.Gen.Meter.Record(context.WithoutCancel(b.ctx), *o)
+// observe shows an outcome to the observer.
+func (b *billed) observe(o *Outcome) {
+	if b.s.Gen.Observer != nil {
+		b.s.Gen.Observer.Record(context.WithoutCancel(b.ctx), *o)
 	}
 }

@@ -59,15 +59,17 @@ type Attempt struct {
 	Error string
 }
 
-// Meter observes every outcome once, after billing has queued it.
-type Meter interface {
+// Observer sees every outcome once, after billing has queued it (the telemetry, the status
+// site's counts). It is not core/metering, which measures usage.
+type Observer interface {
 	Record(ctx context.Context, o Outcome)
 }
 
-// Meters records every outcome with each of its meters in turn.
-type Meters []Meter
+// Observers shows every outcome to each of its observers in turn.
+type Observers []Observer
 
-func (ms Meters) Record(ctx context.Context, o Outcome) {
+// Record implements Observer.
+func (ms Observers) Record(ctx context.Context, o Outcome) {
 	for _, m := range ms {
 		m.Record(ctx, o)
 	}
@@ -87,9 +89,9 @@ type Generator struct {
 	// TextCounter measures texts whose upstream reports no usage (embeddings, moderations).
 	TextCounter func(texts []string) int64
 	// Ledger holds and charges; every generation goes through it.
-	Ledger *billing.Ledger
-	Meter  Meter
-	Log    *slog.Logger
+	Ledger   *billing.Ledger
+	Observer Observer
+	Log      *slog.Logger
 	// Env reads provider credentials; os.Getenv when nil.
 	Env func(string) string
 }

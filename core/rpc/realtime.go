@@ -303,7 +303,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 			return false, err
 		}
 		o.Cost.Decimal = charged
-		b.meter(&o)
+		b.observe(&o)
 	} else {
 		b.finishWith(b.hold, &o)
 	}
