@@ -74,15 +74,15 @@ func (g *generation) handler(path string) http.Handler {
 func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+		relay.WriteError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
 	key := relay.ExtractKey(r)
 	if key == "" {
-		writeError(w, r, apierror.New(apierror.InvalidKey, "no API key was provided"))
+		relay.WriteError(w, r, apierror.New(apierror.InvalidKey, "no API key was provided"))
 		return
 	}
-	setBearer(r, key)
+	relay.SetBearer(r, key)
 	r, release := s.admit(w, r, h)
 	if r == nil {
 		return
