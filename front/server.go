@@ -209,3 +209,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	s.healthz(w, r)
 }
+
+// Shutdown ends the realtime sessions (close frames sent) within ctx; http.Server.Shutdown
+// does not know about upgraded connections.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.realtime.Shutdown(ctx)
+}
