@@ -16,7 +16,7 @@ import (
 // core/rpc.InProcess.Forward). Interceptors are the caller's to apply.
 type ForwardFunc func(stream corev1.CoreService_ForwardServer) error
 
-// Handler serves one relayed route.
+// Handler serves one forwarded route (core's Forward RPC).
 type Handler struct {
 	// Core serves the key check when the body is rejected before core sees it.
 	Core    corev1.CoreServiceClient
