@@ -18,7 +18,7 @@ run: build
 	$(BIN)/gateway dev
 
 # The gateway against a bare reverse proxy over the upstream simulator: CPU per request, req/s,
-# p50/p99, peak RSS and 25 MiB uploads (see bench.go; -uploads 0 skips those).
+# p50/p99, peak RSS and 25 MiB uploads (see core/bench; -uploads 0 skips those).
 # Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'.
 .PHONY: bench
 bench: build
@@ -61,7 +61,7 @@ fuzz:
 soak:
 	GATEWAY_SOAK_OPS=100000 $(GO) test -count=1 -timeout 90m -run '^TestFaultSoak$$' -v .
 
-check: fmt lint vet imports gen-check
+check: fmt lint vet imports sizes gen-check
 
 $(GREMLINS):
 	GOBIN=$(BIN) $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
@@ -71,7 +71,7 @@ $(GREMLINS):
 # listed with their reason in testdata/mutation-equivalents.md). One package at a time, one
 # worker, at the lowest priority: it is CPU-heavy. In core/rpc only admission and pricing count.
 MUTATE_PKGS := core/billing core/metering core/snapshot core/keys
-MUTATE_RPC_SKIP := (admin|chain|embed|form|forward|realtime|routes|verify)\.go$$
+MUTATE_RPC_SKIP := (admin|chain|embed|form|forward|inprocess|realtime|routes|verify)\.go$$
 MUTATE_FLAGS ?= --workers 1 --test-cpu 1 --timeout-coefficient 20 --config $(CURDIR)/testdata/gremlins.yaml
 .PHONY: mutate
 mutate: $(GREMLINS)
@@ -97,9 +97,13 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 
-# Import rules of the design: front and realtime reach core only through gen/ and core/wire;
-# core never imports front or realtime; provider adapters never touch the store; the chat bot
-# (front/bot) holds no database connection.
+# Import rules of the design: front and realtime reach core only through gen/ and core/wire
+# (so do the admin and verify CLIs, the chat bot and the status site, all fronts); core never
+# imports front or realtime; provider adapters never touch the store; the chat bot
+# (front/bot) holds no database connection; the upstream simulator shares no gateway code
+# (it is an outside server); route selection (core/routing) and the capability prober
+# (core/verify) stay below core/rpc, and routing below the prober; the bench drives the
+# binary from outside, with only a throwaway PostgreSQL of its own.
 imports:
 	@$(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' ./... | awk '\
 	  { pkg=$$1; for (i=2;i<=NF;i++) { imp=$$i; \
@@ -107,8 +111,18 @@ imports:
 	    if (imp !~ /^modelgateway\//) continue; \
 	    if (pkg ~ /^modelgateway\/(front|realtime)(\/|$$)/ && imp ~ /^modelgateway\/core\// && imp !~ /^modelgateway\/core\/wire(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
 	    if (pkg ~ /^modelgateway\/core(\/|$$)/ && imp ~ /^modelgateway\/(front|realtime)(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
-	    if (pkg ~ /^modelgateway\/core\/provider(\/|$$)/ && imp ~ /^modelgateway\/core\/store(\/|$$)/) bad=bad "\n  " pkg " imports " imp; } } \
+	    if (pkg ~ /^modelgateway\/core\/provider(\/|$$)/ && imp ~ /^modelgateway\/core\/store(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
+	    if (pkg ~ /^modelgateway\/core\/simulator(\/|$$)/) bad=bad "\n  " pkg " imports " imp " (the simulator is an outside server)"; \
+	    if (pkg ~ /^modelgateway\/core\/(routing|verify)(\/|$$)/ && imp ~ /^modelgateway\/core\/rpc(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
+	    if (pkg ~ /^modelgateway\/core\/routing(\/|$$)/ && imp ~ /^modelgateway\/core\/verify(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
+	    if (pkg ~ /^modelgateway\/core\/bench(\/|$$)/ && imp != "modelgateway/core/store/pgcluster") bad=bad "\n  " pkg " imports " imp " (the bench drives the binary from outside)"; } } \
 	  END { if (bad != "") { print "import rule violations:" bad; exit 1 } }'
+
+# No non-test Go file over 500 lines outside gen/.
+.PHONY: sizes
+sizes:
+	@out=$$(for f in $$(git ls-files '*.go' | grep -v '^gen/' | grep -v '_test\.go$$'); do n=$$(wc -l < $$f); [ $$n -le 500 ] || echo "  $$f: $$n lines"; done); \
+	[ -z "$$out" ] || { echo "Go files over 500 lines:"; echo "$$out"; exit 1; }
 
 # gen/ must be exactly what `make generate` produces from proto/.
 gen-check: $(BUF)

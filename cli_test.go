@@ -16,6 +16,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/store/storetest"
+	"modelgateway/front/admincli"
 )
 
 // The CLI reaches the admin API over gRPC exactly as an operator's shell would.
@@ -36,11 +37,11 @@ func TestAdminCLIAndApply(t *testing.T) {
 	if err := os.WriteFile(doc, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmdApply(ctx, []string{"-f", doc}); err != nil {
+	if err := admincli.Apply(ctx, []string{"-f", doc}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	var out bytes.Buffer
-	if err := cmdAdmin(ctx, []string{"create-profile", "--display_name=Cli", "--external_ref=cli-1"}, &out); err != nil {
+	if err := admincli.Admin(ctx, []string{"create-profile", "--display_name=Cli", "--external_ref=cli-1"}, &out); err != nil {
 		t.Fatalf("create-profile: %v", err)
 	}
 	var p map[string]any
@@ -48,7 +49,7 @@ func TestAdminCLIAndApply(t *testing.T) {
 		t.Fatalf("create-profile printed %q (%v)", out.String(), err)
 	}
 	out.Reset()
-	if err := cmdAdmin(ctx, []string{"create-key", "--profile_id=" + p["id"].(string), "--allowed_endpoints=chat.completions", "--allowed_models=cli-model"}, &out); err != nil {
+	if err := admincli.Admin(ctx, []string{"create-key", "--profile_id=" + p["id"].(string), "--allowed_endpoints=chat.completions", "--allowed_models=cli-model"}, &out); err != nil {
 		t.Fatalf("create-key: %v", err)
 	}
 	var k map[string]any
@@ -58,16 +59,16 @@ func TestAdminCLIAndApply(t *testing.T) {
 		t.Errorf("key made by the CLI sees %v", list)
 	}
 	// Errors carry the spec code; unknown verbs and fields are named.
-	err := cmdAdmin(ctx, []string{"get-profile", "--id=not-a-uuid"}, &out)
+	err := admincli.Admin(ctx, []string{"get-profile", "--id=not-a-uuid"}, &out)
 	if err == nil || !strings.Contains(err.Error(), "invalid_request_error") {
 		t.Errorf("bad id: %v", err)
 	}
-	if err := cmdAdmin(ctx, []string{"create-key", "--colour=red"}, &out); err == nil || !strings.Contains(err.Error(), "colour") {
+	if err := admincli.Admin(ctx, []string{"create-key", "--colour=red"}, &out); err == nil || !strings.Contains(err.Error(), "colour") {
 		t.Errorf("unknown field: %v", err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	_ = os.WriteFile(bad, []byte("providers: [{id: p, kind: nope, base_url: 'http://x'}]"), 0o600)
-	if err := cmdApply(ctx, []string{"-f", bad}); err == nil || !strings.Contains(err.Error(), "providers[0].kind") {
+	if err := admincli.Apply(ctx, []string{"-f", bad}); err == nil || !strings.Contains(err.Error(), "providers[0].kind") {
 		t.Errorf("bad document: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
 	"modelgateway/core/catalog"
-	"modelgateway/core/demo"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store"
 	"modelgateway/core/store/pgcluster"
 )
@@ -62,7 +62,7 @@ func cmdDev(ctx context.Context, args []string) error {
 	if os.Getenv(demoKeyEnv) == "" {
 		_ = os.Setenv(demoKeyEnv, "simulator")
 	}
-	sim, err := startSimulator(ctx)
+	sim, err := simulator.StartDemo(ctx)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func persistentSecret(path string) (string, error) {
 // once, and returns a usable demo key: the one saved by an earlier run while it is still
 // active, a new one otherwise.
 func seedDemo(ctx context.Context, g *Gateway, simulatorURL, keyFile string) (string, error) {
-	doc, err := catalog.Parse(demo.Catalog(simulatorURL))
+	doc, err := catalog.Parse(simulator.DemoCatalog(simulatorURL))
 	if err != nil {
 		return "", fmt.Errorf("demo catalogue: %w", err)
 	}

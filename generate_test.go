@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 )
 
@@ -159,7 +159,7 @@ func startGenOn(t *testing.T, dbURL string, applyCatalog bool) *genEnv {
 	t.Cleanup(up.Close)
 	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
 	e := startGateway(t, dbURL, adminToken, func(c *Config) {
-		c.Meter = meter
+		c.Observer = meter
 		c.Env = func(name string) string {
 			if name == "UP_KEY" {
 				return upstreamKey

@@ -20,8 +20,8 @@ import (
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
-	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 	"modelgateway/core/wire/apistatus"
 	"modelgateway/front"
@@ -45,7 +45,7 @@ func startGenWithDB(t *testing.T, dbURL string, opt func(*Config)) *genEnv {
 	t.Cleanup(up.Close)
 	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
 	e := startGateway(t, dbURL, adminToken, func(c *Config) {
-		c.Meter = meter
+		c.Observer = meter
 		c.Env = func(name string) string {
 			if name == "UP_KEY" {
 				return upstreamKey

@@ -9,7 +9,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	"modelgateway/core/bench"
+	"modelgateway/core/simulator"
+	"modelgateway/front/admincli"
 	"modelgateway/front/bot"
+	"modelgateway/front/verifycli"
 )
 
 const usage = `usage: gateway <command> [flags]
@@ -44,21 +48,21 @@ func main() {
 	case "migrate":
 		err = cmdMigrate(ctx, args)
 	case "apply":
-		err = cmdApply(ctx, args)
+		err = admincli.Apply(ctx, args)
 	case "admin":
-		err = cmdAdmin(ctx, args, os.Stdout)
+		err = admincli.Admin(ctx, args, os.Stdout)
 	case "dev":
 		err = cmdDev(ctx, args)
 	case "simulator":
-		err = cmdSimulator(ctx, args)
+		err = simulator.Main(ctx, args)
 	case "verify":
-		err = cmdVerify(ctx, args)
+		err = verifycli.Main(ctx, args)
 	case "bot":
 		err = bot.Main(ctx, args)
 	case "bench":
-		err = cmdBench(ctx, args)
+		err = bench.Main(ctx, args)
 	case "bare-proxy":
-		err = cmdBareProxy(ctx, args)
+		err = bench.BareProxy(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgateway/core/bench"
 	"modelgateway/core/store/storetest"
 )
 
@@ -78,7 +79,7 @@ func TestStalledUploadsStayWithinMemory(t *testing.T) {
 		k := e.admin("POST", "/admin/v1/profiles/"+p["id"].(string)+"/keys", `{"name":"k","allowed_endpoints":["*"],"allowed_models":["*"]}`)
 		keys = append(keys, k["secret"].(string))
 	}
-	base, _, err := memory(cmd.Process.Pid)
+	base, _, err := bench.Memory(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestStalledUploadsStayWithinMemory(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	hwm, rss, err := memory(cmd.Process.Pid)
+	hwm, rss, err := bench.Memory(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/keys"
-	"modelgateway/core/provider/simulator"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 	"modelgateway/core/telemetry"
 )

@@ -11,9 +11,10 @@ import (
 
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/openai"
-	"modelgateway/core/provider/simulator"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 	"modelgateway/core/verify"
+	"modelgateway/front/verifycli"
 )
 
 // Capability probes run on the operator's credentials: however many calls they make upstream,
@@ -40,7 +41,7 @@ func TestCapabilityProbesAreNeverCharged(t *testing.T) {
 	key := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"k","allowed_endpoints":["*"],"allowed_models":["*"]}`)["secret"].(string)
 
 	var out bytes.Buffer
-	if err := runVerify(context.Background(), []string{"-addr", e.base, "-models", "pm"}, &out, adminToken); err != nil {
+	if err := verifycli.Run(context.Background(), []string{"-addr", e.base, "-models", "pm"}, &out, adminToken); err != nil {
 		t.Fatal(err)
 	}
 	probes := len(rec.all())

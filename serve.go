@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/fullstorydev/grpchan/inprocgrpc"
@@ -29,8 +28,8 @@ import (
 	"modelgateway/core/provider/gemini"
 	"modelgateway/core/provider/openai"
 	"modelgateway/core/provider/rerank"
-	"modelgateway/core/provider/simulator"
 	"modelgateway/core/rpc"
+	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/statusdata"
 	"modelgateway/core/store"
@@ -48,8 +47,8 @@ type Config struct {
 	AdminToken   string
 	CatalogPath  string
 	DrainTimeout time.Duration
-	// Meter observes every generation outcome after billing, beside the telemetry.
-	Meter rpc.Meter
+	// Observer sees every generation outcome after billing, beside the telemetry.
+	Observer rpc.Observer
 	// Env reads provider credentials; os.Getenv when nil (tests inject their own).
 	Env func(string) string
 	// FxURL is a CBR-format daily rates document fetched on a schedule; empty: off.
@@ -153,9 +152,9 @@ type Gateway struct {
 
 	// adminSrv serves GATEWAY_ADMIN_HTTP_ADDR; nil when the admin routes share httpSrv
 	adminSrv *http.Server
-	// calls counts the streams core runs in HTTP handlers: after the drain bound they are cut,
+	// streams are the calls core runs in HTTP handlers: after the drain bound they are cut,
 	// and the ledger closes only once they have queued their records.
-	calls *sync.WaitGroup
+	streams *rpc.InProcess
 }
 
 // Start migrates, loads the snapshot and serves; it returns once both listeners are bound.
@@ -192,7 +191,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	go func() { _ = simSrv.Serve(simLn) }()
 	closers = append(closers, func() { _ = simSrv.Close() })
 	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}, "rerank": rerank.Adapter{}}
-	adapters["simulator"] = provider.Native{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
+	adapters["simulator"] = provider.ByClientProtocol{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
 	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Gen: &rpc.Generator{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
@@ -204,11 +203,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		return fail(err)
 	}
 	site := newStatusSite(st, holder, prober, statusCfg, log)
-	meters := rpc.Meters{rpc.StatusMeter{Recorder: site.rec}}
-	if cfg.Meter != nil {
-		meters = append(meters, cfg.Meter)
+	observers := rpc.Observers{rpc.StatusObserver{Recorder: site.rec}}
+	if cfg.Observer != nil {
+		observers = append(observers, cfg.Observer)
 	}
-	coreSrv.Gen.Meter = meters
+	coreSrv.Gen.Observer = observers
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
@@ -248,28 +247,14 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			adminv1.RegisterAdminServiceServer(reg, adminSrv)
 		}
 	}
-	streamErrors := rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)
-	// inHandler runs a streaming RPC in the HTTP handler's goroutine, through the same
-	// interceptor as any stream.
-	calls := &sync.WaitGroup{}
-	inHandler := func(method string, stream grpc.ServerStream, call func() error) error {
-		calls.Add(1)
-		defer calls.Done()
-		info := &grpc.StreamServerInfo{FullMethod: method, IsServerStream: true, IsClientStream: method != corev1.CoreService_Generate_FullMethodName}
-		return streamErrors(coreSrv, stream, info, func(any, grpc.ServerStream) error { return call() })
-	}
+	// Streams run core's handler in the HTTP handler's goroutine (rpc.InProcess); unary calls
+	// go over the in-process channel.
+	streams := &rpc.InProcess{Server: coreSrv, Interceptor: rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)}
 	fcfg := front.Config{
-		Core: corev1.NewCoreServiceClient(inproc),
-		// Streams call the server directly; unary calls go over the in-process channel.
-		Generate: func(req *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error {
-			return inHandler(corev1.CoreService_Generate_FullMethodName, stream, func() error { return coreSrv.Generate(req, stream) })
-		},
-		Forward: func(stream corev1.CoreService_ForwardServer) error {
-			return inHandler(corev1.CoreService_Forward_FullMethodName, stream, func() error { return coreSrv.Forward(stream) })
-		},
-		Realtime: func(stream corev1.CoreService_RealtimeServer) error {
-			return inHandler(corev1.CoreService_Realtime_FullMethodName, stream, func() error { return coreSrv.Realtime(stream) })
-		},
+		Core:         corev1.NewCoreServiceClient(inproc),
+		Generate:     streams.Generate,
+		Forward:      streams.Forward,
+		Realtime:     streams.Realtime,
 		Catalog:      catalogv1.NewCatalogServiceClient(inproc),
 		RealtimeIdle: cfg.RealtimeIdle,
 		Ready: func(ctx context.Context) error {
@@ -308,7 +293,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
 		front: handler, httpSrv: newHTTPServer(tel.Handler(siteHandler)),
 		tel: tel, MetricsAddr: tel.MetricsAddr,
-		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, Status: site.rec, statusDone: site.done, calls: calls,
+		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, Status: site.rec, statusDone: site.done, streams: streams,
 	}
 	if cfg.AdminHTTPAddr != "" {
 		adminLn, err := net.Listen("tcp", cfg.AdminHTTPAddr)
@@ -362,7 +347,7 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 		_ = g.httpSrv.Close()
 	}
 	cut := make(chan struct{})
-	go func() { g.calls.Wait(); close(cut) }()
+	go func() { g.streams.Wait(); close(cut) }()
 	select {
 	case <-cut: // every in-handler stream has queued its record
 	case <-time.After(10 * time.Second):

@@ -64,11 +64,11 @@ func startTelemetry(ctx context.Context, cfg *Config, log *slog.Logger, st *stor
 	if err != nil {
 		return nil, err
 	}
-	meters := rpc.Meters{tel}
-	if core.Gen.Meter != nil {
-		meters = append(meters, core.Gen.Meter)
+	observers := rpc.Observers{tel}
+	if core.Gen.Observer != nil {
+		observers = append(observers, core.Gen.Observer)
 	}
-	core.Gen.Meter = meters
+	core.Gen.Observer = observers
 	ledger.OnSettle = tel.SettlementObserver()
 	return tel, nil
 }

@@ -33,7 +33,7 @@ func (s *Server) AdminHandler() http.Handler {
 		case p == "/readyz":
 			s.onlyGET(w, r, s.readyz)
 		default:
-			writeError(w, r, apierror.New(apierror.NotFound, "no route for %s %s", r.Method, p))
+			relay.WriteError(w, r, apierror.New(apierror.NotFound, "no route for %s %s", r.Method, p))
 		}
 	})
 }
@@ -41,23 +41,23 @@ func (s *Server) AdminHandler() http.Handler {
 // serveAdmin runs an admin route behind the failed-authentication limit of its client.
 func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if s.adminMux == nil {
-		writeError(w, r, apierror.New(apierror.NotFound, "the admin API is disabled: GATEWAY_ADMIN_TOKEN is not set"))
+		relay.WriteError(w, r, apierror.New(apierror.NotFound, "the admin API is disabled: GATEWAY_ADMIN_TOKEN is not set"))
 		return
 	}
 	src := clientHost(r.RemoteAddr)
 	if wait := s.adminFailures.wait(src, time.Now()); wait > 0 {
-		writeError(w, r, &apierror.Error{Code: apierror.RateLimited, RetryAfter: int(math.Ceil(wait.Seconds())),
+		relay.WriteError(w, r, &apierror.Error{Code: apierror.RateLimited, RetryAfter: int(math.Ceil(wait.Seconds())),
 			Message: "too many failed admin authentications from this address; retry later"})
 		return
 	}
 	if r.ContentLength > maxAdminBody {
-		writeError(w, r, apierror.New(apierror.PayloadTooLarge, "the request body is larger than %d bytes", maxAdminBody))
+		relay.WriteError(w, r, apierror.New(apierror.PayloadTooLarge, "the request body is larger than %d bytes", maxAdminBody))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxAdminBody)
 	if r.URL.Path == "/admin/v1/catalog:apply" && isYAML(r.Header.Get("Content-Type")) {
 		if err := yamlToJSON(r); err != nil {
-			writeError(w, r, apierror.New(apierror.InvalidRequest, "catalog document: %v", err))
+			relay.WriteError(w, r, apierror.New(apierror.InvalidRequest, "catalog document: %v", err))
 			return
 		}
 	}

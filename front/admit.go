@@ -92,7 +92,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 	// unread body, at the client's pace, before sending the answer.
 	refuse := func(e *apierror.Error) (*http.Request, func()) {
 		w.Header().Set("Connection", "close")
-		writeError(w, r, e)
+		relay.WriteError(w, r, e)
 		return nil, nil
 	}
 	family, model := routeFamily(r.URL.Path)

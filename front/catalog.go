@@ -8,15 +8,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"modelgateway/front/relay"
 )
 
 // catalog serves GET /v1/catalog through grpc-gateway, then makes the answer cacheable: the body
 // is compacted (protojson varies its whitespace between builds), so unchanged data gives the
 // same bytes and the same ETag on every replica, and If-None-Match revalidates to 304.
 func (s *Server) catalog(w http.ResponseWriter, r *http.Request) {
-	for _, h := range keyHeaders {
-		r.Header.Del(h) // public route: no credential goes further
-	}
+	relay.DropKeyHeaders(r.Header) // public route: no credential goes further
 	rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
 	s.coreMux.ServeHTTP(rec, r)
 	for k, v := range rec.header {

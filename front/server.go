@@ -19,12 +19,15 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/apistatus"
 	"modelgateway/front/media"
 	"modelgateway/front/relay"
 	"modelgateway/realtime"
 )
 
-// Config wires the front to core.
+// Config wires the front to core. Unary calls take the clients (an in-process gRPC channel in
+// the binary); the three streaming RPCs run in the HTTP handler's goroutine through
+// Generate, Forward and Realtime, which the binary takes from one core/rpc.InProcess.
 type Config struct {
 	Core corev1.CoreServiceClient
 	// Generate runs core's Generate in process (see relay.GenerateFunc).
@@ -32,7 +35,7 @@ type Config struct {
 	// Forward runs core's Forward in process for the media and ranking routes.
 	Forward media.ForwardFunc
 	// Realtime runs core's Realtime in process for each WebSocket session.
-	Realtime realtime.RealtimeFunc
+	Realtime realtime.SessionFunc
 	Catalog  catalogv1.CatalogServiceClient
 	Admin    adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
 	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).
@@ -106,14 +109,14 @@ func newGatewayMux() *runtime.ServeMux {
 			return "", false
 		}),
 		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-			writeError(w, r, fromGRPC(err))
+			relay.WriteError(w, r, apistatus.FromError(err))
 		}),
 		runtime.WithRoutingErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {
 			if status == http.StatusMethodNotAllowed {
-				writeError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+				relay.WriteError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 				return
 			}
-			writeError(w, r, apierror.New(apierror.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+			relay.WriteError(w, r, apierror.New(apierror.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 		}),
 	)
 }
@@ -124,7 +127,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !apierror.ValidRequestID(id) {
 		if id != "" {
 			r.Header.Set("X-Request-Id", uuid.Must(uuid.NewV7()).String())
-			writeError(w, r, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters"))
+			relay.WriteError(w, r, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters"))
 			return
 		}
 		id = uuid.Must(uuid.NewV7()).String()
@@ -147,7 +150,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case p == "/v1/realtime":
 		// The realtime front also reads the key from a subprotocol, which browsers must use.
 		if key := relay.ExtractKey(r); key != "" {
-			setBearer(r, key)
+			relay.SetBearer(r, key)
 		}
 		s.realtime.ServeHTTP(w, r)
 	case p == "/healthz":
@@ -167,14 +170,14 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			s.discovery(w, r)
 		})
 	default:
-		writeError(w, r, apierror.New(apierror.NotFound, "no route for %s %s", r.Method, p))
+		relay.WriteError(w, r, apierror.New(apierror.NotFound, "no route for %s %s", r.Method, p))
 	}
 }
 
 func (s *Server) onlyGET(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+		relay.WriteError(w, r, apierror.New(apierror.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
 	h(w, r)
@@ -185,10 +188,10 @@ func (s *Server) onlyGET(w http.ResponseWriter, r *http.Request, h http.HandlerF
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	key := relay.ExtractKey(r)
 	if key == "" {
-		writeError(w, r, apierror.New(apierror.InvalidKey, "no API key was provided"))
+		relay.WriteError(w, r, apierror.New(apierror.InvalidKey, "no API key was provided"))
 		return
 	}
-	setBearer(r, key)
+	relay.SetBearer(r, key)
 	s.coreMux.ServeHTTP(w, r)
 }
 
@@ -200,9 +203,15 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(r.Context()); err != nil {
-			writeError(w, r, apierror.New(apierror.Unavailable, "not ready: %v", err))
+			relay.WriteError(w, r, apierror.New(apierror.Unavailable, "not ready: %v", err))
 			return
 		}
 	}
 	s.healthz(w, r)
+}
+
+// Shutdown ends the realtime sessions (close frames sent) within ctx; http.Server.Shutdown
+// does not know about upgraded connections.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.realtime.Shutdown(ctx)
 }

@@ -12,9 +12,10 @@ import (
 	"modelgateway/front/relay"
 )
 
-// RealtimeFunc runs core's Realtime RPC in process, in the caller's goroutine, with stream as
-// its server side (see relay.GenerateFunc). Interceptors are the caller's to apply.
-type RealtimeFunc func(stream corev1.CoreService_RealtimeServer) error
+// SessionFunc runs core's Realtime RPC for one session in process, in the caller's goroutine,
+// with stream as its server side (see relay.GenerateFunc; in the binary it is
+// core/rpc.InProcess.Realtime). Interceptors are the caller's to apply.
+type SessionFunc func(stream corev1.CoreService_RealtimeServer) error
 
 // Defaults of the Handler's limits.
 const (
@@ -28,7 +29,7 @@ const (
 
 // Handler serves GET /v1/realtime. The zero value with Realtime set is ready to use.
 type Handler struct {
-	Realtime RealtimeFunc
+	Realtime SessionFunc
 	// IdleTimeout closes a session (1001 "idle timeout") after no frame in either direction
 	// for this long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration

@@ -7,7 +7,7 @@ import (
 )
 
 // TestMain fails the package when a test leaves a goroutine behind: a reader still reading a
-// client, a RealtimeFunc never told that its client has gone, a timer's close.
+// client, a SessionFunc never told that its client has gone, a timer's close.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

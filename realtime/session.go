@@ -39,7 +39,7 @@ var upgrader = websocket.Upgrader{
 	},
 }
 
-// session is one client connection, from the handshake to the end of the RealtimeFunc.
+// session is one client connection, from the handshake to the end of the SessionFunc.
 type session struct {
 	h      *Handler
 	w      http.ResponseWriter
@@ -108,7 +108,7 @@ func (s *session) upgrade() error {
 	return nil
 }
 
-// end runs when the RealtimeFunc has returned. Before the upgrade, its error is the answer;
+// end runs when the SessionFunc has returned. Before the upgrade, its error is the answer;
 // after, the client is sent a close frame (unless it already has one), given a moment to
 // reply, and the connection is closed.
 func (s *session) end(err error) {

@@ -2,7 +2,7 @@ package metering
 
 import "github.com/tidwall/gjson"
 
-// FromMediaAnswer reads the usage of a relayed media or ranking answer (the whole JSON body):
+// FromMediaAnswer reads the usage of a forwarded media or ranking answer (the whole JSON body):
 //   - rerank: usage.total_tokens (Jina style) is input; Cohere's search units are not tokens
 //     and leave the record unreliable;
 //   - images: usage.input_tokens and output_tokens (GPT image models; DALL·E reports none);

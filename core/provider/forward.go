@@ -28,7 +28,7 @@ func Bearer(key string) func(http.Header) {
 
 // Forward implements Forwarder for the simulator, which serves the media and ranking routes
 // under its OpenAI-style /v1.
-func (n Native) Forward(ctx context.Context, call *ForwardCall) (*http.Response, error) {
+func (n ByClientProtocol) Forward(ctx context.Context, call *ForwardCall) (*http.Response, error) {
 	path, ok := FamilyPaths[call.Family]
 	if !ok {
 		return nil, &Error{Status: http.StatusBadRequest, Message: "the simulator does not serve " + call.Family}

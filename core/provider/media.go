@@ -64,7 +64,7 @@ type Forwarder interface {
 	Forward(ctx context.Context, call *ForwardCall) (*http.Response, error)
 }
 
-// FamilyPaths maps the relayed endpoint families to their path below an OpenAI-style base URL
+// FamilyPaths maps the forwarded endpoint families to their path below an OpenAI-style base URL
 // (".../v1").
 var FamilyPaths = map[string]string{
 	"rerank":               "/rerank",

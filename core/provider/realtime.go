@@ -77,7 +77,7 @@ func DialOpenAIRealtime(ctx context.Context, base string, up Upstream, open *cor
 }
 
 // DialRealtime implements RealtimeDialer for the simulator.
-func (n Native) DialRealtime(ctx context.Context, up Upstream, open *corev1.RealtimeOpen) (*websocket.Conn, error) {
+func (n ByClientProtocol) DialRealtime(ctx context.Context, up Upstream, open *corev1.RealtimeOpen) (*websocket.Conn, error) {
 	root := strings.TrimSuffix(strings.TrimRight(up.BaseURL, "/"), "/v1")
 	if root == "" {
 		root = n.DefaultBase

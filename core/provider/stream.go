@@ -1,13 +1,8 @@
 package provider
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
-
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
@@ -158,51 +153,3 @@ func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
 
 // MaxAnswer bounds a non-streaming upstream answer held in memory.
 const MaxAnswer = 64 << 20
-
-// SetModel rewrites the top-level "model" of a JSON body for passthrough, leaving every other
-// byte as the client sent it.
-func SetModel(body []byte, model string) ([]byte, error) {
-	out, err := sjson.SetBytes(body, "model", model)
-	if err != nil {
-		return nil, &Error{Message: "the request body is not a JSON object", Err: err}
-	}
-	return out, nil
-}
-
-// PublicModel replaces the first top-level-looking "model" value of a passthrough chunk with
-// the public id, so that the client sees the model it asked for even when the provider answers
-// with a dated name (gpt-5-mini-2025-08-07 for gpt-5-mini). The chunk is not re-encoded.
-func PublicModel(chunk []byte, upstream, public string) []byte {
-	if upstream == public || upstream == "" {
-		return chunk
-	}
-	key := []byte(`"model":"`)
-	i := bytes.Index(chunk, key)
-	if i < 0 {
-		return chunk
-	}
-	start := i + len(key)
-	end := bytes.IndexByte(chunk[start:], '"')
-	if end < 0 || bytes.Equal(chunk[start:start+end], []byte(public)) {
-		return chunk
-	}
-	out := make([]byte, 0, len(chunk)+len(public))
-	out = append(out, chunk[:start]...)
-	out = append(out, public...)
-	return append(out, chunk[start+end:]...)
-}
-
-// PublicAnswerModel is PublicModel for a whole JSON answer: it finds the top-level "model"
-// however the upstream spaced its JSON (OpenAI indents whole answers), and leaves every other
-// byte alone.
-func PublicAnswerModel(answer []byte, upstream, public string) []byte {
-	m := gjson.GetBytes(answer, "model")
-	if upstream == public || m.Type != gjson.String || m.Index <= 0 || m.String() == public {
-		return answer
-	}
-	quoted, _ := json.Marshal(public) // a string always encodes
-	out := make([]byte, 0, len(answer)+len(quoted))
-	out = append(out, answer[:m.Index]...)
-	out = append(out, quoted...)
-	return append(out, answer[m.Index+len(m.Raw):]...)
-}

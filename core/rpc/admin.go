@@ -27,7 +27,7 @@ type AdminServer struct {
 	adminv1.UnimplementedAdminServiceServer
 	Store     *store.Store
 	Snapshots *snapshot.Holder
-	// Verifier probes capabilities for VerifyCapabilities (verify.go); nil disables it.
+	// Verifier probes capabilities for VerifyCapabilities (admin_verify.go); nil disables it.
 	Verifier Verifier
 	// Env reads provider credentials, to warn about unset ones; os.Getenv when nil.
 	Env func(string) string

@@ -12,6 +12,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/snapshot"
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -28,7 +29,7 @@ type billed struct {
 	price billing.Price
 	hold  *billing.Hold
 	// durable: the record and its charge are in the database (settle); finish then only
-	// meters the outcome.
+	// shows the outcome to the observer.
 	durable, refunded bool
 }
 
@@ -56,7 +57,7 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 	}}
 	if !generated {
 		dctx, cancel := context.WithTimeout(ctx, s.Gen.Ledger.DBTimeout)
-		ok, err := s.Store.ReserveRequestID(dctx, s.record(k, &b.out), s.Gen.Ledger.Replica)
+		ok, err := s.Store.ReserveRequestID(dctx, b.record(&b.out), s.Gen.Ledger.Replica)
 		cancel()
 		if err != nil {
 			// Recorded as unavailable once the database is back: the id counts as used.
@@ -141,7 +142,7 @@ func (b *billed) settle() error {
 		return nil
 	}
 	b.out.EndTime = time.Now()
-	charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &b.out), apierror.InsufficientBalance)
+	charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.record(&b.out), apierror.InsufficientBalance)
 	if errors.Is(err, billing.ErrInsufficient) {
 		// The usage went beyond the hold and what is free (or, after a partition, the money
 		// went to another replica): an answer is charged in full or not delivered, so that
@@ -202,11 +203,40 @@ func (b *billed) costString() (cost, currency string) {
 	return b.out.Cost.Decimal.String(), b.snap.Currency
 }
 
-// finish releases the hold and queues the record and its charge for settlement.
+// finish releases the hold and queues the record and its charge for settlement; an answer
+// whose charge settle already made durable is only shown to the observer.
 func (b *billed) finish() {
 	if b.durable {
-		b.s.meter(b.ctx, &b.out)
+		b.observe(&b.out)
 		return
 	}
-	b.s.finish(b.ctx, b.k, b.hold, &b.out)
+	b.finishWith(b.hold, &b.out)
+}
+
+// finishWith is finish for an outcome of the request other than its own (each response of a
+// realtime session): it releases hold (nil: none) and queues o's record and charge.
+func (b *billed) finishWith(hold *billing.Hold, o *Outcome) {
+	o.EndTime = time.Now()
+	b.s.Gen.Ledger.Finish(hold, *b.record(o))
+	b.observe(o)
+}
+
+// record is an outcome's row in the database: who asked, what for, the usage and the cost.
+func (b *billed) record(o *Outcome) *store.RequestRecord {
+	k := b.k
+	end := o.EndTime
+	return &store.RequestRecord{
+		ProfileID: k.ProfileID, RequestID: o.RequestID, KeyID: k.ID, Model: o.Model, EndpointFamily: o.EndpointFamily,
+		Status: o.Status, Currency: o.Currency, InputTokens: o.Usage.Input, CachedInputTokens: o.Usage.CachedInput,
+		CacheWriteTokens: o.Usage.CacheWrite, OutputTokens: o.Usage.Output, ReasoningTokens: o.Usage.Reasoning,
+		AudioInputTokens: o.Usage.AudioInput, AudioOutputTokens: o.Usage.AudioOutput,
+		UsageReliable: o.Usage.Reliable, Cost: o.Cost, StartTime: o.StartTime, EndTime: &end,
+	}
+}
+
+// observe shows an outcome to the observer.
+func (b *billed) observe(o *Outcome) {
+	if b.s.Gen.Observer != nil {
+		b.s.Gen.Observer.Record(context.WithoutCancel(b.ctx), *o)
+	}
 }

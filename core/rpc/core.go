@@ -24,7 +24,9 @@ var contentMethods = []struct {
 
 var contentFamilies = []string{"content.generate", "content.count_tokens", "content.embed"}
 
-// CoreServer serves discovery and authorization from the in-memory snapshot.
+// CoreServer implements CoreService: model discovery and the balance from the in-memory
+// snapshot, token counts, and the priced RPCs (Generate, Embed, Forward, Realtime), which
+// check the key, route to an upstream, price, hold and charge.
 type CoreServer struct {
 	corev1.UnimplementedCoreServiceServer
 	Snapshots *snapshot.Holder

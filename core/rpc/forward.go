@@ -20,9 +20,9 @@ import (
 )
 
 const (
-	// maxJSONAnswer bounds a relayed JSON answer, which is read whole to find its usage.
+	// maxJSONAnswer bounds a forwarded JSON answer, which is read whole to find its usage.
 	maxJSONAnswer = 256 << 20
-	// chunkSize is the piece a binary answer is relayed in.
+	// chunkSize is the piece a binary answer is forwarded in.
 	chunkSize = 32 << 10
 	// multipartUnknownSize is assumed for a form of unknown size when holding (spec 8 limit).
 	multipartUnknownSize = 25 << 20
@@ -32,9 +32,9 @@ const (
 	uploadBytesPerToken = 1000
 )
 
-// Forward implements the relay RPC of the media and ranking routes: checks, price and hold on
-// the head, then the first route that answers, the body streamed through, and the charge of
-// a complete answer: its reported token usage, or the per-request price.
+// Forward implements the RPC of the forwarded routes (media and ranking): checks, price and
+// hold on the head, then the first route that answers, the body streamed through, and the
+// charge of a complete answer: its reported token usage, or the per-request price.
 func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 	ctx := srv.Context()
 	first, err := srv.Recv()

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"iter"
 	"log/slog"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -16,11 +14,9 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/billing"
-	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
-	"modelgateway/core/store"
-	"modelgateway/core/verify"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -28,55 +24,9 @@ import (
 // (messages) when neither the client nor the model's explicit limit gives one.
 const DefaultMaxTokens = billing.DefaultOutputTokens
 
-// Outcome is what one finished generation leaves behind: who asked, what for, the normalised
-// usage and what it cost.
-type Outcome struct {
-	RequestID      string
-	KeyID          string
-	KeyPrefix      string // the key's display prefix, safe to log
-	ProfileID      string
-	Model          string
-	EndpointFamily string
-	Provider       string
-	// Status is "ok", "upstream_error", "cancelled", or the spec code that refused the request.
-	Status    string
-	Usage     metering.Usage
-	Cost      decimal.NullDecimal
-	Currency  string
-	StartTime time.Time
-	// FirstByteTime is when the first answer event went to the client (time to first token
-	// for streams); zero when none did.
-	FirstByteTime time.Time
-	EndTime       time.Time
-	// Attempts are the upstream calls in fallback order; the last one answered when Provider
-	// is set.
-	Attempts []Attempt
-}
-
-// Attempt is one upstream call of a request.
-type Attempt struct {
-	Provider, Kind string // the catalogue's provider id and its kind
-	Start, End     time.Time
-	// Error is empty on success, else a low-cardinality error type: "timeout", the upstream's
-	// HTTP status, or "error".
-	Error string
-}
-
-// Meter observes every outcome once, after billing has queued it.
-type Meter interface {
-	Record(ctx context.Context, o Outcome)
-}
-
-// Meters records every outcome with each of its meters in turn.
-type Meters []Meter
-
-func (ms Meters) Record(ctx context.Context, o Outcome) {
-	for _, m := range ms {
-		m.Record(ctx, o)
-	}
-}
-
-// Generator serves Generate and CountTokens for CoreServer.
+// Generator is what CoreServer's priced RPCs (Generate, CountTokens, Embed, Forward,
+// Realtime) use beyond the snapshot and the store: the provider adapters, the local counters,
+// the ledger, the observer and their limits.
 type Generator struct {
 	// Adapters by provider kind.
 	Adapters map[string]provider.Adapter
@@ -90,9 +40,9 @@ type Generator struct {
 	// TextCounter measures texts whose upstream reports no usage (embeddings, moderations).
 	TextCounter func(texts []string) int64
 	// Ledger holds and charges; every generation goes through it.
-	Ledger *billing.Ledger
-	Meter  Meter
-	Log    *slog.Logger
+	Ledger   *billing.Ledger
+	Observer Observer
+	Log      *slog.Logger
 	// Env reads provider credentials; os.Getenv when nil.
 	Env func(string) string
 }
@@ -207,31 +157,6 @@ func outputLimit(m *snapshot.Model, req *corev1.GenerateRequest) int64 {
 	return billing.DefaultOutputTokens
 }
 
-func (s *CoreServer) record(k *snapshot.Key, o *Outcome) *store.RequestRecord {
-	end := o.EndTime
-	return &store.RequestRecord{
-		ProfileID: k.ProfileID, RequestID: o.RequestID, KeyID: k.ID, Model: o.Model, EndpointFamily: o.EndpointFamily,
-		Status: o.Status, Currency: o.Currency, InputTokens: o.Usage.Input, CachedInputTokens: o.Usage.CachedInput,
-		CacheWriteTokens: o.Usage.CacheWrite, OutputTokens: o.Usage.Output, ReasoningTokens: o.Usage.Reasoning,
-		AudioInputTokens: o.Usage.AudioInput, AudioOutputTokens: o.Usage.AudioOutput,
-		UsageReliable: o.Usage.Reliable, Cost: o.Cost, StartTime: o.StartTime, EndTime: &end,
-	}
-}
-
-// finish releases the hold and queues the record and its charge for settlement.
-func (s *CoreServer) finish(ctx context.Context, k *snapshot.Key, hold *billing.Hold, o *Outcome) {
-	o.EndTime = time.Now()
-	s.Gen.Ledger.Finish(hold, *s.record(k, o))
-	s.meter(ctx, o)
-}
-
-// meter shows an outcome to the meter.
-func (s *CoreServer) meter(ctx context.Context, o *Outcome) {
-	if s.Gen.Meter != nil {
-		s.Gen.Meter.Record(context.WithoutCancel(ctx), *o)
-	}
-}
-
 // open tries the model's routes for the family in order and returns the first stream that
 // produced its Start event and its first upstream event. Another route is tried only on a
 // retryable failure, and only here: nothing has reached the client yet, and an upstream that
@@ -254,18 +179,6 @@ func (s *CoreServer) open(b *billed, req *corev1.GenerateRequest) (provider.Stre
 		return opened{stream, head}, nil
 	})
 	return o.stream, o.head, err
-}
-
-// upstreams yields the model's routes for a family in fallback order, with their providers.
-func upstreams(snap *snapshot.Snapshot, m *snapshot.Model, family string) iter.Seq2[*store.Route, *store.Provider] {
-	return func(yield func(*store.Route, *store.Provider) bool) {
-		for i := range m.Routes {
-			r := &m.Routes[i]
-			if slices.Contains(r.EndpointFamilies, family) && !yield(r, snap.Providers[r.ProviderID]) {
-				return
-			}
-		}
-	}
 }
 
 // firstEvents reads the Start event and the first event after it.
@@ -291,7 +204,7 @@ func firstEvents(stream provider.Stream) ([]*corev1.GenerateEvent, error) {
 }
 
 func (g *Generator) call(m *snapshot.Model, up provider.Upstream, req *corev1.GenerateRequest) *provider.Call {
-	return verify.Call(m, up, req, DefaultMaxTokens)
+	return routing.Call(m, up, req, DefaultMaxTokens)
 }
 
 // upstreamError is the one map from upstream failures to spec errors: timeouts are
@@ -344,12 +257,12 @@ func (s *CoreServer) CountTokens(ctx context.Context, creq *corev1.CountTokensRe
 		return nil, apiErr
 	}
 	var lastErr error
-	for route, p := range upstreams(snap, m, req.GetEndpointFamily()) {
+	for route, p := range routing.Routes(snap, m, req.GetEndpointFamily()) {
 		adapter := s.Gen.Adapters[p.Kind]
 		if adapter == nil {
 			continue
 		}
-		n, err := adapter.CountTokens(ctx, s.Gen.call(m, verify.Upstream(m, p, route, s.Gen.Env), req))
+		n, err := adapter.CountTokens(ctx, s.Gen.call(m, routing.Upstream(m, p, route, s.Gen.Env), req))
 		if err == nil {
 			return &corev1.CountTokensResponse{InputTokens: n}, nil
 		}

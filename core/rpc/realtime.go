@@ -285,13 +285,13 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	}
 	if o.Cost.Valid {
 		o.EndTime = time.Now()
-		charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.s.record(b.k, &o), apierror.InsufficientBalance)
+		charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.record(&o), apierror.InsufficientBalance)
 		switch {
 		case errors.Is(err, billing.ErrInsufficient):
 			// Beyond the reserve and what is free: the response is not delivered, nor
 			// charged (the ledger gives back what a capped commit took).
 			o.Status, o.Cost, o.Usage = apierror.InsufficientBalance, decimal.NullDecimal{}, metering.Unreliable("the balance cannot pay for the response's usage")
-			b.s.finish(b.ctx, b.k, b.hold, &o)
+			b.finishWith(b.hold, &o)
 			b.hold = nil
 			return true, err
 		case err != nil:
@@ -299,13 +299,13 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 				b.s.Gen.Ledger.Refund(b.k.ProfileID, o.RequestID, "unavailable")
 			}
 			o.Status, o.Cost, o.Usage = "unavailable", decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
-			b.s.finish(b.ctx, b.k, nil, &o)
+			b.finishWith(nil, &o)
 			return false, err
 		}
 		o.Cost.Decimal = charged
-		b.s.meter(b.ctx, &o)
+		b.observe(&o)
 	} else {
-		b.s.finish(b.ctx, b.k, b.hold, &o)
+		b.finishWith(b.hold, &o)
 	}
 	b.hold = nil
 	if u.Reliable {

@@ -17,7 +17,7 @@ import (
 // panic; a forwarded session.update never names a model other than the session's. Seeds: the
 // simulator's golden realtime transcript, one event per line.
 func FuzzRealtimeFrames(f *testing.F) {
-	if b, err := os.ReadFile("../provider/simulator/testdata/realtime-text.jsonl"); err == nil {
+	if b, err := os.ReadFile("../simulator/testdata/realtime-text.jsonl"); err == nil {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {

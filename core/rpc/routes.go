@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"modelgateway/core/provider"
+	"modelgateway/core/routing"
 	"modelgateway/core/store"
-	"modelgateway/core/verify"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -18,14 +18,14 @@ import (
 func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provider.Adapter, up provider.Upstream) (T, error)) (T, *store.Route, error) {
 	var zero T
 	var lastErr error
-	for route, p := range upstreams(b.snap, b.m, b.out.EndpointFamily) {
+	for route, p := range routing.Routes(b.snap, b.m, b.out.EndpointFamily) {
 		adapter := b.s.Gen.Adapters[p.Kind]
 		if adapter == nil {
 			lastErr = &provider.Error{Message: "no adapter for provider kind " + p.Kind}
 			continue
 		}
 		start := time.Now()
-		res, err := attempt(adapter, verify.Upstream(b.m, p, route, b.s.Gen.Env))
+		res, err := attempt(adapter, routing.Upstream(b.m, p, route, b.s.Gen.Env))
 		if !errors.Is(err, errNoAdapter) {
 			b.out.Attempts = append(b.out.Attempts, Attempt{Provider: p.ID, Kind: p.Kind, Start: start, End: time.Now(), Error: attemptError(err)})
 		}

@@ -26,11 +26,11 @@ func (s *StatusServer) GetStatus(ctx context.Context, _ *statusv1.GetStatusReque
 	return s.Reader.Status(ctx)
 }
 
-// StatusMeter counts every outcome for the status site.
-type StatusMeter struct{ Recorder *statusdata.Recorder }
+// StatusObserver counts every outcome for the status site.
+type StatusObserver struct{ Recorder *statusdata.Recorder }
 
-// Record implements Meter.
-func (m StatusMeter) Record(_ context.Context, o Outcome) {
+// Record implements Observer.
+func (m StatusObserver) Record(_ context.Context, o Outcome) {
 	m.Recorder.Record(statusdata.Event{
 		EndpointFamily: o.EndpointFamily, Model: o.Model, Status: o.Status,
 		Start: o.StartTime, FirstByte: o.FirstByteTime, End: o.EndTime,

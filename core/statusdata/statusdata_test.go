@@ -15,7 +15,7 @@ import (
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/anthropic"
 	"modelgateway/core/provider/openai"
-	"modelgateway/core/provider/simulator"
+	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/statusdata"
 	"modelgateway/core/store"

@@ -28,7 +28,7 @@ type item struct {
 	stop    bool // ends the background goroutine
 }
 
-// Record implements rpc.Meter: the outcome joins its request's access record and is queued for
+// Record implements rpc.Observer: the outcome joins its request's access record and is queued for
 // metrics and spans. It never blocks: with the queue full the record is counted and dropped.
 func (t *Telemetry) Record(ctx context.Context, o rpc.Outcome) {
 	a, _ := ctx.Value(accessKey{}).(*access)

@@ -56,7 +56,7 @@ type Options struct {
 	QueueSize int
 }
 
-// Telemetry records outcomes and requests; it implements rpc.Meter.
+// Telemetry records outcomes and requests; it implements rpc.Observer.
 type Telemetry struct {
 	// MetricsAddr is the bound /metrics listener; empty when there is none.
 	MetricsAddr string

@@ -1,7 +1,7 @@
 // Package verify finds out which optional parameters (spec 2.6) each model accepts on each
 // text-generation endpoint family, so that the catalogue's capability entries (spec 2.3) are
 // measured instead of declared. Every (model, family) pair is probed through the model's
-// first route for the family with the smallest request that can succeed, once without any
+// first route for the family (core/routing) with the smallest request that can succeed, once without any
 // optional parameter (the baseline) and once per parameter. Probes call the provider adapter
 // directly: they never go through core Generate, so nothing is metered or charged.
 package verify
@@ -11,7 +11,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/provider"
+	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
@@ -118,53 +118,12 @@ func Targets(snap *snapshot.Snapshot, models, families []string) ([]Target, erro
 			if len(families) > 0 && !slices.Contains(families, f) {
 				continue
 			}
-			if route := FirstRoute(m, f); route != nil {
+			if route := routing.First(m, f); route != nil {
 				out = append(out, Target{Model: m, Family: f, Route: route, Provider: snap.Providers[route.ProviderID]})
 			}
 		}
 	}
 	return out, nil
-}
-
-// FirstRoute is the model's first route for the family, the one core Generate tries first;
-// nil when none serves it.
-func FirstRoute(m *snapshot.Model, family string) *store.Route {
-	for i := range m.Routes {
-		if slices.Contains(m.Routes[i].EndpointFamilies, family) {
-			return &m.Routes[i]
-		}
-	}
-	return nil
-}
-
-// Call describes one attempt at a route the way core Generate builds it, so that a probe
-// reaches the upstream exactly as a client request would.
-func Call(m *snapshot.Model, up provider.Upstream, req *corev1.GenerateRequest, defaultMaxTokens int64) *provider.Call {
-	c := &provider.Call{Request: req, Upstream: up, DefaultMaxTokens: defaultMaxTokens}
-	if m.OutputTokenLimit != nil {
-		c.DefaultMaxTokens = int64(*m.OutputTokenLimit)
-	}
-	return c
-}
-
-// Upstream is where a route of the model sends its calls: the provider's address, its
-// credential from the environment (env, os.Getenv when nil) and both model names.
-func Upstream(m *snapshot.Model, p *store.Provider, route *store.Route, env func(string) string) provider.Upstream {
-	u := provider.Upstream{
-		PublicModel: m.ID, UpstreamModel: route.UpstreamModel, BaseURL: p.BaseURL,
-		Timeouts: provider.Timeouts{FirstByte: p.FirstByteTimeout, Idle: p.IdleTimeout},
-	}
-	if p.APIKeyEnv != "" {
-		if env == nil {
-			env = os.Getenv
-		}
-		u.APIKey = env(p.APIKeyEnv)
-		provider.NoteSecret(u.APIKey) // hidden from every upstream string from now on
-	}
-	if u.UpstreamModel == "" {
-		u.UpstreamModel = m.ID
-	}
-	return u
 }
 
 // Verify probes the pairs that Targets selects and returns one Result per pair, in the same
@@ -307,7 +266,7 @@ func (p *Prober) send(ctx context.Context, t *Target, req *corev1.GenerateReques
 	if adapter == nil {
 		return errors.New("no adapter for provider kind " + t.Provider.Kind)
 	}
-	stream, err := adapter.Generate(ctx, Call(t.Model, Upstream(t.Model, t.Provider, t.Route, p.Env), req, ProbeMaxTokens))
+	stream, err := adapter.Generate(ctx, routing.Call(t.Model, routing.Upstream(t.Model, t.Provider, t.Route, p.Env), req, ProbeMaxTokens))
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 	"modelgateway/core/provider/anthropic"
 	"modelgateway/core/provider/gemini"
 	"modelgateway/core/provider/openai"
-	"modelgateway/core/provider/simulator"
+	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/verify"

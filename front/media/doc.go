@@ -1,4 +1,4 @@
-// Package media is the HTTP front of the relayed routes: rerank and moderations (spec 4.3),
+// Package media is the HTTP front of the forwarded routes: rerank and moderations (spec 4.3),
 // images and audio (spec 4.4). It checks the content type and the body limit (spec 8), reads
 // only as much of the body as core needs to decide (the model), and runs core's Forward RPC
 // in process, the handler itself being the server side of the stream.

@@ -58,7 +58,7 @@ func FuzzMultipart(f *testing.F) {
 // FuzzJSONHead: no JSON body of a media route makes the head reader panic. Seeds: the
 // simulator's golden answers (any JSON will do) and the routes' request shapes.
 func FuzzJSONHead(f *testing.F) {
-	for _, p := range []string{"../../core/provider/simulator/testdata/moderations.json", "../../core/provider/simulator/testdata/rerank.json"} {
+	for _, p := range []string{"../../core/simulator/testdata/moderations.json", "../../core/simulator/testdata/rerank.json"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}

@@ -12,11 +12,11 @@ import (
 )
 
 // ForwardFunc runs core's Forward RPC in process with stream as its server side, in the
-// caller's goroutine (as relay.GenerateFunc does for Generate). Interceptors are the
-// caller's to apply.
+// caller's goroutine (as relay.GenerateFunc does for Generate; in the binary it is
+// core/rpc.InProcess.Forward). Interceptors are the caller's to apply.
 type ForwardFunc func(stream corev1.CoreService_ForwardServer) error
 
-// Handler serves one relayed route.
+// Handler serves one forwarded route (core's Forward RPC).
 type Handler struct {
 	// Core serves the key check when the body is rejected before core sees it.
 	Core    corev1.CoreServiceClient

@@ -1,8 +1,14 @@
 package relay
 
 import (
+	"context"
 	"net/http"
 	"strings"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/apistatus"
 )
 
 // ExtractKey reads the API key by the mechanisms of spec 5: Authorization: Bearer, x-api-key
@@ -28,4 +34,37 @@ func ExtractKey(r *http.Request) string {
 		}
 	}
 	return strings.TrimSpace(r.URL.Query().Get("key"))
+}
+
+// Headers that can carry a client's API key. All of them are removed once the key is read, so
+// that a client credential can never travel further than the front.
+var keyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Gen-Api-Key", "X-Goog-Api-Key"}
+
+// DropKeyHeaders removes every header that can carry a key (a public route passes none on).
+func DropKeyHeaders(h http.Header) {
+	for _, name := range keyHeaders {
+		h.Del(name)
+	}
+}
+
+// SetBearer replaces every key-carrying header and the key query parameter with a single
+// Authorization: Bearer header, the form core reads.
+func SetBearer(r *http.Request, key string) {
+	DropKeyHeaders(r.Header)
+	r.Header.Set("Authorization", "Bearer "+key)
+	if q := r.URL.Query(); q.Has("key") {
+		q.Del("key")
+		r.URL.RawQuery = q.Encode()
+	}
+}
+
+// KeyFirst returns the key's error when the key may not call the family at all, else
+// bodyErr; ctx is an OutgoingContext.
+func KeyFirst(ctx context.Context, core corev1.CoreServiceClient, family string, bodyErr *apierror.Error) *apierror.Error {
+	// Not cancelled with the request: a body that failed because the connection did (a
+	// timeout) still gets its proper answer; the check is an in-memory lookup.
+	if _, err := core.Authorize(context.WithoutCancel(ctx), &corev1.AuthorizeRequest{EndpointFamily: family}); err != nil {
+		return apistatus.FromError(err)
+	}
+	return bodyErr
 }

@@ -19,12 +19,18 @@ type Protocol struct {
 
 var _ relay.Protocol = Protocol{}
 
+// Endpoint families of the two routes (contract.md).
+const (
+	Family        = "responses"
+	CompactFamily = "responses.compact"
+)
+
 // Family is the endpoint family of the route (contract.md).
 func (p Protocol) Family() string {
 	if p.Compact {
-		return "responses.compact"
+		return CompactFamily
 	}
-	return "responses"
+	return Family
 }
 
 func (p Protocol) protocol() corev1.Protocol {

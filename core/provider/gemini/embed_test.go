@@ -236,7 +236,7 @@ func TestEmbedTokenInputIsRefused(t *testing.T) {
 // The simulator kind addresses each client in its own protocol below one root.
 func TestNativeEmbedPicksTheClientsProtocol(t *testing.T) {
 	t.Parallel()
-	n := provider.Native{OpenAI: openai.Adapter{}, Gemini: Adapter{}}
+	n := provider.ByClientProtocol{OpenAI: openai.Adapter{}, Gemini: Adapter{}}
 	cases := []struct {
 		name, base, answer string
 		req                *corev1.EmbedRequest

@@ -23,6 +23,15 @@ var fixed = map[string]string{
 	"/v1/realtime":              "realtime",
 }
 
+// Each yields every route whose path alone names the family, with that family.
+func Each(yield func(path, family string) bool) {
+	for p, f := range fixed {
+		if !yield(p, f) {
+			return
+		}
+	}
+}
+
 // Fixed is the family of a route whose path names it; false for every other path.
 func Fixed(path string) (string, bool) {
 	f, ok := fixed[path]

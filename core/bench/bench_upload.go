@@ -1,4 +1,4 @@
-package main
+package bench
 
 // The upload scenario of `make bench`: 25 MiB multipart uploads through both proxies, to show
 // that the gateway's memory does not grow with the uploads in flight.

@@ -1,4 +1,7 @@
-package main
+// Package admincli is `gateway admin` and `gateway apply`: the operator's shell way in to the
+// AdminService, over gRPC like any other client. It reaches core only through gen/ and
+// core/wire: the catalogue document is converted from YAML here and validated by the server.
+package admincli
 
 import (
 	"context"
@@ -23,8 +26,8 @@ import (
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
-	"modelgateway/core/catalog"
 	"modelgateway/core/wire/apistatus"
+	"modelgateway/core/wire/yamljson"
 )
 
 const adminUsage = `usage: gateway admin VERB [--field=value ...] ['{"json":"request"}']
@@ -62,7 +65,8 @@ func kebab(s string) string {
 	return b.String()
 }
 
-func cmdAdmin(ctx context.Context, args []string, out io.Writer) error {
+// Admin implements `gateway admin VERB [--field=value ...] ['{"json":"request"}']`.
+func Admin(ctx context.Context, args []string, out io.Writer) error {
 	methods := adminMethods()
 	if len(args) == 0 || args[0] == "help" {
 		verbs := make([]string, 0, len(methods))
@@ -185,7 +189,9 @@ func callAdmin(ctx context.Context, md protoreflect.MethodDescriptor, req proto.
 	return resp, nil
 }
 
-func cmdApply(ctx context.Context, args []string) error {
+// Apply implements `gateway apply -f FILE`: it sends a catalogue document (YAML or JSON) to
+// AdminService.ApplyCatalog and prints the result.
+func Apply(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
 	file := fs.String("f", "", "catalog document (YAML or JSON)")
 	if err := fs.Parse(args); err != nil {
@@ -198,24 +204,20 @@ func cmdApply(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Validate here first so that mistakes are named before anything is sent; the server
-	// validates again.
-	doc, err := catalog.Parse(data)
+	// The server validates the document and applies nothing if any of it is wrong; YAML
+	// becomes JSON as on the admin HTTP route, fractional amounts as their literal text.
+	js, err := yamljson.Convert(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *file, err)
 	}
-	canonical, err := doc.JSON()
-	if err != nil {
-		return err
-	}
 	st := &structpb.Struct{}
-	if err := protojson.Unmarshal(canonical, st); err != nil {
-		return err
+	if err := protojson.Unmarshal(js, st); err != nil {
+		return fmt.Errorf("%s: the document is not a mapping: %w", *file, err)
 	}
 	md := adminv1.File_gateway_admin_v1_admin_proto.Services().ByName("AdminService").Methods().ByName("ApplyCatalog")
 	resp, err := callAdmin(ctx, md, &adminv1.ApplyCatalogRequest{Document: st})
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", *file, err)
 	}
 	b, _ := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true, Multiline: true}.Marshal(resp)
 	fmt.Println(string(b))
@@ -227,4 +229,11 @@ func cmdApply(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

@@ -21,7 +21,7 @@ import (
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/anthropic"
 	"modelgateway/core/provider/openai"
-	"modelgateway/core/provider/simulator"
+	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/store/storetest"

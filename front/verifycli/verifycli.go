@@ -1,4 +1,7 @@
-package main
+// Package verifycli is `gateway verify`: it asks a running gateway, over the admin HTTP route,
+// to probe models for the optional parameters they accept (spec 2.3, 2.6), and prints what was
+// recorded. The probing itself is core's (core/verify); this is only the operator's way in.
+package verifycli
 
 import (
 	"bytes"
@@ -18,13 +21,14 @@ import (
 // verifyPath is the HTTP route of AdminService.VerifyCapabilities.
 const verifyPath = "/admin/v1/capabilities:verify"
 
-// cmdVerify implements `gateway verify [-models a,b] [-families x,y]`: it asks the gateway
+// Main implements `gateway verify [-models a,b] [-families x,y]`: it asks the gateway
 // to probe optional parameters (spec 2.3, 2.6) and prints the recorded capabilities as JSON.
-func cmdVerify(ctx context.Context, args []string) error {
-	return runVerify(ctx, args, os.Stdout, os.Getenv("GATEWAY_ADMIN_TOKEN"))
+func Main(ctx context.Context, args []string) error {
+	return Run(ctx, args, os.Stdout, os.Getenv("GATEWAY_ADMIN_TOKEN"))
 }
 
-func runVerify(ctx context.Context, args []string, out io.Writer, token string) error {
+// Run is Main with its output and admin token given.
+func Run(ctx context.Context, args []string, out io.Writer, token string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	models := fs.String("models", "", "comma-separated model ids; default: every active model")
 	families := fs.String("families", "", "comma-separated endpoint families; default: every text-generation family a model is routed on")
@@ -94,4 +98,11 @@ func baseURL(addr string) string {
 		addr = "127.0.0.1" + addr
 	}
 	return "http://" + addr
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // `make bench`: the gateway against a bare reverse proxy, both in front of the same upstream
 // simulator, under the same closed-loop load. Wall-clock throughput alone would hide the
@@ -28,10 +28,10 @@ import (
 	"modelgateway/core/store/pgcluster"
 )
 
-// cmdBareProxy is the benchmark's baseline: the standard library's reverse proxy and nothing
+// BareProxy is the benchmark's baseline: the standard library's reverse proxy and nothing
 // else. Its connection pool has the gateway's upstream pool sizes (core/provider.Client), so
 // the comparison measures the gateway's work, not connection churn in the baseline.
-func cmdBareProxy(ctx context.Context, args []string) error {
+func BareProxy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bare-proxy", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8088", "listen address")
 	target := fs.String("target", "", "upstream base URL, e.g. http://127.0.0.1:8089")
@@ -72,7 +72,8 @@ type benchConfig struct {
 	uploadDuration        time.Duration
 }
 
-func cmdBench(ctx context.Context, args []string) error {
+// Main runs `gateway bench` with its command-line arguments.
+func Main(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var c benchConfig
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time per scenario and proxy")

@@ -1,0 +1,72 @@
+package routing
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"modelgateway/core/provider"
+	"modelgateway/core/snapshot"
+	"modelgateway/core/store"
+)
+
+func TestRoutesYieldsTheFamilysRoutesInFallbackOrder(t *testing.T) {
+	t.Parallel()
+	m := &snapshot.Model{Model: store.Model{ID: "m"}, Routes: []store.Route{
+		{EndpointFamilies: []string{"embeddings"}, ProviderID: "emb"},
+		{EndpointFamilies: []string{"chat.completions", "responses"}, ProviderID: "a"},
+		{EndpointFamilies: []string{"chat.completions"}, ProviderID: "b"},
+	}}
+	snap := &snapshot.Snapshot{Providers: map[string]*store.Provider{"emb": {ID: "emb"}, "a": {ID: "a"}, "b": {ID: "b"}}}
+	var got []string
+	for r, p := range Routes(snap, m, "chat.completions") {
+		if r.ProviderID != p.ID {
+			t.Errorf("route of %s came with provider %s", r.ProviderID, p.ID)
+		}
+		got = append(got, p.ID)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
+	}
+	if first := First(m, "chat.completions"); first == nil || first.ProviderID != "a" {
+		t.Errorf("First = %+v, want the route of a", first)
+	}
+	if first := First(m, "messages"); first != nil {
+		t.Errorf("First of an unrouted family = %+v, want nil", first)
+	}
+}
+
+func TestUpstreamTakesTheCredentialFromTheEnvironmentAndDefaultsTheModelName(t *testing.T) {
+	t.Parallel()
+	m := &snapshot.Model{Model: store.Model{ID: "public"}}
+	p := &store.Provider{BaseURL: "http://up", APIKeyEnv: "ROUTING_TEST_KEY"}
+	env := func(name string) string { return map[string]string{"ROUTING_TEST_KEY": "sk-routing-test"}[name] }
+	tests := []struct {
+		name  string
+		route store.Route
+		want  string
+	}{
+		{"a route without an upstream name sends the public one", store.Route{}, "public"},
+		{"a route's upstream name is sent as is", store.Route{UpstreamModel: "dated-2025"}, "dated-2025"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u := Upstream(m, p, &tc.route, env)
+			if u.UpstreamModel != tc.want || u.PublicModel != "public" || u.APIKey != "sk-routing-test" || u.BaseURL != "http://up" {
+				t.Errorf("Upstream = %+v", u)
+			}
+		})
+	}
+}
+
+func TestCallPrefersTheModelsOutputLimit(t *testing.T) {
+	t.Parallel()
+	limit := int32(77)
+	if c := Call(&snapshot.Model{}, provider.Upstream{}, nil, 4096); c.DefaultMaxTokens != 4096 {
+		t.Errorf("without a model limit: %d, want 4096", c.DefaultMaxTokens)
+	}
+	if c := Call(&snapshot.Model{Model: store.Model{OutputTokenLimit: &limit}}, provider.Upstream{}, nil, 4096); c.DefaultMaxTokens != 77 {
+		t.Errorf("with a model limit: %d, want 77", c.DefaultMaxTokens)
+	}
+}

@@ -1,0 +1,17 @@
+// Package rpc holds core's gRPC servers: CoreService (CoreServer: models, balance, token
+// counts and the priced streaming RPCs), CatalogService, AdminService (AdminServer) and the
+// status site's read, with the interceptors every call passes through.
+//
+// One client request, followed through the package:
+//
+//   - inprocess.go: the front's HTTP handler calls InProcess, the named front → core hop;
+//   - generate.go, embed.go, forward.go, realtime.go: the priced RPCs;
+//   - billed.go: the money of one admitted request, admit → hold → charge → settle/finish;
+//     every priced RPC goes through it, so the money rules live in one place;
+//   - routes.go: the upstream attempts in fallback order (core/routing picks the routes);
+//   - errors.go: the one place where errors become gRPC statuses;
+//   - metadata.go: the key and request id a caller sends, and what a socket caller may not.
+//
+// The operator's side: admin.go, admin_keys.go, adminauth.go, bot.go, incidents.go,
+// credentials.go, and admin_verify.go (the admin RPC that runs core/verify's prober).
+package rpc

@@ -1,0 +1,109 @@
+package rpc
+
+// Metadata: what the front and internal callers send beside a request (the key, the request
+// id), and what a caller over the socket may not send.
+
+import (
+	"context"
+	"strings"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"modelgateway/core/wire/apierror"
+)
+
+// Metadata keys the front and internal callers send.
+const (
+	MetadataAuthorization = "authorization"
+	MetadataRequestID     = "x-request-id"
+	// MetadataRequestIDGenerated is "1" when the front made the request id itself: such ids
+	// are unique by construction and need no duplicate check.
+	MetadataRequestIDGenerated = "x-request-id-generated"
+)
+
+func firstMD(ctx context.Context, key string) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// bearer extracts the credential of an `authorization: Bearer x` metadata entry.
+func bearer(ctx context.Context) string {
+	v := firstMD(ctx, MetadataAuthorization)
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}
+
+// RequestID is the caller's x-request-id, or a fresh sortable one for gRPC callers that sent
+// none (the HTTP front always sends one).
+func RequestID(ctx context.Context) string {
+	id, _, _ := requestID(ctx)
+	return id
+}
+
+// requestID also tells whether the id was made by the gateway rather than chosen by the
+// client, and refuses a client id outside the form the HTTP front accepts (1 to 200 visible
+// ASCII characters). Ids the gateway derives (a realtime response's record) contain spaces,
+// so no client, over HTTP or over the gRPC listener, can send one as its own.
+func requestID(ctx context.Context) (string, bool, *apierror.Error) {
+	id := firstMD(ctx, MetadataRequestID)
+	if id == "" {
+		return uuid.Must(uuid.NewV7()).String(), true, nil
+	}
+	if firstMD(ctx, MetadataRequestIDGenerated) == "1" {
+		return id, true, nil
+	}
+	if !apierror.ValidRequestID(id) {
+		return id, false, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters")
+	}
+	return id, false, nil
+}
+
+// internalMetadata is metadata only the in-process front may send.
+var internalMetadata = []string{MetadataRequestIDGenerated}
+
+// untrusted drops internal metadata from what a caller over the socket sent: such callers are
+// clients like any other, and may not, say, skip the request id's reuse check.
+func untrusted(ctx context.Context) context.Context {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return ctx
+	}
+	found := false
+	for _, k := range internalMetadata {
+		if len(md.Get(k)) > 0 {
+			found = true
+		}
+	}
+	if !found {
+		return ctx
+	}
+	md = md.Copy()
+	for _, k := range internalMetadata {
+		md.Delete(k)
+	}
+	return metadata.NewIncomingContext(ctx, md)
+}
+
+// ExternalUnary is the first interceptor of the gRPC listener: see untrusted.
+func ExternalUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return handler(untrusted(ctx), req)
+}
+
+// ExternalStream is ExternalUnary for streaming RPCs.
+func ExternalStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return handler(srv, &externalStream{ServerStream: ss, ctx: untrusted(ss.Context())})
+}
+
+type externalStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *externalStream) Context() context.Context { return s.ctx }

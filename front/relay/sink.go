@@ -1,0 +1,105 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"google.golang.org/grpc/metadata"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+)
+
+// sink is the server side of the in-process Generate stream: every event core sends goes
+// straight into the protocol's encoder.
+type sink struct {
+	ctx     context.Context
+	h       *Handler
+	w       http.ResponseWriter
+	r       *http.Request
+	req     *corev1.GenerateRequest
+	enc     Encoder
+	held    *heldResponse
+	started bool
+	done    bool // the answer has ended (error event written or start refused)
+}
+
+func (s *sink) Context() context.Context     { return s.ctx }
+func (s *sink) SetHeader(metadata.MD) error  { return nil }
+func (s *sink) SendHeader(metadata.MD) error { return nil }
+func (s *sink) SetTrailer(metadata.MD)       {}
+func (s *sink) RecvMsg(any) error            { return errors.New("relay: Generate has no client stream") }
+
+func (s *sink) SendMsg(m any) error {
+	ev, ok := m.(*corev1.GenerateEvent)
+	if !ok {
+		return errors.New("relay: not a GenerateEvent")
+	}
+	return s.Send(ev)
+}
+
+// Send renders one event. An error tells core that the client cannot be reached any more, so
+// that it stops and charges nothing.
+func (s *sink) Send(ev *corev1.GenerateEvent) error {
+	if s.done {
+		return errAnswerEnded
+	}
+	if !s.started {
+		start := ev.GetStart()
+		if start == nil {
+			return errors.New("relay: the first event is not Start")
+		}
+		s.started = true
+		// A non-streaming answer is held until its cost is known, so that it can travel in
+		// the headers (x-request-cost); it is one object in memory anyway.
+		out := s.w
+		if !s.req.GetStream() {
+			s.held = &heldResponse{header: s.w.Header(), status: http.StatusOK}
+			out = s.held
+		}
+		s.enc = s.h.Proto.Encoder(out, s.r, s.req)
+		if err := s.enc.Start(start); err != nil {
+			s.done = true
+			if s.held != nil {
+				s.held.send(s.w) // whatever the encoder answered, e.g. its own refusal
+			}
+			return err
+		}
+		return nil
+	}
+	if se := ev.GetError(); se != nil {
+		s.fail(&apierror.Error{Code: se.GetCode(), Message: se.GetMessage()})
+		return nil
+	}
+	if u := ev.GetUsage(); u != nil && s.held != nil && u.GetCost() != "" {
+		s.w.Header().Set("X-Request-Cost", u.GetCost())
+		s.w.Header().Set("X-Request-Currency", u.GetCurrency())
+	}
+	if err := s.enc.Event(ev); err != nil {
+		// The client went away or the answer cannot be rendered.
+		s.done = true
+		if s.held != nil {
+			WriteError(s.w, s.r, apierror.New(apierror.UpstreamError, "%v", err))
+		}
+		return err
+	}
+	return nil
+}
+
+var errAnswerEnded = errors.New("relay: the answer has already ended")
+
+// fail ends an answer that failed after Start: the protocol's error event on a stream, the
+// envelope otherwise (nothing of a held answer has been written yet).
+func (s *sink) fail(e *apierror.Error) {
+	s.done = true
+	if s.r.Context().Err() != nil {
+		return // nobody to tell
+	}
+	if s.held != nil {
+		WriteError(s.w, s.r, e)
+		return
+	}
+	s.enc.Fail(&corev1.StreamError{Code: e.Code, Message: e.Message})
+}

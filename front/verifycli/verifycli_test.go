@@ -1,0 +1,78 @@
+package verifycli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestVerifyCommandCallsTheAdminRoute(t *testing.T) {
+	t.Parallel()
+	var gotBody map[string][]string
+	var gotAuth, gotPath string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotPath = r.Header.Get("Authorization"), r.URL.Path
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &gotBody)
+		if strings.Contains(string(raw), "nope") {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":{"message":"models: \"nope\" is not an active model","type":"service_error","code":"not_found","request_id":"r"}}`)
+			return
+		}
+		io.WriteString(w, `{"capabilities":[{"model":"a","endpoint_family":"chat.completions","optional_parameters":["stop"],"verified_at":"2026-11-01T00:00:00Z","inconclusive":["logit_bias"]}]}`)
+	}))
+	defer srv.Close()
+
+	var out bytes.Buffer
+	err := Run(context.Background(), []string{"-addr", srv.URL, "-models", "a, b", "-families", "chat.completions"}, &out, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotPath != "/admin/v1/capabilities:verify" || gotAuth != "Bearer tok" {
+		t.Errorf("path %q, auth %q", gotPath, gotAuth)
+	}
+	if diff := cmp.Diff(map[string][]string{"models": {"a", "b"}, "endpoint_families": {"chat.completions"}}, gotBody); diff != "" {
+		t.Errorf("request body (-want +got):\n%s", diff)
+	}
+	var printed map[string]any
+	if err := json.Unmarshal(out.Bytes(), &printed); err != nil || !strings.Contains(out.String(), "\n  ") {
+		t.Errorf("output is not indented JSON (%v):\n%s", err, out.String())
+	}
+
+	// No filter: empty lists, which the server reads as "everything".
+	if err := Run(context.Background(), []string{"-addr", srv.URL}, io.Discard, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"models": {}, "endpoint_families": {}}, gotBody); diff != "" {
+		t.Errorf("unfiltered body (-want +got):\n%s", diff)
+	}
+
+	err = Run(context.Background(), []string{"-addr", srv.URL, "-models", "nope"}, io.Discard, "tok")
+	if err == nil || !strings.HasPrefix(err.Error(), "not_found: ") {
+		t.Errorf("error answer: got %v, want the envelope's code and message", err)
+	}
+	if err := Run(context.Background(), []string{"-addr", srv.URL}, io.Discard, ""); err == nil {
+		t.Error("no admin token: want an error")
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"127.0.0.1:8080":      "http://127.0.0.1:8080",
+		":8080":               "http://127.0.0.1:8080",
+		"https://gw.example/": "https://gw.example",
+		"http://10.0.0.1:80":  "http://10.0.0.1:80",
+	} {
+		if got := baseURL(in); got != want {
+			t.Errorf("baseURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
