@@ -1,0 +1,1 @@
+DROP FUNCTION gateway_extend_lease;
