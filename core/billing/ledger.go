@@ -90,7 +90,7 @@ type Ledger struct {
 	closed     bool  // Close has begun: no more charges
 	dropped    int64 // uncharged records not kept while too many were pending
 	refunds    sync.WaitGroup
-	background sync.WaitGroup // lease growths beside requests
+	background sync.WaitGroup  // lease growths beside requests
 	waits      []time.Duration // the last waitWindow Charge waits, a ring
 	waitAt     int
 }
