@@ -69,8 +69,8 @@ type Ledger struct {
 	AbandonAfter time.Duration
 	// GroupWindow is how long the committer waits, after the first charge of a group, for
 	// more to join it, when the previous group had more than one (under load: fewer, larger
-	// transactions); a lone charge commits at once. Charges arriving during a commit always
-	// form the next group.
+	// transactions), and until the group has groupTarget charges; a lone charge commits at
+	// once. Charges arriving during a commit always form the next group.
 	GroupWindow time.Duration
 	Log         *slog.Logger
 	// OnSettle, when set, observes every settlement transaction (metrics).
@@ -440,7 +440,7 @@ func (l *Ledger) commitLoop() {
 			return
 		}
 		if l.GroupWindow > 0 && last > 1 {
-			time.Sleep(l.GroupWindow)
+			l.gather()
 		}
 		l.mu.Lock()
 		batch := l.charges
@@ -448,6 +448,32 @@ func (l *Ledger) commitLoop() {
 		l.mu.Unlock()
 		last = len(batch)
 		l.commit(batch)
+	}
+}
+
+// groupTarget is the group size at which the committer stops waiting for more charges to
+// join: under load the group fills before GroupWindow ends and commits at once.
+const groupTarget = 16
+
+// gather waits up to GroupWindow for charges to join the group, and no longer once it has
+// groupTarget of them (or the ledger is closing).
+func (l *Ledger) gather() {
+	t := time.NewTimer(l.GroupWindow)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		n := len(l.charges)
+		l.mu.Unlock()
+		if n >= groupTarget {
+			return
+		}
+		select {
+		case <-l.wake:
+		case <-t.C:
+			return
+		case <-l.stopCommit:
+			return
+		}
 	}
 }
 
