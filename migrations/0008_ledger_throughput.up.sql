@@ -30,3 +30,10 @@ BEGIN
     SET amount = excluded.amount, expires_at = excluded.expires_at, version = excluded.version
     RETURNING l.amount, l.version;
 END $$;
+
+-- A charge's ledger entry has no idempotency key (credits and refunds do): a partial unique
+-- index keeps the same guarantee without an index entry for every charge.
+CREATE UNIQUE INDEX ledger_entries_idempotency_idx ON ledger_entries (profile_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_profile_id_idempotency_key_key;
+
