@@ -56,7 +56,10 @@ func (c *canned) serve(conn net.Conn) {
 		if n > maxCannedBody {
 			return
 		}
-		body = append(body[:0], make([]byte, n)...)
+		if cap(body) < n {
+			body = make([]byte, n)
+		}
+		body = body[:n]
 		if _, err := io.ReadFull(br, body); err != nil {
 			return
 		}
