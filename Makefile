@@ -17,8 +17,9 @@ build:
 run: build
 	$(BIN)/gateway dev
 
-# The gateway against a bare reverse proxy over the upstream simulator: CPU per request, req/s,
-# p50/p99, peak RSS and 25 MiB uploads (see core/bench; -uploads 0 skips those).
+# The gateway against a bare reverse proxy at saturation (canned 0 ms upstream, 64 clients):
+# CPU per request, req/s, p50/p99, PostgreSQL CPU, transactions and durable-charge wait per
+# request, peak RSS and 25 MiB uploads (see core/bench; -uploads 0 skips those).
 # Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'.
 .PHONY: bench
 bench: build

@@ -222,7 +222,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	closers = append(closers, func() { _ = tel.Close(context.Background()) })
 
 	limiter := &rpc.KeyLimiter{Snapshots: holder, Replicas: cfg.Replicas}
-	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log), limiter.Unary}
+	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log), rpc.AdminDeadline(rpc.DefaultAdminDeadline), limiter.Unary}
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
 	}
@@ -261,6 +261,8 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			if holder.Current() == nil {
 				return errors.New("snapshot not loaded")
 			}
+			ctx, cancel := context.WithTimeout(ctx, billing.DefaultDBTimeout) // a frozen database: not ready, at once
+			defer cancel()
 			return st.Pool.Ping(ctx)
 		},
 		Log: log, Limits: cfg.Limits, AdminSeparate: cfg.AdminHTTPAddr != "",

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,7 @@ func BareProxy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bare-proxy", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8088", "listen address")
 	target := fs.String("target", "", "upstream base URL, e.g. http://127.0.0.1:8089")
+	paced := fs.String("paced-target", "", "upstream base URL of requests with the header "+pacedHeader+" (default -target)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,10 +44,23 @@ func BareProxy(ctx context.Context, args []string) error {
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return fmt.Errorf("bare-proxy: -target must be an absolute URL, got %q", *target)
 	}
+	pu := u
+	if *paced != "" {
+		if pu, err = url.Parse(*paced); err != nil || pu.Scheme == "" || pu.Host == "" {
+			return fmt.Errorf("bare-proxy: -paced-target must be an absolute URL, got %q", *paced)
+		}
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
 	proxy := &httputil.ReverseProxy{
-		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(u) },
+		Rewrite: func(r *httputil.ProxyRequest) {
+			if r.In.Header.Get(pacedHeader) != "" {
+				r.Out.Header.Del(pacedHeader)
+				r.SetURL(pu)
+				return
+			}
+			r.SetURL(u)
+		},
 		FlushInterval: -1,
 		Transport:     tr,
 	}
@@ -60,6 +75,10 @@ func BareProxy(ctx context.Context, args []string) error {
 	return srv.Close()
 }
 
+// pacedHeader sends a bare-proxy request to the paced simulator rather than the canned
+// upstream: the gateway routes those by model, the bare proxy cannot.
+const pacedHeader = "X-Bench-Paced"
+
 // benchConfig holds the flags of `gateway bench`.
 type benchConfig struct {
 	duration, warmup      time.Duration
@@ -70,6 +89,8 @@ type benchConfig struct {
 	profileDir            string
 	uploads               int
 	uploadDuration        time.Duration
+	canned                bool
+	inputTokens           int
 }
 
 // Main runs `gateway bench` with its command-line arguments.
@@ -78,11 +99,13 @@ func Main(ctx context.Context, args []string) error {
 	var c benchConfig
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time per scenario and proxy")
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured load per scenario and proxy before the rounds")
-	fs.IntVar(&c.concurrency, "concurrency", 32, "closed-loop clients of scenarios 1 and 2")
+	fs.IntVar(&c.concurrency, "concurrency", 64, "closed-loop clients of scenarios 1 and 2")
+	fs.BoolVar(&c.canned, "canned", true, "scenarios 1 and 2 against the canned upstream (answers replayed from memory, 0 ms); false: the paced simulator")
+	fs.IntVar(&c.inputTokens, "input-tokens", 20000, "input tokens the upstream reports for each chat answer: above the hold, as image and tool inputs are (0: counted)")
 	fs.IntVar(&c.streams, "rss-streams", 64, "concurrent streams of the peak-RSS scenario")
 	fs.IntVar(&c.rounds, "rounds", 5, "alternating bare/gateway rounds the measured time is split into")
-	fs.DurationVar(&c.firstByte, "first-byte", 2*time.Millisecond, "simulator delay before the response headers")
-	fs.DurationVar(&c.chunkDelay, "chunk-delay", time.Millisecond, "simulator delay between stream chunks")
+	fs.DurationVar(&c.firstByte, "first-byte", 2*time.Millisecond, "paced simulator delay before the response headers (scenarios 3, 4; 1, 2 with -canned=false)")
+	fs.DurationVar(&c.chunkDelay, "chunk-delay", time.Millisecond, "paced simulator delay between stream chunks")
 	fs.IntVar(&c.words, "words", 20, "simulator words (stream chunks) per answer")
 	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write CPU profiles of both proxies, one per scenario, here (perturbs the numbers)")
 	fs.IntVar(&c.uploads, "uploads", 4, "concurrent clients of the 25 MiB upload scenario (0 skips it)")
@@ -123,8 +146,9 @@ type bench struct {
 	pg       *pgcluster.Cluster
 
 	dbURL                         string
-	sim, bare, gw                 *child
+	sim, canned, bare, gw         *child
 	simURL, bareURL, gwURL, token string
+	chatURL                       string // the upstream of scenarios 1 and 2
 	key                           string
 }
 
@@ -171,28 +195,34 @@ type scenario struct {
 
 func (b *bench) scenarios() []scenario {
 	header := http.Header{"Authorization": {"Bearer " + b.key}, "Content-Type": {"application/json"}}
-	chat := func(name, base, model string, stream bool) target {
-		body := `{"model":"` + model + `","messages":[{"role":"user","content":"hello"}]}`
+	paced := header.Clone()
+	paced.Set(pacedHeader, "1")
+	content := "hello"
+	if b.cfg.inputTokens > 0 {
+		content += " #sim:input=" + strconv.Itoa(b.cfg.inputTokens)
+	}
+	chat := func(name, base, model string, stream bool, h http.Header) target {
+		body := `{"model":"` + model + `","messages":[{"role":"user","content":"` + content + `"}]}`
 		if stream {
-			body = `{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"hello"}]}`
+			body = `{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"` + content + `"}]}`
 		}
-		return target{name: name, url: base + "/v1/chat/completions", body: []byte(body), header: header, stream: stream}
+		return target{name: name, url: base + "/v1/chat/completions", body: []byte(body), header: h, stream: stream}
 	}
 	return []scenario{{
 		title:       "1. chat completions, non-streamed passthrough (gateway model bench-gpt, kind openai)",
 		concurrency: b.cfg.concurrency,
-		bare:        chat("bare", b.bareURL, "sim-gpt", false),
-		gw:          chat("gateway", b.gwURL, "bench-gpt", false),
+		bare:        chat("bare", b.bareURL, "sim-gpt", false, header),
+		gw:          chat("gateway", b.gwURL, "bench-gpt", false, header),
 	}, {
 		title:       "2. chat completions streamed; gateway translates messages SSE -> chat SSE (bench-claude, kind anthropic)",
 		concurrency: b.cfg.concurrency,
-		bare:        chat("bare", b.bareURL, "sim-gpt", true),
-		gw:          chat("gateway", b.gwURL, "bench-claude", true),
+		bare:        chat("bare", b.bareURL, "sim-gpt", true, header),
+		gw:          chat("gateway", b.gwURL, "bench-claude", true, header),
 	}, {
-		title:       fmt.Sprintf("3. peak RSS holding %d concurrent translated streams (bench-claude)", b.cfg.streams),
+		title:       fmt.Sprintf("3. peak RSS holding %d concurrent translated streams, paced simulator (bench-claude-paced)", b.cfg.streams),
 		concurrency: b.cfg.streams,
-		bare:        chat("bare", b.bareURL, "sim-gpt", true),
-		gw:          chat("gateway", b.gwURL, "bench-claude", true),
+		bare:        chat("bare", b.bareURL, "sim-gpt", true, paced),
+		gw:          chat("gateway", b.gwURL, "bench-claude-paced", true, header),
 	}}
 }
 
@@ -410,7 +440,7 @@ func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phas
 // as a whole (to see whether anything else ran on them).
 type cpuSample struct {
 	cpu     time.Duration // the proxy process (user+system)
-	loadCPU time.Duration // this process plus the simulator
+	loadCPU time.Duration // this process plus the simulators
 	pgCPU   time.Duration // the throwaway PostgreSQL (0 with DATABASE_URL)
 	busy    [2]time.Duration
 	io      procIO // the proxy's read and write system calls
@@ -437,6 +467,11 @@ func (b *bench) sample(proc *child) (cpuSample, error) {
 	sim, err := cpuTime(b.sim.cmd.Process.Pid, b.hz)
 	errs[2] = err
 	s.loadCPU = self + sim
+	if b.canned != nil {
+		c, err := cpuTime(b.canned.cmd.Process.Pid, b.hz)
+		errs[2] = errors.Join(errs[2], err)
+		s.loadCPU += c
+	}
 	if b.pg != nil {
 		s.pgCPU, errs[3] = postgresCPU(b.hz)
 	}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -110,8 +112,14 @@ func runLoad(ctx context.Context, client *http.Client, t target, concurrency int
 			var lat []time.Duration
 			var chunks int64
 			kinds := map[string]int{}
+			do := func() outcome { return doRequest(ctx, client, t, inflight) }
+			if t.form == nil {
+				rc := &rawConn{t: t}
+				defer rc.close()
+				do = func() outcome { return rc.do(inflight) }
+			}
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				o := doRequest(ctx, client, t, inflight)
+				o := do()
 				if o.err != "" {
 					if ctx.Err() == nil {
 						kinds[o.err]++
@@ -218,3 +226,83 @@ func countSSE(r io.Reader) (chunks int64, done bool, err error) {
 }
 
 // Processes.
+
+// rawConn is one closed-loop client's keep-alive connection: the request's bytes are built
+// once and written as they are, and the answer is read with http.ReadResponse straight from
+// the socket. http.Client's per-request goroutine hand-offs would cost the load generator
+// more CPU than a bare proxy spends per request, and the point is to saturate the proxy.
+type rawConn struct {
+	t    target
+	req  []byte
+	conn net.Conn
+	br   *bufio.Reader
+}
+
+func (c *rawConn) close() {
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+}
+
+func (c *rawConn) do(inflight func(int64)) outcome {
+	start := time.Now()
+	if c.conn == nil {
+		u, err := url.Parse(c.t.url)
+		if err != nil {
+			return outcome{err: err.Error()}
+		}
+		if c.req == nil {
+			var b bytes.Buffer
+			fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\n", u.RequestURI(), u.Host)
+			_ = c.t.header.Write(&b)
+			fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(c.t.body))
+			b.Write(c.t.body)
+			c.req = b.Bytes()
+		}
+		conn, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			return outcome{err: "transport: " + err.Error()}
+		}
+		c.conn, c.br = conn, bufio.NewReaderSize(conn, 32<<10)
+	}
+	if _, err := c.conn.Write(c.req); err != nil {
+		c.close()
+		return outcome{err: "transport: write"}
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		c.close()
+		return outcome{err: "transport: read response"}
+	}
+	defer resp.Body.Close()
+	if inflight != nil {
+		inflight(1)
+		defer inflight(-1)
+	}
+	if resp.Close {
+		defer c.close()
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		c.close() // the rest of the body is not read
+		return outcome{err: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(body))}
+	}
+	if !c.t.stream {
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			c.close()
+			return outcome{err: "read body: " + err.Error()}
+		}
+		return outcome{latency: time.Since(start)}
+	}
+	chunks, done, err := countSSE(resp.Body)
+	if err != nil {
+		c.close()
+		return outcome{err: "read stream: " + err.Error()}
+	}
+	if !done {
+		c.close()
+		return outcome{err: "stream ended without data: [DONE]"}
+	}
+	return outcome{latency: time.Since(start), chunks: chunks}
+}

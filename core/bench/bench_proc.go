@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only with benchPprofEnv
 	"os"
 	"os/exec"
 	"os/signal"
@@ -378,7 +380,17 @@ const benchProfileEnv = "GATEWAY_BENCH_CPUPROFILE_DIR"
 // predecessor's series (1 when unset).
 const benchProfileFirstEnv = "GATEWAY_BENCH_CPUPROFILE_FIRST"
 
+// benchPprofEnv, when set to an address in the environment of `gateway serve`, serves
+// net/http/pprof there with block and mutex profiling on: the bench's diagnosis of stalls
+// (go tool pprof http://ADDR/debug/pprof/block, .../mutex, .../trace?seconds=5).
+const benchPprofEnv = "GATEWAY_BENCH_PPROF_ADDR"
+
 func init() {
+	if addr := os.Getenv(benchPprofEnv); addr != "" && len(os.Args) > 1 && os.Args[1] == "serve" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+		runtime.SetMutexProfileFraction(10)
+		go func() { fmt.Fprintln(os.Stderr, "bench pprof:", http.ListenAndServe(addr, nil)) }()
+	}
 	dir := os.Getenv(benchProfileEnv)
 	if dir == "" {
 		return

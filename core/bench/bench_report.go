@@ -103,8 +103,9 @@ func (b *bench) printPassthrough(w io.Writer, res [2]phaseResult) {
 	b.printCommon(w, "  CPU µs/req", res, func(r phaseResult) string { return fmt.Sprintf("  %10.1f", r.cpuPerReq()) })
 	cpu := res[1].cpuPerReq() / res[0].cpuPerReq()
 	thr := res[1].rps() / res[0].rps()
-	fmt.Fprintf(w, "  gateway/bare: CPU per request %.2fx (target <= 1.2x: %s); throughput %.2fx (target >= 0.9x: %s)\n",
-		cpu, verdict(cpu <= 1.2), thr, verdict(thr >= 0.9))
+	gap := res[1].percentile(99) - res[0].percentile(99)
+	fmt.Fprintf(w, "  gateway/bare: CPU per request %.2fx (target <= 1.2x: %s); throughput %.2fx (target >= 0.9x: %s); p99 %+.2fms (target <= +2ms: %s)\n",
+		cpu, verdict(cpu <= 1.2), thr, verdict(thr >= 0.9), float64(gap.Microseconds())/1000, verdict(gap <= 2*time.Millisecond))
 }
 
 func (b *bench) printStreams(w io.Writer, res [2]phaseResult) {

@@ -30,12 +30,24 @@ func (b *bench) setUp(ctx context.Context) error {
 		return err
 	}
 	b.sim = sim
+	b.chatURL = b.simURL
+	if b.cfg.canned {
+		b.chatURL = "http://" + freeAddr()
+		if b.canned, err = b.start("canned-upstream", "1", nil, "simulator", "-canned", "-addr", strings.TrimPrefix(b.chatURL, "http://"),
+			"-words", strconv.Itoa(b.cfg.words)); err != nil {
+			return err
+		}
+		if err := waitListening(ctx, b.canned, b.canned.addr); err != nil {
+			return err
+		}
+	}
 	b.bareURL = "http://" + freeAddr()
 	var bareEnv []string // nil: inherit
 	if b.cfg.profileDir != "" {
 		bareEnv = append(os.Environ(), benchProfileEnv+"="+b.cfg.profileDir)
 	}
-	if b.bare, err = b.start("bare-proxy", "0", bareEnv, "bare-proxy", "-addr", strings.TrimPrefix(b.bareURL, "http://"), "-target", b.simURL); err != nil {
+	if b.bare, err = b.start("bare-proxy", "0", bareEnv, "bare-proxy", "-addr", strings.TrimPrefix(b.bareURL, "http://"),
+		"-target", b.chatURL, "-paced-target", b.simURL); err != nil {
 		return err
 	}
 	for _, c := range []*child{b.sim, b.bare} {
@@ -52,7 +64,7 @@ func (b *bench) setUp(ctx context.Context) error {
 		dbURL = b.pg.URL("postgres")
 	}
 	catalogPath := filepath.Join(b.dir, "catalog.yaml")
-	if err := os.WriteFile(catalogPath, []byte(benchCatalog(b.simURL)), 0o644); err != nil {
+	if err := os.WriteFile(catalogPath, []byte(benchCatalog(b.chatURL, b.simURL)), 0o644); err != nil {
 		return fmt.Errorf("bench catalog: %w", err)
 	}
 	b.token = "bench-admin-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -85,10 +97,11 @@ func (b *bench) setUp(ctx context.Context) error {
 	return b.probe(ctx, targets)
 }
 
-// benchCatalog routes bench-gpt to the simulator as an OpenAI upstream (chat passthrough),
-// bench-claude as an Anthropic one (chat translated to messages and back), and bench-whisper
-// to its transcriptions (multipart uploads, priced per request as whisper is sold).
-func benchCatalog(sim string) string {
+// benchCatalog routes bench-gpt to the chat upstream as an OpenAI upstream (chat
+// passthrough), bench-claude as an Anthropic one (chat translated to messages and back),
+// bench-claude-paced to the paced simulator likewise, and bench-whisper to the paced
+// simulator's transcriptions (multipart uploads, priced per request as whisper is sold).
+func benchCatalog(chat, sim string) string {
 	return fmt.Sprintf(`currency: RUB
 families:
   - id: bench
@@ -100,6 +113,14 @@ providers:
   - id: bench-anthropic
     kind: anthropic
     base_url: "%[1]s"
+    api_key_env: BENCH_UPSTREAM_KEY
+  - id: bench-openai-paced
+    kind: openai
+    base_url: "%[2]s/v1"
+    api_key_env: BENCH_UPSTREAM_KEY
+  - id: bench-anthropic-paced
+    kind: anthropic
+    base_url: "%[2]s"
     api_key_env: BENCH_UPSTREAM_KEY
 models:
   - id: bench-gpt
@@ -131,6 +152,21 @@ models:
         billing_mode: per_token
         input: "1.00"
         output: "2.00"
+  - id: bench-claude-paced
+    display_name: Bench Claude (paced)
+    family: bench
+    owned_by: bench
+    priority: 25
+    output_token_limit: 4096
+    routes:
+      - endpoint_families: [chat.completions]
+        provider: bench-anthropic-paced
+        upstream_model: sim-claude
+    prices:
+      - endpoint_families: [chat.completions]
+        billing_mode: per_token
+        input: "1.00"
+        output: "2.00"
   - id: bench-whisper
     display_name: Bench Whisper
     family: bench
@@ -138,13 +174,13 @@ models:
     priority: 30
     routes:
       - endpoint_families: [audio.transcriptions]
-        provider: bench-openai
+        provider: bench-openai-paced
         upstream_model: whisper-1
     prices:
       - endpoint_families: [audio.transcriptions]
         billing_mode: per_request
         request: "0.25"
-`, sim)
+`, chat, sim)
 }
 
 // waitReady polls /readyz; a gateway that exits (bad database, port taken) fails at once.

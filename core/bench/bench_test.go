@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -337,5 +342,55 @@ func TestResetPeakForgetsReleasedMemory(t *testing.T) {
 	}
 	if after >= peak-size/1024/2 {
 		t.Errorf("VmHWM %d kB after the reset, want well below the %d kB peak of a released %d MiB", after, peak, size>>20)
+	}
+}
+
+func TestRawConnReadsBodiesAndStreamsOverOneConnection(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Authorization") != "Bearer k" || string(body) != "ping" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		if r.URL.Query().Get("stream") != "" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {}\n\n")
+			w.(http.Flusher).Flush() // chunked: the reader must undo it
+			fmt.Fprint(w, "data: {}\n\ndata: [DONE]\n\n")
+			return
+		}
+		fmt.Fprint(w, "pong")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	h := http.Header{"Authorization": {"Bearer k"}}
+	plain := &rawConn{t: target{url: srv.URL + "/x", body: []byte("ping"), header: h}}
+	defer plain.close()
+	for range 3 {
+		if o := plain.do(nil); o.err != "" {
+			t.Fatalf("plain request: %s", o.err)
+		}
+	}
+	stream := &rawConn{t: target{url: srv.URL + "/x?stream=1", body: []byte("ping"), header: h, stream: true}}
+	defer stream.close()
+	for range 2 {
+		if o := stream.do(nil); o.err != "" || o.chunks != 2 {
+			t.Fatalf("stream: %+v", o)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want one per client", n)
+	}
+	bad := &rawConn{t: target{url: srv.URL + "/x", body: []byte("other"), header: h}}
+	defer bad.close()
+	if o := bad.do(nil); !strings.HasPrefix(o.err, "HTTP 400") {
+		t.Fatalf("refused request: %+v", o)
 	}
 }

@@ -24,7 +24,7 @@ func (b *bench) uploadScenario() (scenario, error) {
 		if err != nil {
 			return target{}, err
 		}
-		header := http.Header{"Authorization": {"Bearer " + b.key}, "Content-Type": {f.contentType}}
+		header := http.Header{"Authorization": {"Bearer " + b.key}, "Content-Type": {f.contentType}, pacedHeader: {"1"}}
 		return target{name: name, url: base + "/v1/audio/transcriptions", form: f, header: header}, nil
 	}
 	bare, err := upload("bare", b.bareURL, "whisper-1")

@@ -69,8 +69,8 @@ type Ledger struct {
 	AbandonAfter time.Duration
 	// GroupWindow is how long the committer waits, after the first charge of a group, for
 	// more to join it, when the previous group had more than one (under load: fewer, larger
-	// transactions); a lone charge commits at once. Charges arriving during a commit always
-	// form the next group.
+	// transactions), and until the group has groupTarget charges; a lone charge commits at
+	// once. Charges arriving during a commit always form the next group.
 	GroupWindow time.Duration
 	Log         *slog.Logger
 	// OnSettle, when set, observes every settlement transaction (metrics).
@@ -90,6 +90,7 @@ type Ledger struct {
 	closed     bool  // Close has begun: no more charges
 	dropped    int64 // uncharged records not kept while too many were pending
 	refunds    sync.WaitGroup
+	background sync.WaitGroup  // lease growths beside requests
 	waits      []time.Duration // the last waitWindow Charge waits, a ring
 	waitAt     int
 }
@@ -114,7 +115,38 @@ type account struct {
 	spent    decimal.Decimal // charged, not yet settled (background records with a cost)
 	lastUse  time.Time
 	growing  *growth // a lease growth under way
+	// Use of the lease in the current and the previous rateWindow (holds taken, and the part
+	// of charges beyond their holds): a growth asks for room ahead in proportion, so that a
+	// busy profile grows its lease a few times a second, not every few requests.
+	used, prevUsed decimal.Decimal
+	usedSince      time.Time
 }
+
+// rateWindow and aheadWindows size the room a lease growth asks for beyond what is needed:
+// about aheadWindows*rateWindow of the profile's recent use on this replica (and at least
+// leaseFactor holds). lowWindows: when less than that much use is left free, the lease grows
+// in the background, beside the requests, so that they rarely wait for a growth.
+const (
+	rateWindow   = 100 * time.Millisecond
+	aheadWindows = 5
+	lowWindows   = 2
+)
+
+// use counts amount taken from the lease at now; the caller holds Ledger.mu.
+func (a *account) use(now time.Time, amount decimal.Decimal) {
+	if d := now.Sub(a.usedSince); d >= rateWindow {
+		if d >= 2*rateWindow {
+			a.prevUsed = decimal.Zero
+		} else {
+			a.prevUsed = a.used
+		}
+		a.used, a.usedSince = decimal.Zero, now
+	}
+	a.used = a.used.Add(amount)
+}
+
+// recentUse is the larger of the current and the previous window's use.
+func (a *account) recentUse() decimal.Decimal { return decimal.Max(a.used, a.prevUsed) }
 
 type growth struct {
 	done chan struct{}
@@ -230,8 +262,13 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, ahead deci
 	for {
 		l.mu.Lock()
 		a := l.account(profile)
-		if a.free(time.Now()).GreaterThanOrEqual(amount) {
+		now := time.Now()
+		if free := a.free(now); free.GreaterThanOrEqual(amount) {
 			a.held = a.held.Add(amount)
+			a.use(now, amount)
+			if a.growing == nil && !l.closed && free.Sub(amount).LessThan(a.recentUse().Mul(decimal.NewFromInt(lowWindows))) {
+				l.growBeside(profile, a, now)
+			}
 			l.mu.Unlock()
 			return &Hold{Profile: profile, Amount: amount}, nil
 		}
@@ -250,8 +287,9 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, ahead deci
 		g := &growth{done: make(chan struct{})}
 		a.growing = g
 		a.held = a.held.Add(amount)
+		a.use(now, amount)
 		need := a.held.Add(a.spent)
-		want := need.Add(ahead)
+		want := need.Add(decimal.Max(ahead, a.recentUse().Mul(decimal.NewFromInt(aheadWindows))))
 		l.mu.Unlock()
 
 		started := time.Now()
@@ -278,6 +316,38 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, ahead deci
 		l.mu.Unlock()
 		return &Hold{Profile: profile, Amount: amount}, nil
 	}
+}
+
+// growBeside grows a's lease in the background before it runs dry, from what the replica
+// holds and has charged unsettled plus room ahead for its recent use; requests that do not
+// fit meanwhile wait for it as for any growth, the others go on. A failure changes nothing:
+// the next request that does not fit grows (and is refused, or learns the outage) itself.
+// The caller holds l.mu.
+func (l *Ledger) growBeside(profile uuid.UUID, a *account, now time.Time) {
+	g := &growth{done: make(chan struct{})}
+	a.growing = g
+	need := a.held.Add(a.spent)
+	// Never shrink a lease that still covers more than need (settlements shrink it as they
+	// charge; what is left is in use or about to be).
+	want := decimal.Max(need, a.lease).Add(a.recentUse().Mul(decimal.NewFromInt(aheadWindows)))
+	l.background.Add(1)
+	go func() {
+		defer l.background.Done()
+		dctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
+		st, err := l.Store.ExtendLease(dctx, profile, l.Replica, need, want, l.LeaseTTL)
+		cancel()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		a.growing = nil
+		close(g.done) // g.err stays nil: waiters try again, and grow themselves if need be
+		if err != nil {
+			if !errors.Is(err, store.ErrInsufficientBalance) {
+				l.Log.Warn("lease growth beside requests failed", "profile", profile, "err", err)
+			}
+			return
+		}
+		l.adopt(a, st, now.Add(l.LeaseTTL-l.margin()))
+	}()
 }
 
 // release gives a hold back; the caller holds l.mu.
@@ -370,7 +440,7 @@ func (l *Ledger) commitLoop() {
 			return
 		}
 		if l.GroupWindow > 0 && last > 1 {
-			time.Sleep(l.GroupWindow)
+			l.gather()
 		}
 		l.mu.Lock()
 		batch := l.charges
@@ -378,6 +448,32 @@ func (l *Ledger) commitLoop() {
 		l.mu.Unlock()
 		last = len(batch)
 		l.commit(batch)
+	}
+}
+
+// groupTarget is the group size at which the committer stops waiting for more charges to
+// join: under load the group fills before GroupWindow ends and commits at once.
+const groupTarget = 16
+
+// gather waits up to GroupWindow for charges to join the group, and no longer once it has
+// groupTarget of them (or the ledger is closing).
+func (l *Ledger) gather() {
+	t := time.NewTimer(l.GroupWindow)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		n := len(l.charges)
+		l.mu.Unlock()
+		if n >= groupTarget {
+			return
+		}
+		select {
+		case <-l.wake:
+		case <-t.C:
+			return
+		case <-l.stopCommit:
+			return
+		}
 	}
 }
 

@@ -247,6 +247,7 @@ func (l *Ledger) Close(ctx context.Context) error {
 	l.mu.Unlock()
 	l.startOnce.Do(func() { close(l.commitDone) })
 	<-l.commitDone
+	l.background.Wait() // no growth starts once closed; one under way ends within DBTimeout
 	l.mu.Lock()
 	leased := false
 	for _, a := range l.accounts {

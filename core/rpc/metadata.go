@@ -23,9 +23,10 @@ const (
 	MetadataRequestIDGenerated = "x-request-id-generated"
 )
 
+// firstMD reads one key without copying the whole metadata (FromIncomingContext copies
+// every key and value on each call; this runs several times per request).
 func firstMD(ctx context.Context, key string) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get(key); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
 		return v[0]
 	}
 	return ""

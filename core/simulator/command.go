@@ -45,8 +45,17 @@ func Main(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.FirstByteDelay, "first-byte", 0, "delay before the response headers")
 	fs.DurationVar(&o.ChunkDelay, "chunk-delay", 0, "delay between streamed chunks")
 	fs.IntVar(&o.Words, "words", 12, "words (stream chunks) per answer")
+	canned := fs.Bool("canned", false, "replay each distinct request's first answer from memory over a minimal HTTP/1.1 server, unpaced (the benchmark's upstream at saturation)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *canned {
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return fmt.Errorf("listen simulator: %w", err)
+		}
+		fmt.Println("canned simulator serving on", "http://"+ln.Addr().String())
+		return ServeCanned(ctx, ln, New(o))
 	}
 	url, err := Serve(ctx, *addr, o)
 	if err != nil {

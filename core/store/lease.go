@@ -51,32 +51,19 @@ func Unavailable(err error) bool {
 // need is free. The profile row lock serialises lease changes and settlements of all
 // replicas.
 func (s *Store) ExtendLease(ctx context.Context, profile, replica uuid.UUID, need, want decimal.Decimal, ttl time.Duration) (LeaseState, error) {
-	var st LeaseState
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var balance, others decimal.Decimal
-		if err := tx.QueryRow(ctx, `SELECT balance FROM profiles WHERE id = $1 FOR UPDATE`, profile).Scan(&balance); err != nil {
-			return interpretError(err)
-		}
-		if err := tx.QueryRow(ctx, `
-			SELECT coalesce(sum(amount), 0) FROM balance_leases
-			WHERE profile_id = $1 AND replica_id <> $2 AND expires_at > now()`, profile, replica).Scan(&others); err != nil {
-			return fmt.Errorf("read leases: %w", err)
-		}
-		free := balance.Sub(others)
-		if free.LessThan(need) {
-			return ErrInsufficientBalance
-		}
-		st.Amount, st.Present = decimal.Min(decimal.Max(want, need), free), true
-		return tx.QueryRow(ctx, `
-			INSERT INTO balance_leases (profile_id, replica_id, amount, expires_at, version)
-			VALUES ($1, $2, $3, now() + $4::interval, nextval('balance_lease_version'))
-			ON CONFLICT (profile_id, replica_id) DO UPDATE
-			SET amount = excluded.amount, expires_at = excluded.expires_at, version = excluded.version
-			RETURNING version`,
-			profile, replica, st.Amount.String(), ttl.String()).Scan(&st.Version)
-	})
-	if err != nil {
-		return LeaseState{}, err
+	// One statement, one round trip: see gateway_extend_lease in migration 0008. Amounts go
+	// as text, which the database parses exactly.
+	st := LeaseState{Present: true}
+	err := s.Pool.QueryRow(ctx, `SELECT lease_amount, lease_version FROM gateway_extend_lease($1, $2, $3, $4, $5::interval)`,
+		profile, replica, need.String(), want.String(), ttl.String()).Scan(&st.Amount, &st.Version)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return LeaseState{}, ErrInsufficientBalance
+	case errors.As(err, &pgErr) && pgErr.Code == "P0002": // no_data_found: no such profile
+		return LeaseState{}, ErrNotFound
+	case err != nil:
+		return LeaseState{}, fmt.Errorf("extend lease: %w", err)
 	}
 	return st, nil
 }

@@ -54,10 +54,8 @@ func (s ctxStream) Context() context.Context { return s.ctx }
 func (t *Telemetry) finishCall(ctx context.Context, a *access, err error) {
 	a.end = time.Now()
 	a.span = trace.SpanContextFromContext(ctx)
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get(rpc.MetadataRequestID); len(v) > 0 {
-			a.requestID = v[0]
-		}
+	if v := metadata.ValueFromIncomingContext(ctx, rpc.MetadataRequestID); len(v) > 0 {
+		a.requestID = v[0]
 	}
 	a.status = http.StatusOK
 	if err != nil {

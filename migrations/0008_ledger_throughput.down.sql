@@ -1,0 +1,3 @@
+DROP FUNCTION gateway_extend_lease;
+ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_profile_id_idempotency_key_key UNIQUE (profile_id, idempotency_key);
+DROP INDEX ledger_entries_idempotency_idx;
