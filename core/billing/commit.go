@@ -1,0 +1,197 @@
+package billing
+
+// Group commit: the charges of answers finishing together share one transaction, written
+// before any of those answers' ends reach their clients.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"modelgateway/core/store"
+)
+
+// Charge makes a finished request's record and charge durable, and then releases its hold.
+// Charges arriving together share one transaction (group commit). It returns what was
+// taken from the balance, the record's cost: an answer is charged in full or not delivered.
+//
+// A cost above the hold (usage beyond the estimate) is first covered by growing the hold,
+// which takes only money no other request holds: the replica's lease less its other holds
+// and unsettled charges, or a lease growth checked against the free balance. When that fails
+// the error is ErrInsufficient, nothing was written and the hold is kept. When the
+// database nonetheless takes less than the cost (ErrCapped: the lease had expired there, as
+// after a partition, and another replica spent the money), the part taken is given back in
+// the background with Refund (status refundStatus) and the hold is released.
+//
+// On any error the caller must not deliver the answer's end, and finishes the request with
+// Finish (uncharged). The wait for the commit is bounded by DBTimeout (plus GroupWindow),
+// whatever ctx does.
+func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord, refundStatus string) (decimal.Decimal, error) {
+	l.startOnce.Do(func() { go l.commitLoop() })
+	start := time.Now()
+	caller := h
+	if rec.Cost.Valid {
+		var err error
+		if h, err = l.cover(ctx, h, rec.ProfileID, rec.Cost.Decimal); err != nil {
+			return decimal.Zero, err
+		}
+	}
+	// A hold made here for a caller that had none is not the caller's to release.
+	own := func() {
+		if caller == nil && h != nil {
+			l.mu.Lock()
+			l.release(h)
+			l.mu.Unlock()
+		}
+	}
+	c := &charge{rec: rec, hold: h, done: make(chan struct{})}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		own()
+		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
+	}
+	l.charges = append(l.charges, c)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	<-c.done
+	wait := time.Since(start)
+	l.mu.Lock()
+	if len(l.waits) < waitWindow {
+		l.waits = append(l.waits, wait)
+	} else {
+		l.waits[l.waitAt] = wait
+		l.waitAt = (l.waitAt + 1) % waitWindow
+	}
+	l.mu.Unlock()
+	if c.err != nil {
+		own()
+	}
+	if c.err == nil && c.capped {
+		l.Refund(rec.ProfileID, rec.RequestID, refundStatus)
+		return decimal.Zero, ErrCapped
+	}
+	return c.charged, c.err
+}
+
+func (l *Ledger) commitLoop() {
+	defer close(l.commitDone)
+	last := 0
+	for {
+		select {
+		case <-l.wake:
+		case <-l.stopCommit:
+			l.mu.Lock()
+			left := l.charges
+			l.charges = nil
+			l.mu.Unlock()
+			l.commit(left)
+			return
+		}
+		if l.GroupWindow > 0 && last > 1 {
+			l.gather()
+		}
+		l.mu.Lock()
+		batch := l.charges
+		l.charges = nil
+		l.mu.Unlock()
+		last = len(batch)
+		l.commit(batch)
+	}
+}
+
+// groupTarget is the group size at which the committer stops waiting for more charges to
+// join: under load the group fills before GroupWindow ends and commits at once.
+const groupTarget = 16
+
+// gather waits up to GroupWindow for charges to join the group, and no longer once it has
+// groupTarget of them (or the ledger is closing).
+func (l *Ledger) gather() {
+	t := time.NewTimer(l.GroupWindow)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		n := len(l.charges)
+		l.mu.Unlock()
+		if n >= groupTarget {
+			return
+		}
+		select {
+		case <-l.wake:
+		case <-t.C:
+			return
+		case <-l.stopCommit:
+			return
+		}
+	}
+}
+
+// commit settles a group of charges; when the database refuses the group for its data (not
+// its connection), each charge is tried alone so that one bad record fails only its request.
+func (l *Ledger) commit(batch []*charge) {
+	if len(batch) == 0 {
+		return
+	}
+	sts := make([]store.Settlement, len(batch))
+	for i, c := range batch {
+		sts[i] = store.Settlement{Record: c.rec}
+	}
+	started := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
+	res, err := l.Store.Settle(ctx, l.Replica, sts)
+	cancel()
+	l.settled(len(batch), started, err)
+	l.mu.Lock()
+	l.stats.Commits++
+	if err == nil {
+		l.stats.Charges += int64(len(batch))
+		for i, c := range batch {
+			l.release(c.hold)
+			c.charged, c.capped = res.Charged[i].Decimal, res.Capped[i]
+			if c.capped {
+				l.Log.Warn("charge capped at the free balance; the answer is withheld and the charge given back", "profile", c.rec.ProfileID,
+					"request_id", c.rec.RequestID, "cost", c.rec.Cost.Decimal, "charged", c.charged)
+			}
+		}
+		l.adoptAll(res.Leases, started)
+	}
+	l.mu.Unlock()
+	if err == nil {
+		for _, c := range batch {
+			close(c.done)
+		}
+		return
+	}
+	if !store.Unavailable(err) && len(batch) > 1 {
+		for _, c := range batch {
+			l.commit([]*charge{c})
+		}
+		return
+	}
+	if len(batch) == 1 && !store.Unavailable(err) {
+		l.Log.Error("charge refused by the database; the answer is withheld", "profile", batch[0].rec.ProfileID,
+			"request_id", batch[0].rec.RequestID, "err", err)
+	} else {
+		l.Log.Warn("charges not committed", "charges", len(batch), "err", err)
+	}
+	err = unavailable(err)
+	for _, c := range batch {
+		c.err = err
+		close(c.done)
+	}
+}
+
+// adoptAll takes the lease states a settlement returned; the caller holds l.mu.
+func (l *Ledger) adoptAll(leases map[uuid.UUID]store.LeaseState, _ time.Time) {
+	for p, st := range leases {
+		if a := l.accounts[p]; a != nil {
+			l.adopt(a, st, time.Time{})
+		}
+	}
+}
