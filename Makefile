@@ -71,6 +71,8 @@ $(GREMLINS):
 # listed with their reason in testdata/mutation-equivalents.md). One package at a time, one
 # worker, at the lowest priority: it is CPU-heavy. In core/rpc only the admission and pricing
 # files (MUTATE_RPC_FILES) count: every other file of the package is excluded by name.
+# GOFLAGS=-count=1: gremlins bounds each mutant's test run by the coverage run's time, which
+# go test's cache would make a fraction of a second (every slow mutant then "timed out").
 MUTATE_PKGS := core/billing core/metering core/snapshot core/keys
 MUTATE_RPC_FILES := billed.go catalog.go core.go errors.go generate.go keylimits.go prebody.go
 MUTATE_RPC_SKIP := $(foreach f,$(filter-out %_test.go $(MUTATE_RPC_FILES),$(notdir $(wildcard core/rpc/*.go))),-E '(^|/)$(subst .,\.,$(f))$$')
@@ -78,9 +80,9 @@ MUTATE_FLAGS ?= --workers 1 --test-cpu 1 --timeout-coefficient 20 --config $(CUR
 .PHONY: mutate
 mutate: $(GREMLINS)
 	@fail=""; \
-	for p in $(MUTATE_PKGS); do echo "== $$p"; nice -n 19 $(GREMLINS) unleash $(MUTATE_FLAGS) ./$$p || fail="$$fail $$p"; done; \
+	for p in $(MUTATE_PKGS); do echo "== $$p"; GOFLAGS=-count=1 nice -n 19 $(GREMLINS) unleash $(MUTATE_FLAGS) ./$$p || fail="$$fail $$p"; done; \
 	echo "== core/rpc (admission and pricing)"; \
-	nice -n 19 $(GREMLINS) unleash $(MUTATE_FLAGS) $(MUTATE_RPC_SKIP) ./core/rpc || fail="$$fail core/rpc"; \
+	GOFLAGS=-count=1 nice -n 19 $(GREMLINS) unleash $(MUTATE_FLAGS) $(MUTATE_RPC_SKIP) ./core/rpc || fail="$$fail core/rpc"; \
 	[ -z "$$fail" ] || { echo "below the mutation thresholds:$$fail"; exit 1; }
 
 $(BUF):
