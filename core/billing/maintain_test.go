@@ -100,18 +100,17 @@ func TestRunRenewsLeases(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := newFixture(t, "10")
-	l := NewLedger(f.st, nil)
-	l.LeaseTTL = 200 * time.Millisecond
+	l := NewLedger(f.st, nil) // the real 5 s: a renewal every second, each good for 3.75 s
 	t.Cleanup(func() { cancel(); _ = l.Close(context.Background()) })
 	if _, err := l.Hold(ctx, f.p, dec("1")); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := f.leaseExpiry(t, l)
 	go l.Run(ctx)
-	// Several renewal periods: the expiry moves past six of them (and the sweep has run).
-	bound := time.Now().Add(30 * time.Second)
+	// The expiry moves on by a whole TTL: renewed for five periods (and the sweep has run).
+	bound := time.Now().Add(60 * time.Second)
 	for {
-		if exp, ok := f.leaseExpiry(t, l); ok && exp.Sub(first) > 6*l.LeaseTTL/5 {
+		if exp, ok := f.leaseExpiry(t, l); ok && exp.Sub(first) >= l.LeaseTTL {
 			break
 		}
 		if time.Now().After(bound) {
