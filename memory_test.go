@@ -74,6 +74,9 @@ func TestStalledUploadsStayWithinMemory(t *testing.T) {
 	e := &env{t: t, base: "http://" + addr}
 	e.admin("POST", "/admin/v1/catalog:apply", testCatalog)
 	p := e.admin("POST", "/admin/v1/profiles", `{"display_name":"M","external_ref":"mem"}`)
+	// Credit: an empty balance is refused before the body too (issue 16), and these keys must
+	// get as far as the body.
+	e.admin("POST", "/admin/v1/profiles/"+p["id"].(string)+":credit", `{"amount":"1000","reason":"topup","idempotency_key":"mem"}`)
 	var keys []string
 	for range 4 {
 		k := e.admin("POST", "/admin/v1/profiles/"+p["id"].(string)+"/keys", `{"name":"k","allowed_endpoints":["*"],"allowed_models":["*"]}`)

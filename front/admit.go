@@ -84,7 +84,8 @@ func routeFamily(path string) (family, model string) {
 }
 
 // admit decides everything that does not need the body before reading any of it: the key,
-// the family and (where the path names it) the model, the content type and encoding, and the
+// the family and (where the path names it) the model, whether the key's profile can pay the
+// smallest hold of the route (insufficient_balance), the content type and encoding, and the
 // request's share of the replica's body budget. It returns the request to serve, with its
 // body paced and charged, and a release to run when the request ends; nil when it answered.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (*http.Request, func()) {
@@ -96,7 +97,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 		return nil, nil
 	}
 	family, model := routeFamily(r.URL.Path)
-	resp, err := s.cfg.Core.Authorize(relay.OutgoingContext(r), &corev1.AuthorizeRequest{EndpointFamily: family, Model: model})
+	resp, err := s.cfg.Core.Authorize(relay.OutgoingContext(r), &corev1.AuthorizeRequest{EndpointFamily: family, Model: model, CheckBalance: true})
 	if err != nil {
 		return refuse(apistatus.FromError(err))
 	}

@@ -187,8 +187,14 @@ func (s *CoreServer) Authorize(ctx context.Context, req *corev1.AuthorizeRequest
 	if err != nil {
 		return nil, err
 	}
-	if _, apiErr := snap.Authorize(k, req.GetEndpointFamily(), req.GetModel()); apiErr != nil {
+	m, apiErr := snap.Authorize(k, req.GetEndpointFamily(), req.GetModel())
+	if apiErr != nil {
 		return nil, apiErr
+	}
+	if req.GetCheckBalance() {
+		if err := s.checkBalance(ctx, snap, k, req.GetEndpointFamily(), m); err != nil {
+			return nil, err
+		}
 	}
 	return &corev1.AuthorizeResponse{KeyId: k.ID.String(), ProfileId: k.ProfileID.String(), RequestId: RequestID(ctx)}, nil
 }

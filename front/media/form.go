@@ -241,15 +241,17 @@ func (f *form) noteFile(p *multipart.Part) {
 	}
 }
 
-// bodySize is the client's body size for core's hold estimate: Content-Length when sent,
-// else what has been read when that is the whole form or at least its staged files, else
-// unknown.
+// bodySize is the size core holds for and caps the upload at: the bytes of the parts that go
+// upstream (plain field values and file contents) when the head has seen the whole form, else
+// the client's Content-Length, else unknown (-1: core assumes the route's limit). It never
+// counts what the reader happened to buffer: bytes read ahead of the head's last part are no
+// measure of a file that is still to come, and a size taken from them would cap that file.
 func (f *form) bodySize() int64 {
 	switch {
+	case f.ended:
+		return f.fieldBytes + f.spool.size
 	case f.contentLength >= 0:
 		return f.contentLength
-	case f.ended || len(f.staged) > 0:
-		return f.body.n
 	default:
 		return -1
 	}

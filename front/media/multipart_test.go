@@ -21,7 +21,7 @@ func TestMultipartForms(t *testing.T) {
 		{"transcription_file_before_model_is_staged", "audio.transcriptions", false, []part{
 			file("file", "speech.mp3", "audio/mpeg", 70000, 1), field("model", "whisper-1"),
 			field("prompt", "names: Ada"), field("response_format", "json")}},
-		{"translation_sent_chunked_reports_what_was_read", "audio.translations", true, []part{
+		{"translation_sent_chunked_holds_for_its_parts_bytes", "audio.translations", true, []part{
 			file("file", "speech.wav", "audio/wav", 40000, 2), field("model", "whisper-1")}},
 		{"edits_several_images_and_a_mask_before_model_keep_their_order", "images.edits", false, []part{
 			file("image[]", "a.png", "image/png", 40000, 3), file("image[]", "b.png", "image/png", 1000, 4),

@@ -726,7 +726,11 @@ type AuthorizeRequest struct {
 	// Endpoint family identifier of contract.md, e.g. "chat.completions".
 	EndpointFamily string `protobuf:"bytes,1,opt,name=endpoint_family,json=endpointFamily,proto3" json:"endpoint_family,omitempty"`
 	// Public model id; empty for routes without a model.
-	Model         string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Also refuse with insufficient_balance when the key's profile cannot pay the smallest hold
+	// a request of the family (on the model, else on any model the key may use there) takes:
+	// what the front can decide about money before it reads a body.
+	CheckBalance  bool `protobuf:"varint,3,opt,name=check_balance,json=checkBalance,proto3" json:"check_balance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -773,6 +777,13 @@ func (x *AuthorizeRequest) GetModel() string {
 		return x.Model
 	}
 	return ""
+}
+
+func (x *AuthorizeRequest) GetCheckBalance() bool {
+	if x != nil {
+		return x.CheckBalance
+	}
+	return false
 }
 
 type AuthorizeResponse struct {
@@ -892,10 +903,11 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x1csupported_generation_methods\x18\x04 \x03(\tR\x1asupportedGenerationMethods\x121\n" +
 	"\x12output_token_limit\x18\x05 \x01(\x05H\x00R\x10outputTokenLimit\x88\x01\x01B\x15\n" +
 	"\x13_output_token_limit\"\x19\n" +
-	"\x17ListCompatModelsRequest\"Q\n" +
+	"\x17ListCompatModelsRequest\"v\n" +
 	"\x10AuthorizeRequest\x12'\n" +
 	"\x0fendpoint_family\x18\x01 \x01(\tR\x0eendpointFamily\x12\x14\n" +
-	"\x05model\x18\x02 \x01(\tR\x05model\"h\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
+	"\rcheck_balance\x18\x03 \x01(\bR\fcheckBalance\"h\n" +
 	"\x11AuthorizeResponse\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1d\n" +
 	"\n" +
