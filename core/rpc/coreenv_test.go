@@ -24,7 +24,7 @@ import (
 	"modelgateway/core/catalog"
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/openai"
-	"modelgateway/core/provider/simulator"
+	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/store/storetest"
