@@ -65,10 +65,10 @@ func startTelemetry(ctx context.Context, cfg *Config, log *slog.Logger, st *stor
 		return nil, err
 	}
 	observers := rpc.Observers{tel}
-	if core.Gen.Observer != nil {
-		observers = append(observers, core.Gen.Observer)
+	if core.Deps.Observer != nil {
+		observers = append(observers, core.Deps.Observer)
 	}
-	core.Gen.Observer = observers
+	core.Deps.Observer = observers
 	ledger.OnSettle = tel.SettlementObserver()
 	return tel, nil
 }

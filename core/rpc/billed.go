@@ -56,8 +56,8 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 		Usage: metering.Unreliable("no upstream answered"),
 	}}
 	if !generated {
-		dctx, cancel := context.WithTimeout(ctx, s.Gen.Ledger.DBTimeout)
-		ok, err := s.Store.ReserveRequestID(dctx, b.record(&b.out), s.Gen.Ledger.Replica)
+		dctx, cancel := context.WithTimeout(ctx, s.Deps.Ledger.DBTimeout)
+		ok, err := s.Store.ReserveRequestID(dctx, b.record(&b.out), s.Deps.Ledger.Replica)
 		cancel()
 		if err != nil {
 			// Recorded as unavailable once the database is back: the id counts as used.
@@ -111,7 +111,7 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 	}
 	b.price = price
 	amount := worst(price)
-	b.hold, err = b.s.Gen.Ledger.Hold(b.ctx, b.k.ProfileID, amount)
+	b.hold, err = b.s.Deps.Ledger.Hold(b.ctx, b.k.ProfileID, amount)
 	switch {
 	case err == nil:
 		return nil
@@ -142,7 +142,7 @@ func (b *billed) settle() error {
 		return nil
 	}
 	b.out.EndTime = time.Now()
-	charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.record(&b.out), apierror.InsufficientBalance)
+	charged, err := b.s.Deps.Ledger.Charge(b.ctx, b.hold, *b.record(&b.out), apierror.InsufficientBalance)
 	if errors.Is(err, billing.ErrInsufficient) {
 		// The usage went beyond the hold and what is free (or, after a partition, the money
 		// went to another replica): an answer is charged in full or not delivered, so that
@@ -156,7 +156,7 @@ func (b *billed) settle() error {
 	if err != nil {
 		if errors.Is(err, billing.ErrUnavailable) {
 			// The commit may have happened with only its answer lost: give it back if so.
-			b.s.Gen.Ledger.Refund(b.k.ProfileID, b.out.RequestID, apierror.Unavailable)
+			b.s.Deps.Ledger.Refund(b.k.ProfileID, b.out.RequestID, apierror.Unavailable)
 		}
 		b.uncharged(apierror.Unavailable, "the charge could not be recorded: "+err.Error())
 		return apierror.New(apierror.Unavailable, "the gateway cannot record the charge of this answer now; the answer was not completed and is not charged")
@@ -185,7 +185,7 @@ func (b *billed) uncharged(status, why string) {
 		// between: the answer was cut after all, and its charge is given back.
 		if !b.refunded {
 			b.refunded = true
-			b.s.Gen.Ledger.Refund(b.k.ProfileID, b.out.RequestID, status)
+			b.s.Deps.Ledger.Refund(b.k.ProfileID, b.out.RequestID, status)
 		}
 		b.out.Status, b.out.Cost = status, decimal.NullDecimal{}
 		b.out.Usage = metering.Unreliable(why)
@@ -217,7 +217,7 @@ func (b *billed) finish() {
 // realtime session): it releases hold (nil: none) and queues o's record and charge.
 func (b *billed) finishWith(hold *billing.Hold, o *Outcome) {
 	o.EndTime = time.Now()
-	b.s.Gen.Ledger.Finish(hold, *b.record(o))
+	b.s.Deps.Ledger.Finish(hold, *b.record(o))
 	b.observe(o)
 }
 
@@ -236,7 +236,7 @@ func (b *billed) record(o *Outcome) *store.RequestRecord {
 
 // observe shows an outcome to the observer.
 func (b *billed) observe(o *Outcome) {
-	if b.s.Gen.Observer != nil {
-		b.s.Gen.Observer.Record(context.WithoutCancel(b.ctx), *o)
+	if b.s.Deps.Observer != nil {
+		b.s.Deps.Observer.Record(context.WithoutCancel(b.ctx), *o)
 	}
 }

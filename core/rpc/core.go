@@ -31,7 +31,7 @@ type CoreServer struct {
 	corev1.UnimplementedCoreServiceServer
 	Snapshots *snapshot.Holder
 	Store     *store.Store
-	Gen       *Generator
+	Deps      *Deps
 
 	sessions sessionCount
 }
@@ -83,7 +83,7 @@ func (s *CoreServer) GetBalance(ctx context.Context, _ *corev1.GetBalanceRequest
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.Gen.Ledger.DBTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.Deps.Ledger.DBTimeout)
 	defer cancel()
 	p, err := s.Store.GetProfile(ctx, k.ProfileID)
 	if err != nil {

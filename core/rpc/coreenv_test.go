@@ -99,7 +99,7 @@ func newCoreEnv(t *testing.T, limiterReplicas int) *coreEnv {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ledger := billing.NewLedger(st, log)
 	t.Cleanup(func() { ledger.Close(context.Background()) })
-	srv := &CoreServer{Snapshots: holder, Store: st, Gen: &Generator{
+	srv := &CoreServer{Snapshots: holder, Store: st, Deps: &Deps{
 		Adapters: map[string]provider.Adapter{"openai": openai.Adapter{}}, Ledger: ledger, Log: log,
 		Env:     func(string) string { return "up-secret" },
 		Counter: func(*corev1.GenerateRequest) int64 { return 7 },

@@ -48,8 +48,8 @@ func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*core
 		return nil, err
 	}
 	u := res.Usage
-	if !u.Reliable && s.Gen.TextCounter != nil && !req.GetTokenInput() {
-		u = metering.Usage{Input: s.Gen.TextCounter(req.GetTexts()), Reliable: true}
+	if !u.Reliable && s.Deps.TextCounter != nil && !req.GetTokenInput() {
+		u = metering.Usage{Input: s.Deps.TextCounter(req.GetTexts()), Reliable: true}
 	}
 	b.charge(u)
 	if err := b.settle(); err != nil {

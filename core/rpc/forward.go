@@ -121,8 +121,8 @@ func (s *CoreServer) relayJSON(b *billed, srv corev1.CoreService_ForwardServer, 
 		return upstreamError(err)
 	}
 	u := metering.FromMediaAnswer(b.out.EndpointFamily, body)
-	if !u.Reliable && b.out.EndpointFamily == "moderations" && s.Gen.TextCounter != nil {
-		u = metering.Usage{Input: s.Gen.TextCounter(moderationTexts(head.GetBody())), Reliable: true}
+	if !u.Reliable && b.out.EndpointFamily == "moderations" && s.Deps.TextCounter != nil {
+		u = metering.Usage{Input: s.Deps.TextCounter(moderationTexts(head.GetBody())), Reliable: true}
 	}
 	body = provider.PublicAnswerModel(body, "", b.m.ID)
 	return sendAnswer(b, srv, body, u)

@@ -24,10 +24,10 @@ import (
 // (messages) when neither the client nor the model's explicit limit gives one.
 const DefaultMaxTokens = billing.DefaultOutputTokens
 
-// Generator is what CoreServer's priced RPCs (Generate, CountTokens, Embed, Forward,
+// Deps is what CoreServer's priced RPCs (Generate, CountTokens, Embed, Forward,
 // Realtime) use beyond the snapshot and the store: the provider adapters, the local counters,
 // the ledger, the observer and their limits.
-type Generator struct {
+type Deps struct {
 	// Adapters by provider kind.
 	Adapters map[string]provider.Adapter
 	// Counter counts tokens locally when the upstream cannot.
@@ -75,7 +75,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		return err
 	}
 	defer stream.Close()
-	s.Gen.startInput(req, head) // startinput.go
+	s.Deps.startInput(req, head) // startinput.go
 
 	// unavailable ends an answer whose charge could not be made durable: its end is not
 	// delivered, so it stays a cut answer and is not charged.
@@ -167,7 +167,7 @@ func (s *CoreServer) open(b *billed, req *corev1.GenerateRequest) (provider.Stre
 		head   []*corev1.GenerateEvent
 	}
 	o, _, err := firstAnswer(b, always, func(a provider.Adapter, up provider.Upstream) (opened, error) {
-		stream, err := a.Generate(b.ctx, s.Gen.call(b.m, up, req))
+		stream, err := a.Generate(b.ctx, s.Deps.call(b.m, up, req))
 		if err != nil {
 			return opened{}, err
 		}
@@ -203,7 +203,7 @@ func firstEvents(stream provider.Stream) ([]*corev1.GenerateEvent, error) {
 	return []*corev1.GenerateEvent{start, next}, nil
 }
 
-func (g *Generator) call(m *snapshot.Model, up provider.Upstream, req *corev1.GenerateRequest) *provider.Call {
+func (g *Deps) call(m *snapshot.Model, up provider.Upstream, req *corev1.GenerateRequest) *provider.Call {
 	return routing.Call(m, up, req, DefaultMaxTokens)
 }
 
@@ -258,11 +258,11 @@ func (s *CoreServer) CountTokens(ctx context.Context, creq *corev1.CountTokensRe
 	}
 	var lastErr error
 	for route, p := range routing.Routes(snap, m, req.GetEndpointFamily()) {
-		adapter := s.Gen.Adapters[p.Kind]
+		adapter := s.Deps.Adapters[p.Kind]
 		if adapter == nil {
 			continue
 		}
-		n, err := adapter.CountTokens(ctx, s.Gen.call(m, routing.Upstream(m, p, route, s.Gen.Env), req))
+		n, err := adapter.CountTokens(ctx, s.Deps.call(m, routing.Upstream(m, p, route, s.Deps.Env), req))
 		if err == nil {
 			return &corev1.CountTokensResponse{InputTokens: n}, nil
 		}
@@ -275,11 +275,11 @@ func (s *CoreServer) CountTokens(ctx context.Context, creq *corev1.CountTokensRe
 			return nil, upstreamError(err)
 		}
 	}
-	if lastErr != nil && s.Gen.Counter == nil {
+	if lastErr != nil && s.Deps.Counter == nil {
 		return nil, upstreamError(lastErr)
 	}
-	if s.Gen.Counter == nil {
+	if s.Deps.Counter == nil {
 		return nil, apierror.New(apierror.Internal, "no token counter")
 	}
-	return &corev1.CountTokensResponse{InputTokens: s.Gen.Counter(req)}, nil
+	return &corev1.CountTokensResponse{InputTokens: s.Deps.Counter(req)}, nil
 }

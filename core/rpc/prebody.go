@@ -66,7 +66,7 @@ func (s *CoreServer) checkBalance(ctx context.Context, snap *snapshot.Snapshot, 
 	if !least.IsPositive() {
 		return nil
 	}
-	if err := s.Gen.Ledger.Covers(ctx, k.ProfileID, least); errors.Is(err, billing.ErrInsufficient) {
+	if err := s.Deps.Ledger.Covers(ctx, k.ProfileID, least); errors.Is(err, billing.ErrInsufficient) {
 		return apierror.New(apierror.InsufficientBalance, "the balance cannot cover a request on this route (at least %s %s)", least, snap.Currency)
 	}
 	return nil

@@ -118,7 +118,7 @@ func TestCheckBalanceBeforeTheBody(t *testing.T) {
 	}
 	defer st.Close()
 	ledger := billing.NewLedger(st, nil)
-	s := &CoreServer{Store: st, Gen: &Generator{Ledger: ledger}}
+	s := &CoreServer{Store: st, Deps: &Deps{Ledger: ledger}}
 	p := price([]string{"chat.completions", "messages.count_tokens"}, "per_token", map[string]string{"input": "1000000", "output": "1"})
 	snap, k := holdSnapshot(t, map[string]*store.Price{"a": &p})
 	prof, err := st.CreateProfile(ctx, "P", "")

@@ -64,7 +64,7 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 	}
 	b.out.Usage = metering.Unreliable("a realtime session is charged per response")
 	defer b.finish()
-	limit := s.Gen.RealtimeSessionsPerKey
+	limit := s.Deps.RealtimeSessionsPerKey
 	if limit <= 0 {
 		limit = DefaultRealtimeSessionsPerKey
 	}
@@ -285,7 +285,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	}
 	if o.Cost.Valid {
 		o.EndTime = time.Now()
-		charged, err := b.s.Gen.Ledger.Charge(b.ctx, b.hold, *b.record(&o), apierror.InsufficientBalance)
+		charged, err := b.s.Deps.Ledger.Charge(b.ctx, b.hold, *b.record(&o), apierror.InsufficientBalance)
 		switch {
 		case errors.Is(err, billing.ErrInsufficient):
 			// Beyond the reserve and what is free: the response is not delivered, nor
@@ -296,7 +296,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 			return true, err
 		case err != nil:
 			if errors.Is(err, billing.ErrUnavailable) {
-				b.s.Gen.Ledger.Refund(b.k.ProfileID, o.RequestID, "unavailable")
+				b.s.Deps.Ledger.Refund(b.k.ProfileID, o.RequestID, "unavailable")
 			}
 			o.Status, o.Cost, o.Usage = "unavailable", decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
 			b.finishWith(nil, &o)
@@ -311,7 +311,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	if u.Reliable {
 		x.reserve = b.price.WorstCase(u.Input+u.Output+realtimeReserveInput, realtimeReserveOutput)
 	}
-	b.hold, err = b.s.Gen.Ledger.Hold(b.ctx, b.k.ProfileID, x.reserve)
+	b.hold, err = b.s.Deps.Ledger.Hold(b.ctx, b.k.ProfileID, x.reserve)
 	if err != nil {
 		b.hold = nil
 		return true, nil

@@ -13,10 +13,10 @@ const closePolicy = websocket.ClosePolicyViolation // 1008
 // watch ends the session when its key stops being good for it — revoked, or its policy no
 // longer allowing realtime or the model — on this replica's next snapshot, which every
 // replica takes within a second of the change (the same bound as for HTTP requests); and,
-// when the Generator sets one, at the maximum session length. It returns when done closes.
+// when Deps sets one, at the maximum session length. It returns when done closes.
 func (x *session) watch(ctx context.Context, secret string, done <-chan struct{}) {
 	var limit <-chan time.Time
-	if d := x.b.s.Gen.RealtimeMaxSession; d > 0 {
+	if d := x.b.s.Deps.RealtimeMaxSession; d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		limit = t.C

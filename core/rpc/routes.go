@@ -19,13 +19,13 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 	var zero T
 	var lastErr error
 	for route, p := range routing.Routes(b.snap, b.m, b.out.EndpointFamily) {
-		adapter := b.s.Gen.Adapters[p.Kind]
+		adapter := b.s.Deps.Adapters[p.Kind]
 		if adapter == nil {
 			lastErr = &provider.Error{Message: "no adapter for provider kind " + p.Kind}
 			continue
 		}
 		start := time.Now()
-		res, err := attempt(adapter, routing.Upstream(b.m, p, route, b.s.Gen.Env))
+		res, err := attempt(adapter, routing.Upstream(b.m, p, route, b.s.Deps.Env))
 		if !errors.Is(err, errNoAdapter) {
 			b.out.Attempts = append(b.out.Attempts, Attempt{Provider: p.ID, Kind: p.Kind, Start: start, End: time.Now(), Error: attemptError(err)})
 		}
@@ -44,8 +44,8 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 		if errors.As(err, &pe) && !pe.Retryable || !again() {
 			break
 		}
-		if b.s.Gen.Log != nil {
-			b.s.Gen.Log.WarnContext(b.ctx, "upstream failed, trying the next route", "model", b.m.ID, "provider", p.ID, "err", err)
+		if b.s.Deps.Log != nil {
+			b.s.Deps.Log.WarnContext(b.ctx, "upstream failed, trying the next route", "model", b.m.ID, "provider", p.ID, "err", err)
 		}
 	}
 	if lastErr == nil || errors.Is(lastErr, errNoAdapter) {

@@ -8,7 +8,7 @@ import corev1 "modelgateway/gen/gateway/core/v1"
 // (content generation reports it in every chunk) has set it already; otherwise the local count
 // stands in. The exact counts follow in message_delta. Other protocols report usage only at
 // the end, so they are not counted twice.
-func (g *Generator) startInput(req *corev1.GenerateRequest, head []*corev1.GenerateEvent) {
+func (g *Deps) startInput(req *corev1.GenerateRequest, head []*corev1.GenerateEvent) {
 	if len(head) == 0 || !req.GetStream() || req.GetProtocol() != corev1.Protocol_PROTOCOL_MESSAGES || g.Counter == nil {
 		return
 	}
