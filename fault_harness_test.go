@@ -129,11 +129,20 @@ func newFaultEnv(t *testing.T, o faultOptions) *faultEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.opts = pgcluster.Options{Dir: dir, Port: freePort(t)}
-		f.cluster, err = pgcluster.Start(context.Background(), f.opts)
-		if err != nil {
-			os.RemoveAll(dir)
-			t.Fatal(err)
+		// The port must stay the same across a restart, so it is chosen here; another process
+		// may take it between freePort and the server's bind (tests start in parallel), so a
+		// start that fails is tried again on a fresh port, with the server's words kept.
+		for attempt := 1; ; attempt++ {
+			var log syncBuffer
+			f.opts = pgcluster.Options{Dir: dir, Port: freePort(t), Log: &log}
+			if f.cluster, err = pgcluster.Start(context.Background(), f.opts); err == nil {
+				break
+			}
+			if attempt == 3 {
+				os.RemoveAll(dir)
+				t.Fatalf("%v\n%s", err, log.String())
+			}
+			t.Logf("postgres start %d on port %d: %v\n%s", attempt, f.opts.Port, err, log.String())
 		}
 		f.db = strings.Replace(f.cluster.URL("postgres"), "/postgres?", "/gateway?", 1)
 		if err := pgExec(f.cluster.URL("postgres"), "CREATE DATABASE gateway"); err != nil {

@@ -79,16 +79,33 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if err := c.startPersistent(ctx, bin, cred); err != nil {
 			return nil, err
 		}
-	} else if err := c.startChild(ctx, bin, cred, opts.Log); err != nil {
-		c.cleanup()
-		return nil, err
+		if err := c.waitReady(ctx); err != nil {
+			c.Stop()
+			return nil, err
+		}
+		return c, nil
 	}
-	if err := c.waitReady(ctx); err != nil {
-		c.Stop()
-		return nil, err
+	// A free port can be taken by another process before the server binds it: a server that
+	// exits during start-up on a port of our choosing is started again on another.
+	for attempt := 1; ; attempt++ {
+		if err := c.startChild(ctx, bin, cred, opts.Log); err != nil {
+			c.cleanup()
+			return nil, err
+		}
+		err := c.waitReady(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if opts.Port != 0 || attempt == 3 || !errors.Is(err, errExited) {
+			c.Stop()
+			return nil, err
+		}
+		c.port = 0
 	}
-	return c, nil
 }
+
+// errExited is a server that stopped before it accepted a connection.
+var errExited = errors.New("postgres exited during start-up")
 
 // URL is a connection string for a database on the cluster.
 func (c *Cluster) URL(database string) string {
@@ -191,7 +208,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		if c.exited != nil {
 			select {
 			case <-c.exited:
-				return errors.New("postgres exited during start-up")
+				return errExited
 			default:
 			}
 		}
