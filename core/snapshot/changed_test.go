@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"modelgateway/core/store"
-	"modelgateway/core/store/storetest"
 )
 
 // Changed is one channel per snapshot: every caller before a reload gets the same one, the
@@ -14,15 +11,7 @@ import (
 func TestChangedIsClosedByTheNextReload(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.DatabaseURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	h, err := NewHolder(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := openHolder(t)
 	first, again := h.Changed(), h.Changed()
 	if first != again {
 		t.Fatal("two callers before a reload got different channels: one would miss the change")

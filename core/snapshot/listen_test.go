@@ -112,16 +112,7 @@ func TestChangesArriveByNotification(t *testing.T) {
 // ...): four failures take at least 700 ms, never a busy loop.
 func TestListenerBacksOff(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.DatabaseURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	h, err := NewHolder(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, h := openHolder(t)
 	rec := &logRec{}
 	h.Interval, h.Log = time.Hour, slog.New(rec)
 	start := time.Now()

@@ -13,20 +13,28 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// A reload that read the database before a change must never land after the reload that
-// follows the change: admin calls rely on "reloaded before answering".
-func TestReloadNeverPutsAnOlderSnapshotBack(t *testing.T) {
-	t.Parallel()
+// openHolder is a store on the test database and a holder loaded from it.
+func openHolder(t *testing.T) (*store.Store, *Holder) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, storetest.DatabaseURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(st.Close)
 	h, err := NewHolder(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, h
+}
+
+// A reload that read the database before a change must never land after the reload that
+// follows the change: admin calls rely on "reloaded before answering".
+func TestReloadNeverPutsAnOlderSnapshotBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, h := openHolder(t)
 	p, err := st.CreateProfile(ctx, "p", "")
 	if err != nil {
 		t.Fatal(err)
