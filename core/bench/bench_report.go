@@ -33,7 +33,7 @@ func (b *bench) chargeStats() string {
 		if json.Unmarshal([]byte(lines[i]), &js) == nil { // JSON logs: durations in nanoseconds
 			for k, v := range js {
 				f[k] = fmt.Sprint(v)
-				if n, ok := v.(float64); ok && strings.HasPrefix(k, "wait_") {
+				if n, ok := v.(float64); ok && (strings.HasPrefix(k, "wait_") || strings.HasPrefix(k, "tx_")) {
 					f[k] = time.Duration(n).String()
 				}
 			}
@@ -44,7 +44,8 @@ func (b *bench) chargeStats() string {
 				}
 			}
 		}
-		return fmt.Sprintf("p50 %s, p99 %s (%s charges in %s commits)", f["wait_p50"], f["wait_p99"], f["charges"], f["commits"])
+		return fmt.Sprintf("p50 %s, p99 %s (%s charges in %s commits; their transactions p50 %s, p99 %s)",
+			f["wait_p50"], f["wait_p99"], f["charges"], f["commits"], f["tx_p50"], f["tx_p99"])
 	}
 	return "not measured (no statistics in the gateway log)"
 }

@@ -63,12 +63,7 @@ func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	<-c.done
 	wait := time.Since(start)
 	l.mu.Lock()
-	if len(l.waits) < waitWindow {
-		l.waits = append(l.waits, wait)
-	} else {
-		l.waits[l.waitAt] = wait
-		l.waitAt = (l.waitAt + 1) % waitWindow
-	}
+	l.waits.add(wait)
 	l.mu.Unlock()
 	if c.err != nil {
 		own()
@@ -87,23 +82,25 @@ func (l *Ledger) commitLoop() {
 		select {
 		case <-l.wake:
 		case <-l.stopCommit:
-			l.mu.Lock()
-			left := l.charges
-			l.charges = nil
-			l.mu.Unlock()
-			l.commit(left)
+			l.commit(l.takeCharges())
 			return
 		}
 		if l.GroupWindow > 0 && last > 1 {
 			l.gather()
 		}
-		l.mu.Lock()
-		batch := l.charges
-		l.charges = nil
-		l.mu.Unlock()
+		batch := l.takeCharges()
 		last = len(batch)
 		l.commit(batch)
 	}
+}
+
+// takeCharges takes the charges waiting for the committer.
+func (l *Ledger) takeCharges() []*charge {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	batch := l.charges
+	l.charges = nil
+	return batch
 }
 
 // groupTarget is the group size at which the committer stops waiting for more charges to
@@ -148,6 +145,7 @@ func (l *Ledger) commit(batch []*charge) {
 	cancel()
 	l.settled(len(batch), started, err)
 	l.mu.Lock()
+	l.txs.add(time.Since(started))
 	l.stats.Commits++
 	if err == nil {
 		l.stats.Charges += int64(len(batch))

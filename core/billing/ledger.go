@@ -90,13 +90,37 @@ type Ledger struct {
 	closed     bool  // Close has begun: no more charges
 	dropped    int64 // uncharged records not kept while too many were pending
 	refunds    sync.WaitGroup
-	background sync.WaitGroup  // lease growths beside requests
-	waits      []time.Duration // the last waitWindow Charge waits, a ring
-	waitAt     int
+	background sync.WaitGroup // lease growths beside requests
+	waits      ring           // Charge waits
+	txs        ring           // group commit transactions
 }
 
-// waitWindow is how many recent charge waits the percentiles of Stats cover.
+// waitWindow is how many recent durations the percentiles of Stats cover.
 const waitWindow = 1 << 16
+
+// ring keeps the last waitWindow durations.
+type ring struct {
+	d  []time.Duration
+	at int
+}
+
+func (r *ring) add(d time.Duration) {
+	if len(r.d) < waitWindow {
+		r.d = append(r.d, d)
+		return
+	}
+	r.d[r.at] = d
+	r.at = (r.at + 1) % waitWindow
+}
+
+// percentiles are the median and the 99th percentile of a copy of the durations.
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]
+}
 
 // Stats counts the committer's work.
 type Stats struct {
@@ -104,6 +128,9 @@ type Stats struct {
 	// Percentiles of the time Charge took (what durability adds at the end of an answer),
 	// over the last waitWindow charges.
 	WaitP50, WaitP99 time.Duration
+	// Percentiles of the group commits' transactions (one database round trip each), over
+	// the last waitWindow of them: the part of a wait spent in the database.
+	TxP50, TxP99 time.Duration
 }
 
 type account struct {
@@ -189,12 +216,10 @@ func NewLedger(st *store.Store, log *slog.Logger) *Ledger {
 func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
 	st := l.stats
-	w := slices.Clone(l.waits)
+	w, tx := slices.Clone(l.waits.d), slices.Clone(l.txs.d)
 	l.mu.Unlock()
-	if len(w) > 0 {
-		slices.Sort(w)
-		st.WaitP50, st.WaitP99 = w[len(w)/2], w[min(len(w)-1, len(w)*99/100)]
-	}
+	st.WaitP50, st.WaitP99 = percentiles(w)
+	st.TxP50, st.TxP99 = percentiles(tx)
 	return st
 }
 

@@ -43,7 +43,7 @@ func (l *Ledger) Run(ctx context.Context) {
 			if st := l.Stats(); st.Charges != reported {
 				reported = st.Charges
 				l.Log.Info("charges committed", "charges", st.Charges, "commits", st.Commits,
-					"wait_p50", st.WaitP50, "wait_p99", st.WaitP99)
+					"wait_p50", st.WaitP50, "wait_p99", st.WaitP99, "tx_p50", st.TxP50, "tx_p99", st.TxP99)
 			}
 		case <-renew.C:
 			if err := l.maintainLeases(ctx); err != nil && ctx.Err() == nil {
