@@ -36,8 +36,11 @@ const (
 	DefaultIdle       = 2 * time.Second
 	// DefaultDBTimeout bounds every database call of the ledger.
 	DefaultDBTimeout = 2 * time.Second
-	// DefaultGroupWindow: see Ledger.GroupWindow.
-	DefaultGroupWindow = time.Millisecond
+	// DefaultGroupWindow: see Ledger.GroupWindow. None: under load a commit is always under
+	// way and the charges arriving meanwhile form the next group by themselves; waiting for
+	// more only lengthened every answer's end (BenchmarkChargeConcurrent, 64 requests: wait
+	// p50 3.1-4.8 ms without the window, 5.2-6.6 ms with 1 ms, and no more transactions).
+	DefaultGroupWindow = 0
 	// leaseFactor: a lease grows by this many holds at once, so that a busy profile costs one
 	// database transaction per several requests instead of one per request.
 	leaseFactor = 8
@@ -67,10 +70,10 @@ type Ledger struct {
 	DBTimeout  time.Duration
 	// AbandonAfter: see DefaultAbandonAfter.
 	AbandonAfter time.Duration
-	// GroupWindow is how long the committer waits, after the first charge of a group, for
-	// more to join it, when the previous group had more than one (under load: fewer, larger
-	// transactions), and until the group has groupTarget charges; a lone charge commits at
-	// once. Charges arriving during a commit always form the next group.
+	// GroupWindow is how long the committer may wait, after the first charge of a group, for
+	// more to join it, when the previous group had more than one, and until the group has
+	// groupTarget charges; a lone charge commits at once. Charges arriving during a commit
+	// always form the next group.
 	GroupWindow time.Duration
 	Log         *slog.Logger
 	// OnSettle, when set, observes every settlement transaction (metrics).
