@@ -10,6 +10,9 @@
 -- to the loop's running remainder: until one charge is capped every earlier one took its
 -- full cost, and after it nothing is left).
 --
+-- Its plans are generic (prepared once per connection): custom plans for each batch's arrays
+-- cost about 0.4 ms of planning per transaction, as much as ten charges.
+--
 -- The foreign keys of the two append-only tables that every charge writes go: their checks
 -- were a third of the function's CPU (one lookup per key per row), and what they guarded
 -- cannot happen here: profiles and keys are never deleted, a request record's profile and
@@ -25,7 +28,7 @@ CREATE OR REPLACE FUNCTION gateway_settle(
     p_reason bigint[], p_reliable boolean[], p_costs numeric[], p_starts timestamptz[], p_ends timestamptz[],
     p_audio_in bigint[], p_audio_out bigint[])
 RETURNS TABLE (idx int, charged numeric, capped boolean, lease_profile uuid, lease_amount numeric, lease_version bigint, lease_present boolean)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     took numeric[];
     cut boolean[];

@@ -791,7 +791,11 @@ func BenchmarkSettleBatch(b *testing.B) {
 	}
 	replica := uuid.New()
 	cost := dec("0.001")
-	batch := make([]store.Settlement, 32)
+	size := 32
+	if v, err := strconv.Atoi(os.Getenv("BENCH_SETTLE_BATCH")); err == nil {
+		size = v // BENCH_SETTLE_BATCH=1: what a transaction costs beyond its charges
+	}
+	batch := make([]store.Settlement, size)
 	n := 0
 	cpu0 := descendantsCPU()
 	for b.Loop() {
