@@ -70,5 +70,6 @@ func startTelemetry(ctx context.Context, cfg *Config, log *slog.Logger, st *stor
 	}
 	core.Deps.Observer = observers
 	ledger.OnSettle = tel.SettlementObserver()
+	ledger.OnCharge = tel.ChargeWaitObserver()
 	return tel, nil
 }

@@ -148,6 +148,7 @@ type bench struct {
 	dbURL                         string
 	sim, canned, bare, gw         *child
 	simURL, bareURL, gwURL, token string
+	metricsURL                    string // the gateway's /metrics; empty when off
 	chatURL                       string // the upstream of scenarios 1 and 2
 	key                           string
 }
@@ -271,6 +272,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	tx0, req0, txErr := b.dbCounts(ctx)
 	for i, s := range b.scenarios() {
 		fmt.Fprintf(w, "\n%s\n", s.title)
+		waits := b.chargeWaits()
 		res, err := b.scenario(ctx, s, b.cfg.profileDir != "")
 		if err != nil {
 			return err
@@ -291,6 +293,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 		case 2:
 			b.printRSS(w, res)
 		}
+		fmt.Fprintf(w, "  end-of-answer wait for the durable charge (gateway, warmup included): %s\n", waitLine(waits, b.chargeWaits()))
 	}
 	var txLine, chargeLine string
 	if txErr == nil {

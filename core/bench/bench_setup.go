@@ -78,8 +78,11 @@ func (b *bench) setUp(ctx context.Context) error {
 	if b.cfg.profileDir != "" {
 		env = append(env, benchProfileEnv+"="+b.cfg.profileDir)
 	}
-	if _, set := os.LookupEnv("GATEWAY_METRICS_ADDR"); !set { // set and empty: metrics off
-		env = append(env, "GATEWAY_METRICS_ADDR="+freeAddr())
+	if addr, set := os.LookupEnv("GATEWAY_METRICS_ADDR"); !set { // set and empty: metrics off
+		b.metricsURL = "http://" + freeAddr() + "/metrics"
+		env = append(env, "GATEWAY_METRICS_ADDR="+strings.TrimSuffix(strings.TrimPrefix(b.metricsURL, "http://"), "/metrics"))
+	} else if addr != "" {
+		b.metricsURL = "http://" + addr + "/metrics"
 	}
 	if b.gw, err = b.start("gateway", "0", env, "serve"); err != nil {
 		return err

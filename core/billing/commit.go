@@ -65,6 +65,9 @@ func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	l.mu.Lock()
 	l.waits.add(wait)
 	l.mu.Unlock()
+	if l.OnCharge != nil {
+		l.OnCharge(wait)
+	}
 	if c.err != nil {
 		own()
 	}

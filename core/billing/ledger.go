@@ -78,6 +78,8 @@ type Ledger struct {
 	Log         *slog.Logger
 	// OnSettle, when set, observes every settlement transaction (metrics).
 	OnSettle func(batch int, took time.Duration, err error)
+	// OnCharge, when set, observes how long each Charge waited (metrics).
+	OnCharge func(wait time.Duration)
 
 	mu       sync.Mutex
 	accounts map[uuid.UUID]*account

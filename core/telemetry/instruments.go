@@ -35,6 +35,8 @@ var (
 	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 	batchBuckets    = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}
 	settleBuckets   = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+	// Fine below 10 ms, where the target of the durable charge's wait lies (2 ms).
+	chargeWaitBuckets = []float64{0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 1, 2.5}
 )
 
 // instruments are the synchronous instruments the background goroutine records into.
@@ -47,6 +49,7 @@ type instruments struct {
 	refusals             metric.Int64Counter
 	batch                metric.Int64Histogram
 	settle               metric.Float64Histogram
+	chargeWait           metric.Float64Histogram
 }
 
 func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instruments, error) {
@@ -82,6 +85,7 @@ func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instrumen
 	in.charged = charged
 	in.batch = i64h("gateway.settlement.batch.size", "Requests settled per settlement transaction.", "{request}", batchBuckets)
 	in.settle = f64h("gateway.settlement.duration", "Duration of a settlement transaction, by outcome.", "s", settleBuckets)
+	in.chargeWait = f64h("gateway.charge.wait", "Time the end of an answer waited for its charge to be durable (group commit).", "s", chargeWaitBuckets)
 
 	dropGauge, err := m.Int64ObservableCounter("gateway.telemetry.dropped", metric.WithDescription("Telemetry records lost because the queue was full."))
 	errs = append(errs, err)
@@ -139,6 +143,16 @@ func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instrumen
 		return nil, fmt.Errorf("telemetry gauges: %w", err)
 	}
 	return &in, nil
+}
+
+// ChargeWaitObserver records how long answers' ends waited for their charges; give it to
+// billing.Ledger.OnCharge.
+func (t *Telemetry) ChargeWaitObserver() func(wait time.Duration) {
+	return func(wait time.Duration) {
+		if t.metricsOn {
+			t.inst.chargeWait.Record(context.Background(), wait.Seconds())
+		}
+	}
 }
 
 // SettlementObserver records settlement transactions; give it to billing.Ledger.OnSettle.

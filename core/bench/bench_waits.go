@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The durable charge's wait per scenario, from the gateway's own histogram
+// (gateway_charge_wait_seconds): read before and after a scenario, the difference is that
+// scenario's charges alone.
+
+const waitMetric = "gateway_charge_wait_seconds_bucket{"
+
+// waitHistogram is a reading of the histogram: cumulative counts by upper bound.
+type waitHistogram map[float64]float64
+
+// chargeWaits reads the histogram; nil when metrics are off or unreadable.
+func (b *bench) chargeWaits() waitHistogram {
+	if b.metricsURL == "" {
+		return nil
+	}
+	resp, err := http.Get(b.metricsURL)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	h := waitHistogram{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, waitMetric) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, `le="`)
+		le, rest, _ := strings.Cut(rest, `"`)
+		bound, err := strconv.ParseFloat(le, 64)
+		if le == "+Inf" {
+			bound, err = math.Inf(1), nil
+		}
+		count, err2 := strconv.ParseFloat(rest[strings.LastIndexByte(rest, ' ')+1:], 64)
+		if err != nil || err2 != nil {
+			continue
+		}
+		h[bound] += count
+	}
+	return h
+}
+
+// waitLine describes the waits between two readings: p50 and p99 interpolated linearly
+// inside their buckets, as Prometheus's histogram_quantile does.
+func waitLine(before, after waitHistogram) string {
+	if after == nil {
+		return "not measured (no /metrics)"
+	}
+	bounds := make([]float64, 0, len(after))
+	for b := range after {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	if len(bounds) == 0 {
+		return "not measured (no charges)"
+	}
+	total := after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
+	if total <= 0 {
+		return "not measured (no charges)"
+	}
+	quantile := func(q float64) time.Duration {
+		rank, lower, below := q*total, 0.0, 0.0
+		for _, b := range bounds {
+			n := after[b] - before[b]
+			if n >= rank {
+				if math.IsInf(b, 1) {
+					return time.Duration(lower * float64(time.Second))
+				}
+				frac := 0.0
+				if n > below {
+					frac = (rank - below) / (n - below)
+				}
+				return time.Duration((lower + (b-lower)*frac) * float64(time.Second)).Round(10 * time.Microsecond)
+			}
+			lower, below = b, n
+		}
+		return 0
+	}
+	return fmt.Sprintf("p50 %v, p99 %v (%.0f charges)", quantile(0.5), quantile(0.99), total)
+}
