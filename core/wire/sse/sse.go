@@ -169,7 +169,9 @@ func (r *Reader) line() ([]byte, error) {
 }
 
 // Writer writes events to a client and flushes after each one: a buffered event is a stalled
-// stream from the client's point of view.
+// stream from the client's point of view. (A streamed answer's writer holds the flush until
+// the gateway would wait for more, so that events available together share a write: see
+// core/wire/lazyflush.)
 type Writer struct {
 	w   io.Writer
 	rc  *http.ResponseController
