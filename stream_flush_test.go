@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,4 +193,59 @@ func TestPacedStreamEventsAreDeliveredBeforeTheNextArrives(t *testing.T) {
 	if chunks < n {
 		t.Fatalf("%d deltas in %d chunks", n, chunks)
 	}
+}
+
+// BenchmarkStreamedChunk is the gateway's whole per-chunk path: a streamed chat request over
+// HTTP, translated from a messages upstream that answers at once, billed and charged. Its
+// sub-benchmarks differ only in the number of deltas, so that the difference of two is the
+// cost of the chunks alone, without the request around them:
+//
+//	go test -run x -bench StreamedChunk -benchmem .
+func BenchmarkStreamedChunk(b *testing.B) {
+	for _, n := range []int{20, 120} {
+		head, deltas, tail := messagesStream(n)
+		answer := head + strings.Join(deltas, "") + tail
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, answer)
+		}))
+		e := startGateway(b, storetest.DatabaseURL(b), adminToken, func(c *Config) {
+			c.Env = func(name string) string { return map[string]string{"UP_KEY": upstreamKey}[name] }
+		})
+		e.admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(flushCatalog, "{{UP}}", up.URL))
+		g := &genEnv{env: e}
+		key, _ := g.newProfile(b, "bench", "1000000000")
+		body := `{"model":"m-claude","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+		b.Run(fmt.Sprintf("deltas=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				req, _ := http.NewRequest("POST", e.base+"/v1/chat/completions", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				raw, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK || !bytes.HasSuffix(raw, []byte("data: [DONE]\n\n")) {
+					b.Fatalf("status %d, %v: %s", resp.StatusCode, err, raw)
+				}
+			}
+			// Wall time waits for the charge's group commit; CPU time is the work.
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+		client.CloseIdleConnections()
+		up.Close()
+	}
+}
+
+// processCPU is this process's user and system time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
