@@ -184,7 +184,11 @@ func TestPacedStreamEventsAreDeliveredBeforeTheNextArrives(t *testing.T) {
 		// Each delta lets the upstream send one more piece.
 		for released < n && deltasIn(t, body) > released {
 			released++
-			next <- struct{}{}
+			select {
+			case next <- struct{}{}:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the upstream stopped waiting after %d deltas", released-1)
+			}
 		}
 	})
 	if got := deltasIn(t, body); got != n || released != n {
