@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"modelgateway/core/store/storetest"
 )
@@ -45,9 +48,14 @@ func messagesStream(n int) (head string, deltas []string, tail string) {
 // startFlushGateway starts a gateway whose m-claude streams from upstream.
 func startFlushGateway(t *testing.T, upstream http.HandlerFunc) *genEnv {
 	t.Helper()
+	return startFlushGatewayOn(t, storetest.DatabaseURL(t), upstream)
+}
+
+func startFlushGatewayOn(t *testing.T, dbURL string, upstream http.HandlerFunc) *genEnv {
+	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
-	g := startGenWithDB(t, storetest.DatabaseURL(t), func(*Config) {})
+	g := startGenWithDB(t, dbURL, func(*Config) {})
 	g.admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(flushCatalog, "{{UP}}", up.URL))
 	g.key, g.profileID = g.newProfile(t, "flush", "1000")
 	return g
@@ -196,6 +204,60 @@ func TestPacedStreamEventsAreDeliveredBeforeTheNextArrives(t *testing.T) {
 	}
 	if chunks < n {
 		t.Fatalf("%d deltas in %d chunks", n, chunks)
+	}
+}
+
+// The end of an answer waits for its durable charge, its content does not: while the charge
+// waits (here for a lock on the profile's row), the client already has every delta and the
+// finish chunk, and only then does the charge go through and the usage chunk and [DONE] follow.
+func TestContentIsNotHeldBehindTheCharge(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	head, deltas, tail := messagesStream(n)
+	dbURL := storetest.DatabaseURL(t)
+	g := startFlushGatewayOn(t, dbURL, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, head+strings.Join(deltas, "")+tail)
+	})
+	// A first answer puts the key's balance lease in place: the next one needs the profile's
+	// row only for its charge.
+	if _, body := chunkedStream(t, g, func(string) {}); !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("first answer:\n%s", body)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM profiles WHERE id = $1 FOR UPDATE", g.profileID); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	_, body := chunkedStream(t, g, func(body string) {
+		if !released && deltasIn(t, body) == n && strings.Contains(body, `"finish_reason":"stop"`) {
+			if strings.Contains(body, "[DONE]") {
+				t.Fatalf("the answer ended while its charge was waiting:\n%s", body)
+			}
+			released = true
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if !released {
+		t.Fatalf("the client never saw the whole content:\n%s", body)
+	}
+	// Held behind the charge, the content would have come only once the charge had given up
+	// (the database timeout), with an error instead of the end.
+	if !strings.HasSuffix(body, "data: [DONE]\n\n") || !strings.Contains(body, `"usage":{"prompt_tokens"`) {
+		t.Fatalf("the answer did not end with its usage and [DONE]:\n%s", body)
 	}
 }
 
