@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"modelgateway/core/wire/lazyflush"
 )
 
 // Client is the HTTP client every adapter shares: pooled keep-alive connections, no total
@@ -106,7 +108,11 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 		resp.Body.Close()
 		return nil, StatusError(resp.StatusCode, raw)
 	}
-	resp.Body = &timedBody{rc: resp.Body, ctx: ctx, cancel: cancel, detach: detach, timer: timer, idle: t.Idle, parent: parent, started: started}
+	// A streamed answer's client output is flushed before each read of this body that may
+	// wait, so its encoder need not flush after every event (core/wire/lazyflush).
+	flush := lazyflush.From(parent)
+	flush.Coalesce()
+	resp.Body = &timedBody{rc: resp.Body, ctx: ctx, cancel: cancel, detach: detach, timer: timer, idle: t.Idle, parent: parent, started: started, flush: flush}
 	return resp, nil
 }
 
@@ -150,9 +156,18 @@ type timedBody struct {
 	timer   *time.Timer
 	idle    time.Duration
 	started *atomic.Bool
+	// flush sends the client what the gateway has written of the answer so far; nil when the
+	// answer is not a coalesced stream.
+	flush *lazyflush.Writer
 }
 
+// Read flushes the client's pending output first: the read may wait for the upstream, and
+// what the gateway already has must not wait with it. Callers read through a buffer (the SSE
+// reader's 16 KiB), so this runs once per arrival from the upstream, not once per event.
 func (b *timedBody) Read(p []byte) (int, error) {
+	// A failed flush (the client has gone) is the encoder's to report, at its next event;
+	// meanwhile the client's cancellation ends this read too.
+	_ = b.flush.BeforeWait()
 	n, err := b.rc.Read(p)
 	if n > 0 {
 		b.started.Store(true)

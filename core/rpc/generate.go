@@ -18,6 +18,7 @@ import (
 	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/lazyflush"
 )
 
 // DefaultMaxTokens is the output limit sent to an upstream protocol that requires one
@@ -83,10 +84,24 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		ae := upstreamError(err)
 		_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
 	}
+	// A streamed answer's events are flushed when the gateway waits (core/wire/lazyflush):
+	// before the wait for the durable charge, what the client has not yet been sent goes out,
+	// all but the end of the answer. A client that has gone is not charged.
+	flush := lazyflush.From(ctx)
+	flushed := func() bool {
+		if err := flush.BeforeWait(); err != nil {
+			b.uncharged("cancelled", "client went away: "+err.Error())
+			return false
+		}
+		return true
+	}
 	send := func(ev *corev1.GenerateEvent) bool {
 		if u := ev.GetUsage(); u != nil {
 			// Only the stream's last event carries usage; price it for the client's headers,
 			// and make the charge durable before the client can see the end of the answer.
+			if !flushed() {
+				return false
+			}
 			b.charge(stream.Usage())
 			if err := b.settle(); err != nil {
 				unavailable(err)
@@ -114,6 +129,9 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		if errors.Is(err, io.EOF) {
 			// A priced answer without a usage event (per-request price): durable before the
 			// front writes the end.
+			if !flushed() {
+				return nil
+			}
 			b.charge(stream.Usage())
 			if err := b.settle(); err != nil {
 				unavailable(err)

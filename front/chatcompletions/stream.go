@@ -28,10 +28,10 @@ type streamEncoder struct {
 	head        head
 	finished    bool // the finish chunk has gone
 	usageSent   bool
-	// textAround is a content chunk split around its (empty) content string: text deltas, most
-	// of a stream, are spliced in instead of encoding a whole chunk each time.
-	textAround [2][]byte
-	textBuf    []byte // reused: the writer copies each chunk before returning
+	// layout splices the frequent chunks (layout.go); buf is reused, as the writer copies
+	// each chunk before returning.
+	layout layout
+	buf    []byte
 	// tail holds a passthrough's usage chunk until core's usage event adds the cost.
 	tail relay.Tail
 }
@@ -44,10 +44,14 @@ func (e *streamEncoder) Start(s *corev1.Start) error {
 		return nil
 	}
 	e.head = newHead(s)
-	empty := ""
+	var err error
+	if e.layout, err = newLayout(e.stamp(chatwire.Chunk{})); err != nil {
+		return err
+	}
 	// Core sends Start together with the first upstream event: the role chunk waits for the
 	// next chunk's flush instead of costing a system call of its own.
-	return e.put(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{Role: "assistant", Content: &empty}}}}, false)
+	e.buf = e.layout.role(e.buf[:0])
+	return e.sw.Write("", e.buf)
 }
 
 // Event implements relay.Encoder.
@@ -159,7 +163,8 @@ func (e *streamEncoder) finish(reason string) error {
 	}
 	e.finished = true
 	// The usage chunk and [DONE] follow at once; the last of them flushes.
-	return e.put(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{}, FinishReason: &reason}}}, false)
+	e.buf = e.layout.finish(e.buf[:0], reason)
+	return e.sw.Write("", e.buf)
 }
 
 // usage writes the usage chunk once, after the finish chunk; u nil renders zeros.
@@ -176,25 +181,15 @@ func (e *streamEncoder) usage(u *corev1.Usage) error {
 		return fmt.Errorf("encoding usage: %w", err)
 	}
 	raw = relay.AddCost(raw, "", u)
-	return e.put(chatwire.Chunk{Choices: []chatwire.ChunkChoice{}, Usage: raw}, false)
+	e.buf = e.layout.usage(e.buf[:0], raw)
+	return e.sw.Write("", e.buf)
 }
 
 // text writes a content delta: the same bytes as delta(Delta{Content: &t}), at a fraction of
 // the cost.
 func (e *streamEncoder) text(t string) error {
-	if e.textAround[0] == nil {
-		empty := ""
-		b, err := jsontext.Marshal(e.stamp(chatwire.Chunk{Choices: []chatwire.ChunkChoice{{Delta: chatwire.Delta{Content: &empty}}}}))
-		if err != nil {
-			return fmt.Errorf("encoding a chat chunk: %w", err)
-		}
-		at := bytes.Index(b, []byte(`"content":""`)) + len(`"content":`)
-		e.textAround = [2][]byte{b[:at], b[at+2:]}
-	}
-	chunk := append(e.textBuf[:0], e.textAround[0]...)
-	chunk = append(appendJSONString(chunk, t), e.textAround[1]...)
-	e.textBuf = chunk
-	return e.sw.Event("", chunk)
+	e.buf = e.layout.text(e.buf[:0], t)
+	return e.sw.Event("", e.buf)
 }
 
 func (e *streamEncoder) delta(d chatwire.Delta) error {
@@ -206,16 +201,11 @@ func (e *streamEncoder) stamp(c chatwire.Chunk) chatwire.Chunk {
 	return c
 }
 
-func (e *streamEncoder) write(c chatwire.Chunk) error { return e.put(c, true) }
-
-// put writes a chunk, flushed or left for the next flush.
-func (e *streamEncoder) put(c chatwire.Chunk, flush bool) error {
+// write encodes a whole chunk and flushes it: the rarer chunks (tool calls, reasoning).
+func (e *streamEncoder) write(c chatwire.Chunk) error {
 	b, err := jsontext.Marshal(e.stamp(c))
 	if err != nil {
 		return fmt.Errorf("encoding a chat chunk: %w", err)
-	}
-	if !flush {
-		return e.sw.Write("", b)
 	}
 	return e.sw.Event("", b)
 }

@@ -26,6 +26,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/lazyflush"
 )
 
 // Protocol is one client protocol's generation route.
@@ -85,6 +86,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(IncomingContext(r))
 	defer cancel() // however the handler ends, the upstream request ends too
 	s := &sink{ctx: ctx, h: h, w: w, r: r, req: req}
+	if req.GetStream() {
+		// Events the upstream delivered together go out in one write: the encoder's flushes
+		// wait for core's next wait (lazyflush). What is pending when the handler returns goes
+		// out with the end of the response.
+		s.lazy = lazyflush.NewWriter(w)
+		s.ctx = lazyflush.NewContext(ctx, s.lazy)
+	}
 	err := h.Generate(req, s)
 	switch {
 	case !s.started && err == nil:
@@ -92,6 +100,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case !s.started:
 		WriteError(w, r, ErrorOf(err))
 	case s.done:
+	case s.lazy.Err() != nil:
+		// A flush failed: the client has gone, and core stopped without charging.
 	case err != nil:
 		s.fail(ErrorOf(err))
 	default:

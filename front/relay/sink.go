@@ -10,6 +10,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/lazyflush"
 )
 
 // sink is the server side of the in-process Generate stream: every event core sends goes
@@ -22,6 +23,7 @@ type sink struct {
 	req     *corev1.GenerateRequest
 	enc     Encoder
 	held    *heldResponse
+	lazy    *lazyflush.Writer // a stream's writer (nil for an answer that is held)
 	started bool
 	done    bool // the answer has ended (error event written or start refused)
 }
@@ -54,8 +56,10 @@ func (s *sink) Send(ev *corev1.GenerateEvent) error {
 		s.started = true
 		// A non-streaming answer is held until its cost is known, so that it can travel in
 		// the headers (x-request-cost); it is one object in memory anyway.
-		out := s.w
-		if !s.req.GetStream() {
+		var out http.ResponseWriter
+		if s.lazy != nil {
+			out = s.lazy // a stream (relay.go)
+		} else {
 			s.held = &heldResponse{header: s.w.Header(), status: http.StatusOK}
 			out = s.held
 		}

@@ -17,6 +17,7 @@ var (
 	deltaHead = []byte(`{"type":"content_block_delta","index":`)
 	deltaMid  = []byte(`,"delta":{"type":"`)
 	stopHead  = []byte(`{"type":"content_block_stop","index":`)
+	startHead = []byte(`{"type":"content_block_start","index":`)
 )
 
 // readIndex reads `head` then a block index; rest follows the index.
@@ -34,6 +35,13 @@ func readIndex(data, head []byte) (index int, rest []byte, ok bool) {
 		return 0, nil, false
 	}
 	return index, rest[n:], true
+}
+
+// readTextBlockStart reports whether data is {"type":"content_block_start","index":N,
+// "content_block":{"type":"text","text":""}}, the start of every text block.
+func readTextBlockStart(data []byte) bool {
+	_, rest, ok := readIndex(data, startHead)
+	return ok && string(rest) == `,"content_block":{"type":"text","text":""}}`
 }
 
 // readBlockStop reads {"type":"content_block_stop","index":N}.

@@ -107,14 +107,25 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 		if i, ok := readBlockStop(ev.Data); ok {
 			return d.blockStop(i), false, nil
 		}
+	case mw.EventContentBlockStart:
+		if readTextBlockStart(ev.Data) {
+			return nil, false, nil // an empty text block: nothing to say yet
+		}
 	case mw.EventMessageStop:
 		return d.stop(), true, nil
 	case mw.EventPing:
 		return nil, false, nil
 	}
 	var se mw.StreamEvent
-	if err := json.Unmarshal(ev.Data, &se); err != nil {
-		return nil, false, &provider.Error{Message: "the upstream sent an unreadable stream event", Err: err}
+	fast := false
+	if ev.Name == mw.EventMessageStart || ev.Name == mw.EventMessageDelta {
+		se, fast = readStreamEvent(ev.Data) // fastevent.go
+	}
+	if !fast {
+		se = mw.StreamEvent{}
+		if err := json.Unmarshal(ev.Data, &se); err != nil {
+			return nil, false, &provider.Error{Message: "the upstream sent an unreadable stream event", Err: err}
+		}
 	}
 	name := ev.Name
 	if name == "" {

@@ -12,7 +12,8 @@ import (
 	"sync"
 )
 
-// Event is one dispatched event. Name is empty for unnamed ("message") events.
+// Event is one dispatched event. Name is empty for unnamed ("message") events. Data may be
+// kept after the next event is read: the reader never writes it again.
 type Event struct {
 	Name string
 	Data []byte
@@ -37,7 +38,15 @@ type Reader struct {
 	long   []byte   // a line longer than the bufio buffer, being assembled
 	names  [8]string
 	nNames int
+	// arena holds the data of the events dispatched so far and, from start on, of the one
+	// being read: one allocation serves many events. Dispatched data is never written again
+	// (a full arena is replaced, not reused), so an event's Data may be kept.
+	arena []byte
+	start int
 }
+
+// arenaSize is the size of an event data block: a few dozen events of a typical stream.
+const arenaSize = 4 << 10
 
 // buffers recycles the 16 KiB read buffers: one per stream would otherwise be allocated and
 // cleared for every request.
@@ -59,6 +68,16 @@ func (r *Reader) Release() {
 	}
 }
 
+// knownNames are the event names of the protocols the gateway reads: a stream's names cost
+// no allocation at all.
+var knownNames = [...]string{
+	"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+	"message_delta", "message_stop", "ping", "error",
+	"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+	"response.output_text.delta", "response.output_text.done", "response.content_part.done",
+	"response.output_item.done", "response.completed",
+}
+
 // name returns an event name as a string, the same one each time: a stream repeats a few
 // names, which need not cost an allocation per event.
 func (r *Reader) name(v []byte) string {
@@ -67,7 +86,16 @@ func (r *Reader) name(v []byte) string {
 			return n
 		}
 	}
-	n := string(v)
+	n := ""
+	for _, k := range knownNames {
+		if string(v) == k {
+			n = k
+			break
+		}
+	}
+	if n == "" {
+		n = string(v)
+	}
 	if r.nNames < len(r.names) {
 		r.names[r.nNames] = n
 		r.nNames++
@@ -79,7 +107,6 @@ func (r *Reader) name(v []byte) string {
 // of the stream is not returned: a truncated stream must not look complete.
 func (r *Reader) Next() (Event, error) {
 	var ev Event
-	var data []byte
 	hasData := false
 	for {
 		line, err := r.line()
@@ -89,7 +116,8 @@ func (r *Reader) Next() (Event, error) {
 		}
 		if len(line) == 0 {
 			if hasData {
-				ev.Data = data
+				end := len(r.arena)
+				ev.Data = r.arena[r.start:end:end] // capped: an append cannot reach the next event
 				return ev, nil
 			}
 			ev = Event{}
@@ -107,14 +135,29 @@ func (r *Reader) Next() (Event, error) {
 			ev.Name = r.name(value)
 		case "data":
 			if hasData {
-				data = append(data, '\n')
+				r.appendData([]byte{'\n'})
+			} else {
+				r.start = len(r.arena)
 			}
-			data = append(data, value...)
+			r.appendData(value)
 			hasData = true
 		case "id":
 			ev.ID = string(value)
 		}
 	}
+}
+
+// appendData adds b to the data of the event being read (arena[start:]), moving that to a
+// new block when the arena is full.
+func (r *Reader) appendData(b []byte) {
+	if len(r.arena)+len(b) <= cap(r.arena) {
+		r.arena = append(r.arena, b...)
+		return
+	}
+	cur := r.arena[r.start:]
+	next := make([]byte, 0, max(arenaSize, 2*(len(cur)+len(b))))
+	r.arena = append(append(next, cur...), b...)
+	r.start = 0
 }
 
 // line returns the next complete line without its terminator; the slice is valid until the
@@ -169,7 +212,9 @@ func (r *Reader) line() ([]byte, error) {
 }
 
 // Writer writes events to a client and flushes after each one: a buffered event is a stalled
-// stream from the client's point of view.
+// stream from the client's point of view. (A streamed answer's writer holds the flush until
+// the gateway would wait for more, so that events available together share a write: see
+// core/wire/lazyflush.)
 type Writer struct {
 	w   io.Writer
 	rc  *http.ResponseController

@@ -128,3 +128,49 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
+
+// Events share data blocks, yet every event's Data stays as it was read while later events
+// are read (decoders keep some, e.g. a usage chunk until the end), and appending to one
+// cannot reach the next.
+func TestKeptDataSurvivesLaterEvents(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	var want []string
+	for i := range 300 {
+		d := strings.Repeat(string(rune('a'+i%26)), 1+i*37%900)
+		if i%50 == 7 {
+			d = strings.Repeat("x", 9000) // larger than a block
+		}
+		if i%11 == 0 {
+			b.WriteString("data: " + d + "\ndata: second\n\n")
+			want = append(want, d+"\nsecond")
+			continue
+		}
+		b.WriteString("event: e\ndata: " + d + "\n\n")
+		want = append(want, d)
+	}
+	rd := NewReader(strings.NewReader(b.String()))
+	defer rd.Release()
+	var kept [][]byte
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(kept); n > 0 {
+			_ = append(kept[n-1], "clobber"...) // the previous event's, now followed by ev's
+		}
+		kept = append(kept, ev.Data)
+	}
+	if len(kept) != len(want) {
+		t.Fatalf("%d events, want %d", len(kept), len(want))
+	}
+	for i := range want {
+		if string(kept[i]) != want[i] {
+			t.Fatalf("event %d changed: %.40q..., want %.40q...", i, kept[i], want[i])
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	mw "modelgateway/core/wire/messageswire"
+)
+
+var fastEventSeeds = []string{
+	`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}`,
+	`{"type":"message_start","message":{"id":"msg_\u00e9","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":1,"service_tier":"standard","cache_creation":{"ephemeral_5m_input_tokens":0}},"container":null}}`,
+	`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":20}}`,
+	`{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"\n\nHuman:"},"usage":{"output_tokens":7,"output_tokens_details":{"thinking_tokens":4}}}`,
+	` {"type" : "message_delta", "usage" : null, "delta" : null} `,
+}
+
+// general decodes as the decoder's general path does.
+func generalEvent(data []byte) (mw.StreamEvent, bool) {
+	var se mw.StreamEvent
+	err := json.Unmarshal(data, &se)
+	return se, err == nil
+}
+
+func TestReadStreamEventAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, data := range fastEventSeeds {
+		fast, ok := readStreamEvent([]byte(data))
+		want, gok := generalEvent([]byte(data))
+		if !ok || !gok {
+			t.Errorf("%s: fast %v, general %v", data, ok, gok)
+			continue
+		}
+		if diff := cmp.Diff(want, fast); diff != "" {
+			t.Errorf("%s: (-general +fast)\n%s", data, diff)
+		}
+	}
+	// What encoding/json might read otherwise, or refuses, is left to it.
+	for _, data := range []string{
+		`{"type":"message_delta","Delta":{"stop_reason":"end_turn"}}`,                        // a key in another case
+		`{"type":"message_delta","usage":{"output_tokens":1},"usage":{"output_tokens":2}}`,   // a key twice
+		`{"type":"message_delta","usage":{"output_tokens":1.0}}`,                             // not an int64
+		`{"type":"message_delta","usage":{"output_tokens":"1"}}`,                             // a string
+		`{"type":"message_start","message":{"content":[{"type":"text","text":"hi"}]}}`,       // content blocks
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`, // not these events
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"}`,                         // cut
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"}}x`,                       // trailing bytes
+	} {
+		if se, ok := readStreamEvent([]byte(data)); ok {
+			t.Errorf("%s: read here as %+v; want the general decoder", data, se)
+		}
+	}
+}
+
+func FuzzReadStreamEvent(f *testing.F) {
+	for _, s := range fastEventSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := readStreamEvent(data)
+		if !ok {
+			return
+		}
+		want, gok := generalEvent(data)
+		if !gok {
+			t.Fatalf("%q: read here, refused by encoding/json", data)
+		}
+		if diff := cmp.Diff(want, fast); diff != "" {
+			t.Fatalf("%q: (-general +fast)\n%s", data, diff)
+		}
+	})
+}
+
+func TestReadTextBlockStart(t *testing.T) {
+	t.Parallel()
+	for data, want := range map[string]bool{
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`:    true,
+		`{"type":"content_block_start","index":12,"content_block":{"type":"text","text":""}}`:   true,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hi"}}`:  false,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t"}}`: false,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}} `:   false,
+		`{"type":"content_block_start","index":01,"content_block":{"type":"text","text":""}}`:   false,
+	} {
+		if got := readTextBlockStart([]byte(data)); got != want {
+			t.Errorf("%s: %v, want %v", data, got, want)
+		}
+	}
+}

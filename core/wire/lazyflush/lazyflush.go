@@ -1,0 +1,106 @@
+// Package lazyflush coalesces the flushes of a streamed answer. A stream's encoder flushes
+// after every event, because an event left in a buffer is a stalled stream for the client;
+// but events that the upstream delivered together (a fast model, or a slow client's backlog)
+// may go out together: one write and one system call instead of one per event. The rule that
+// keeps latency unchanged: whatever has been written reaches the client before the gateway
+// waits — for the upstream (the provider's body reader calls BeforeWait before each read) or
+// for anything else (the durable charge before an answer's end).
+//
+// The front wraps a streamed answer's ResponseWriter in a Writer and puts it in the request
+// context; core finds it there (From). Flushes stay eager until some reader has promised to
+// call BeforeWait before it blocks (Coalesce): a stream fed by anything else is flushed per
+// event as before. A Writer is used by the handler's goroutine only (core's in-process
+// Generate runs in it), so it has no lock.
+package lazyflush
+
+import (
+	"context"
+	"errors"
+	"net/http"
+)
+
+// Writer is an http.ResponseWriter whose Flush is deferred to the next BeforeWait once
+// Coalesce has been called. http.ResponseController finds its FlushError; everything else
+// (deadlines, hijacking) reaches the wrapped writer through Unwrap.
+type Writer struct {
+	http.ResponseWriter
+	rc      *http.ResponseController // of the wrapped writer
+	lazy    bool                     // a reader flushes before it waits: Flush may wait for it
+	pending bool                     // written and not yet flushed
+	err     error                    // the last real flush's error: the client has gone
+}
+
+// NewWriter wraps w.
+func NewWriter(w http.ResponseWriter) *Writer {
+	return &Writer{ResponseWriter: w, rc: http.NewResponseController(w)}
+}
+
+// Unwrap lets http.ResponseController reach the wrapped writer.
+func (w *Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush implements http.Flusher (for writers that flush through the interface).
+func (w *Writer) Flush() { _ = w.FlushError() }
+
+// FlushError is what http.ResponseController.Flush calls: a real flush while no reader has
+// promised to flush before waiting, else only a note that output is pending. It reports the
+// error of an earlier real flush, so that an encoder still learns that the client has gone.
+func (w *Writer) FlushError() error {
+	if !w.lazy {
+		return w.flush()
+	}
+	w.pending = true
+	return w.err
+}
+
+// Coalesce is called by a reader that calls BeforeWait before every read that may block:
+// from then on, flushes wait for it. Nil-safe, like every method below.
+func (w *Writer) Coalesce() {
+	if w != nil {
+		w.lazy = true
+	}
+}
+
+// BeforeWait flushes what is pending: call it before the gateway waits for anything. It
+// returns the flush's error (the client has gone).
+func (w *Writer) BeforeWait() error {
+	if w == nil {
+		return nil
+	}
+	if !w.pending {
+		return w.err
+	}
+	return w.flush()
+}
+
+// Err is the error of the last real flush: non-nil once the client has gone.
+func (w *Writer) Err() error {
+	if w == nil {
+		return nil
+	}
+	return w.err
+}
+
+func (w *Writer) flush() error {
+	w.pending = false
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		w.err = err
+	}
+	return w.err
+}
+
+type key struct{}
+
+// NewContext returns ctx carrying w for the code that serves the request.
+func NewContext(ctx context.Context, w *Writer) context.Context {
+	return context.WithValue(ctx, key{}, w)
+}
+
+// From returns the Writer of the request ctx belongs to, nil when its answer is not a
+// coalesced stream (nil is a valid receiver: all methods then do nothing).
+func From(ctx context.Context) *Writer {
+	w, _ := ctx.Value(key{}).(*Writer)
+	return w
+}

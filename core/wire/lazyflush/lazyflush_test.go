@@ -1,0 +1,93 @@
+package lazyflush
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// countingWriter counts the flushes that reach the real writer; err makes them fail.
+type countingWriter struct {
+	*httptest.ResponseRecorder
+	flushes int
+	err     error
+}
+
+func (c *countingWriter) FlushError() error {
+	c.flushes++
+	return c.err
+}
+
+func TestFlushesWaitForTheReaderOnceItHasPromisedToFlush(t *testing.T) {
+	t.Parallel()
+	real := &countingWriter{ResponseRecorder: httptest.NewRecorder()}
+	w := NewWriter(real)
+	rc := http.NewResponseController(w)
+
+	// Before a reader promised to flush before waiting, every flush is real.
+	if err := rc.Flush(); err != nil || real.flushes != 1 {
+		t.Fatalf("eager flush: err %v, %d flushes", err, real.flushes)
+	}
+	w.Coalesce()
+	for range 3 {
+		if _, err := w.Write([]byte("data: x\n\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if real.flushes != 1 {
+		t.Fatalf("%d flushes before the wait, want them pending", real.flushes)
+	}
+	if err := w.BeforeWait(); err != nil || real.flushes != 2 {
+		t.Fatalf("before the wait: err %v, %d flushes, want 2", err, real.flushes)
+	}
+	// Nothing pending: no flush.
+	if err := w.BeforeWait(); err != nil || real.flushes != 2 {
+		t.Fatalf("second wait: err %v, %d flushes, want still 2", err, real.flushes)
+	}
+	if got := real.Body.String(); got != "data: x\n\ndata: x\n\ndata: x\n\n" {
+		t.Fatalf("body %q", got)
+	}
+}
+
+func TestAFailedFlushIsReportedToTheEncoder(t *testing.T) {
+	t.Parallel()
+	gone := errors.New("broken pipe")
+	real := &countingWriter{ResponseRecorder: httptest.NewRecorder(), err: gone}
+	w := NewWriter(real)
+	w.Coalesce()
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		t.Fatalf("a pending flush failed before any real one: %v", err)
+	}
+	if err := w.BeforeWait(); !errors.Is(err, gone) || !errors.Is(w.Err(), gone) {
+		t.Fatalf("BeforeWait %v, Err %v; want %v", err, w.Err(), gone)
+	}
+	// The encoder's next flush learns it, and no more real flushes are tried.
+	if err := rc.Flush(); !errors.Is(err, gone) {
+		t.Fatalf("next flush: %v, want %v", err, gone)
+	}
+	if err := w.BeforeWait(); !errors.Is(err, gone) || real.flushes != 1 {
+		t.Fatalf("after the failure: err %v, %d real flushes, want 1", err, real.flushes)
+	}
+}
+
+func TestWithoutAWriterEverythingIsANoOp(t *testing.T) {
+	t.Parallel()
+	w := From(context.Background())
+	if w != nil {
+		t.Fatal("a Writer in an empty context")
+	}
+	w.Coalesce()
+	if err := w.BeforeWait(); err != nil || w.Err() != nil {
+		t.Fatal(err)
+	}
+	real := NewWriter(httptest.NewRecorder())
+	if got := From(NewContext(context.Background(), real)); got != real {
+		t.Fatal("From does not find the Writer")
+	}
+}
