@@ -235,9 +235,10 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	// interceptors, no socket, no serialisation. Messages change hands instead of being
 	// deep-copied (neither side touches a message after sending it), so a 32 MiB request body
 	// or a stream of chunks costs no copies.
+	unary := rpc.Chain(interceptors...)
 	inproc := (&inprocgrpc.Channel{}).
 		WithCloner(inprocgrpc.CloneFunc(func(m any) (any, error) { return m, nil })).
-		WithServerUnaryInterceptor(rpc.Chain(interceptors...)).
+		WithServerUnaryInterceptor(unary).
 		WithServerStreamInterceptor(rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream))
 	for _, reg := range []grpc.ServiceRegistrar{grpcSrv, inproc} {
 		corev1.RegisterCoreServiceServer(reg, coreSrv)
@@ -251,7 +252,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	// go over the in-process channel.
 	streams := &rpc.InProcess{Server: coreSrv, Interceptor: rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)}
 	fcfg := front.Config{
-		Core:         corev1.NewCoreServiceClient(inproc),
+		Core:         &rpc.DirectCore{CoreServiceClient: corev1.NewCoreServiceClient(inproc), Server: coreSrv, Interceptor: unary},
 		Generate:     streams.Generate,
 		Forward:      streams.Forward,
 		Realtime:     streams.Realtime,

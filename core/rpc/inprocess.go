@@ -1,9 +1,11 @@
 package rpc
 
 import (
+	"context"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 )
@@ -48,3 +50,44 @@ func (p *InProcess) run(method string, stream grpc.ServerStream, call func() err
 	info := &grpc.StreamServerInfo{FullMethod: method, IsServerStream: true, IsClientStream: method != corev1.CoreService_Generate_FullMethodName}
 	return p.Interceptor(p.Server, stream, info, func(any, grpc.ServerStream) error { return call() })
 }
+
+// DirectCore is the front's CoreService client: Authorize, which every priced request makes
+// before its body is read, calls the server in the caller's goroutine through Interceptor
+// (the in-process channel's unary chain), and every other method goes over the channel
+// (CoreServiceClient). The channel would start a goroutine, a cancellable context and a
+// channel per call, and copy both messages.
+type DirectCore struct {
+	corev1.CoreServiceClient
+	Server      corev1.CoreServiceServer
+	Interceptor grpc.UnaryServerInterceptor
+}
+
+var authorizeInfo = &grpc.UnaryServerInfo{FullMethod: corev1.CoreService_Authorize_FullMethodName}
+
+// Authorize implements corev1.CoreServiceClient.
+func (c *DirectCore) Authorize(ctx context.Context, req *corev1.AuthorizeRequest, _ ...grpc.CallOption) (*corev1.AuthorizeResponse, error) {
+	resp, err := c.Interceptor(serverContext(ctx), req, authorizeInfo, func(ctx context.Context, req any) (any, error) {
+		return c.Server.Authorize(ctx, req.(*corev1.AuthorizeRequest))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*corev1.AuthorizeResponse), nil
+}
+
+// serverContext is the context a handler sees for an in-process call, as on the channel: the
+// caller's deadline and cancellation and its outgoing metadata as incoming, none of its
+// values (the server must not depend on what the caller's context happens to carry).
+func serverContext(ctx context.Context) context.Context {
+	md, ok := metadata.FromOutgoingContext(ctx)
+	sctx := context.Context(noValues{ctx})
+	if ok {
+		sctx = metadata.NewIncomingContext(sctx, md)
+	}
+	return sctx
+}
+
+// noValues passes a context's deadline and cancellation on, not its values.
+type noValues struct{ context.Context }
+
+func (noValues) Value(any) any { return nil }
