@@ -32,16 +32,21 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.l.w.Write(p)
 }
 
-// lineWriter formats lines for the JSON logger into a buffer it reuses; one per goroutine
-// (the telemetry worker has one).
+// lineWriter formats lines for the JSON logger into a buffer it reuses, and writes them
+// out together (flush): one system call per drain of the telemetry queue rather than one
+// per request. One per goroutine (the telemetry worker has one).
 type lineWriter struct {
 	buf []byte
+	to  *jsonLines // where buf goes
 }
+
+// flushAt is the buffered size at which lines are written out without waiting for flush.
+const flushAt = 32 << 10
 
 // write logs msg with attrs at level as log's JSON handler would, and reports whether it
 // could: false for any other logger (a text logger, one with attributes or groups of its
 // own, a test's) or an attribute of a kind the line never has; the caller then logs
-// through slog.
+// through slog. The line may wait in the buffer until flush.
 func (lw *lineWriter) write(log *slog.Logger, level slog.Level, msg string, attrs []slog.Attr) bool {
 	th, ok := log.Handler().(traceHandler)
 	if !ok || th.json == nil {
@@ -64,14 +69,29 @@ func (lw *lineWriter) write(log *slog.Logger, level slog.Level, msg string, attr
 	if !th.Enabled(context.Background(), level) {
 		return true
 	}
-	lw.buf = appendJSONLine(lw.buf[:0], time.Now(), level, msg, attrs)
-	th.json.mu.Lock()
-	_, _ = th.json.w.Write(lw.buf)
-	th.json.mu.Unlock()
-	if cap(lw.buf) > 64<<10 {
-		lw.buf = nil // an outsized line does not pin its buffer
+	if lw.to != th.json {
+		lw.flush()
+		lw.to = th.json
+	}
+	lw.buf = appendJSONLine(lw.buf, time.Now(), level, msg, attrs)
+	if len(lw.buf) >= flushAt {
+		lw.flush()
 	}
 	return true
+}
+
+// flush writes the buffered lines out.
+func (lw *lineWriter) flush() {
+	if len(lw.buf) == 0 {
+		return
+	}
+	lw.to.mu.Lock()
+	_, _ = lw.to.w.Write(lw.buf)
+	lw.to.mu.Unlock()
+	lw.buf = lw.buf[:0]
+	if cap(lw.buf) > 4*flushAt {
+		lw.buf = nil // an outsized line does not pin its buffer
+	}
 }
 
 // appendJSONLine is slog.JSONHandler's line for a record without a source, with attributes of

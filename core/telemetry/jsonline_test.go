@@ -3,7 +3,10 @@ package telemetry
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -75,6 +78,7 @@ func TestLineWriterWritesTheLoggersLines(t *testing.T) {
 	if !lw.write(log, slog.LevelInfo, "request", attrs) {
 		t.Fatal("the JSON process logger was left to slog")
 	}
+	lw.flush()
 	log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(lines) != 2 {
@@ -90,7 +94,11 @@ func TestLineWriterWritesTheLoggersLines(t *testing.T) {
 	if !lw.write(warnOnly, slog.LevelInfo, "request", attrs) || out.Len() != 0 {
 		t.Errorf("an info line on a warn logger: %q", out.String())
 	}
-	if !lw.write(warnOnly, slog.LevelWarn, "request", attrs) || !strings.Contains(out.String(), `"level":"WARN"`) {
+	if !lw.write(warnOnly, slog.LevelWarn, "request", attrs) {
+		t.Error("a warn line on a warn logger was left to slog")
+	}
+	lw.flush()
+	if !strings.Contains(out.String(), `"level":"WARN"`) {
 		t.Errorf("a warn line on a warn logger: %q", out.String())
 	}
 
@@ -107,5 +115,51 @@ func TestLineWriterWritesTheLoggersLines(t *testing.T) {
 	}
 	if lw.write(log, slog.LevelInfo, "request", []slog.Attr{slog.Any("odd", []int{1})}) {
 		t.Error("an attribute of another kind: formatted, want it left to slog")
+	}
+}
+
+// Access lines through the process logger wait for the end of a drain of the queue, and Sync
+// and Close deliver them: every request's line, whole, once.
+func TestAccessLinesReachTheProcessLogger(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	log, err := NewLogger(&out, "json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, err := New(context.Background(), Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
+		w.Write([]byte("answer"))
+	}))
+	serve := func(id string) {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		req.Header.Set("X-Request-Id", id)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	for i := range 3 {
+		serve(fmt.Sprintf("req-%d", i))
+	}
+	tel.Sync(context.Background())
+	for i := range 3 {
+		if n := strings.Count(out.String(), fmt.Sprintf(`"request_id":"req-%d",`, i)); n != 1 {
+			t.Errorf("req-%d: %d lines after Sync, want 1:\n%s", i, n, out.String())
+		}
+	}
+	serve("req-last")
+	if err := tel.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[3], `"request_id":"req-last",`) {
+		t.Errorf("after Close: %d lines, want 4 ending with req-last:\n%s", len(lines), out.String())
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, `{"time":"`) || !strings.HasSuffix(l, `}`) {
+			t.Errorf("not a whole line: %s", l)
+		}
 	}
 }

@@ -88,10 +88,12 @@ func (t *Telemetry) run() {
 			select {
 			case it := <-t.queue:
 				if it.stop {
+					w.lines.flush()
 					return
 				}
 				w.handle(it)
 			default:
+				w.lines.flush()
 				break drain
 			}
 		}
@@ -102,6 +104,7 @@ func (w *worker) handle(it item) {
 	t := w.t
 	switch {
 	case it.barrier != nil:
+		w.lines.flush()
 		close(it.barrier)
 	case it.a != nil:
 		w.access(it.a)
