@@ -235,10 +235,9 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	// interceptors, no socket, no serialisation. Messages change hands instead of being
 	// deep-copied (neither side touches a message after sending it), so a 32 MiB request body
 	// or a stream of chunks costs no copies.
-	unary := rpc.Chain(interceptors...)
 	inproc := (&inprocgrpc.Channel{}).
 		WithCloner(inprocgrpc.CloneFunc(func(m any) (any, error) { return m, nil })).
-		WithServerUnaryInterceptor(unary).
+		WithServerUnaryInterceptor(rpc.Chain(interceptors...)).
 		WithServerStreamInterceptor(rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream))
 	for _, reg := range []grpc.ServiceRegistrar{grpcSrv, inproc} {
 		corev1.RegisterCoreServiceServer(reg, coreSrv)
@@ -248,11 +247,12 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			adminv1.RegisterAdminServiceServer(reg, adminSrv)
 		}
 	}
-	// Streams run core's handler in the HTTP handler's goroutine (rpc.InProcess); unary calls
-	// go over the in-process channel.
+	// Streams run core's handler in the HTTP handler's goroutine (rpc.InProcess), and so does
+	// Authorize, made before every priced body (rpc.DirectCore); other unary calls go over
+	// the in-process channel.
 	streams := &rpc.InProcess{Server: coreSrv, Interceptor: rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)}
 	fcfg := front.Config{
-		Core:         &rpc.DirectCore{CoreServiceClient: corev1.NewCoreServiceClient(inproc), Server: coreSrv, Interceptor: unary},
+		Core:         &rpc.DirectCore{CoreServiceClient: corev1.NewCoreServiceClient(inproc), Server: coreSrv, Interceptors: interceptors},
 		Generate:     streams.Generate,
 		Forward:      streams.Forward,
 		Realtime:     streams.Realtime,
