@@ -247,11 +247,12 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			adminv1.RegisterAdminServiceServer(reg, adminSrv)
 		}
 	}
-	// Streams run core's handler in the HTTP handler's goroutine (rpc.InProcess); unary calls
-	// go over the in-process channel.
+	// Streams run core's handler in the HTTP handler's goroutine (rpc.InProcess), and so does
+	// Authorize, made before every priced body (rpc.DirectCore); other unary calls go over
+	// the in-process channel.
 	streams := &rpc.InProcess{Server: coreSrv, Interceptor: rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)}
 	fcfg := front.Config{
-		Core:         corev1.NewCoreServiceClient(inproc),
+		Core:         &rpc.DirectCore{CoreServiceClient: corev1.NewCoreServiceClient(inproc), Server: coreSrv, Interceptors: interceptors},
 		Generate:     streams.Generate,
 		Forward:      streams.Forward,
 		Realtime:     streams.Realtime,

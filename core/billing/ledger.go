@@ -284,11 +284,20 @@ func unavailable(err error) error {
 // One growth runs per profile at a time and other requests that do not fit wait for it. No
 // lock is held across the database call.
 func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Decimal) (*Hold, error) {
-	return l.hold(ctx, profile, amount, amount.Mul(decimal.NewFromInt(leaseFactor-1)))
+	return l.hold(ctx, profile, amount, leaseAhead)
 }
 
-// hold is Hold with the room a lease growth asks for beyond what is needed.
-func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, ahead decimal.Decimal) (*Hold, error) {
+// The factors of the lease rules as decimals, made once: a decimal product allocates its
+// operands' big integers, and holds run on every request.
+var (
+	leaseAhead  = decimal.NewFromInt(leaseFactor - 1)
+	aheadFactor = decimal.NewFromInt(aheadWindows)
+	lowFactor   = decimal.NewFromInt(lowWindows)
+)
+
+// hold is Hold with the room a lease growth asks for beyond what is needed: amount times
+// aheadOf (worked out only when the lease grows).
+func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, aheadOf decimal.Decimal) (*Hold, error) {
 	for {
 		l.mu.Lock()
 		a := l.account(profile)
@@ -296,7 +305,7 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, ahead deci
 		if free := a.free(now); free.GreaterThanOrEqual(amount) {
 			a.held = a.held.Add(amount)
 			a.use(now, amount)
-			if a.growing == nil && !l.closed && free.Sub(amount).LessThan(a.recentUse().Mul(decimal.NewFromInt(lowWindows))) {
+			if a.growing == nil && !l.closed && free.Sub(amount).LessThan(a.recentUse().Mul(lowFactor)) {
 				l.growBeside(profile, a, now)
 			}
 			l.mu.Unlock()
@@ -319,7 +328,7 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, ahead deci
 		a.held = a.held.Add(amount)
 		a.use(now, amount)
 		need := a.held.Add(a.spent)
-		want := need.Add(decimal.Max(ahead, a.recentUse().Mul(decimal.NewFromInt(aheadWindows))))
+		want := need.Add(decimal.Max(amount.Mul(aheadOf), a.recentUse().Mul(aheadFactor)))
 		l.mu.Unlock()
 
 		started := time.Now()
@@ -359,7 +368,7 @@ func (l *Ledger) growBeside(profile uuid.UUID, a *account, now time.Time) {
 	need := a.held.Add(a.spent)
 	// Never shrink a lease that still covers more than need (settlements shrink it as they
 	// charge; what is left is in use or about to be).
-	want := decimal.Max(need, a.lease).Add(a.recentUse().Mul(decimal.NewFromInt(aheadWindows)))
+	want := decimal.Max(need, a.lease).Add(a.recentUse().Mul(aheadFactor))
 	l.background.Add(1)
 	go func() {
 		defer l.background.Done()

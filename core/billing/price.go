@@ -77,12 +77,21 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	sum := decimal.NewFromInt(u.Input - u.AudioInput).Mul(p.Input).
-		Add(decimal.NewFromInt(u.AudioInput).Mul(p.AudioInput)).
-		Add(decimal.NewFromInt(u.CachedInput).Mul(p.CachedInput)).
-		Add(decimal.NewFromInt(u.CacheWrite).Mul(p.CacheWrite)).
-		Add(decimal.NewFromInt(u.Output - u.AudioOutput).Mul(p.Output)).
-		Add(decimal.NewFromInt(u.AudioOutput).Mul(p.AudioOutput))
+	// Categories without tokens add nothing (most answers have no cache or audio parts), and
+	// the rounding at the end fixes the scale whatever the terms' own: they are skipped, for
+	// the big-integer arithmetic of every charge.
+	sum := decimal.Zero
+	for _, t := range [...]struct {
+		n    int64
+		rate decimal.Decimal
+	}{
+		{u.Input - u.AudioInput, p.Input}, {u.AudioInput, p.AudioInput}, {u.CachedInput, p.CachedInput},
+		{u.CacheWrite, p.CacheWrite}, {u.Output - u.AudioOutput, p.Output}, {u.AudioOutput, p.AudioOutput},
+	} {
+		if t.n != 0 {
+			sum = sum.Add(decimal.NewFromInt(t.n).Mul(t.rate))
+		}
+	}
 	return sum.Shift(-6).Round(Scale)
 }
 

@@ -54,6 +54,32 @@ func TestCostPerCategory(t *testing.T) {
 	}
 }
 
+// Cost skips categories without tokens: the same value and digits as the sum of all six.
+func TestCostIsTheSumOfEveryCategory(t *testing.T) {
+	t.Parallel()
+	p := Price{Input: dec("2.5"), CachedInput: dec("1.25"), CacheWrite: dec("3.125"), Output: dec("10"),
+		AudioInput: dec("40"), AudioOutput: dec("80.000000001")}
+	full := func(u metering.Usage) decimal.Decimal {
+		return decimal.NewFromInt(u.Input - u.AudioInput).Mul(p.Input).
+			Add(decimal.NewFromInt(u.AudioInput).Mul(p.AudioInput)).
+			Add(decimal.NewFromInt(u.CachedInput).Mul(p.CachedInput)).
+			Add(decimal.NewFromInt(u.CacheWrite).Mul(p.CacheWrite)).
+			Add(decimal.NewFromInt(u.Output - u.AudioOutput).Mul(p.Output)).
+			Add(decimal.NewFromInt(u.AudioOutput).Mul(p.AudioOutput)).Shift(-6).Round(Scale)
+	}
+	for _, u := range []metering.Usage{
+		{}, {Input: 20000, Output: 17}, {Input: 7, CachedInput: 3}, {Output: 1},
+		{Input: 100, AudioInput: 100, Output: 50, AudioOutput: 20, CacheWrite: 9},
+		{Input: 1, CachedInput: 1, CacheWrite: 1, Output: 1, AudioInput: 1, AudioOutput: 1},
+		{Input: 123456789, Output: 987654321},
+	} {
+		got, want := p.Cost(u), full(u)
+		if !got.Equal(want) || got.String() != want.String() {
+			t.Errorf("%+v: cost %s, want %s", u, got, want)
+		}
+	}
+}
+
 func TestWorstCaseCoversEveryCost(t *testing.T) {
 	t.Parallel()
 	p := Price{Input: dec("3"), CachedInput: dec("0.3"), CacheWrite: dec("3.75"), Output: dec("15")}

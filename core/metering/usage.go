@@ -61,12 +61,14 @@ func FromOpenAIChat(raw json.RawMessage) Usage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return Unreliable("no usage reported")
 	}
-	if !gjson.ValidBytes(raw) || !gjson.ParseBytes(raw).IsObject() {
+	if !gjson.ValidBytes(raw) {
 		return Unreliable("usage not decodable")
 	}
-	f := gjson.GetManyBytes(raw, "prompt_tokens", "completion_tokens", "total_tokens",
-		"prompt_tokens_details.cached_tokens", "prompt_tokens_details.cache_write_tokens",
-		"completion_tokens_details.reasoning_tokens")
+	obj := gjson.ParseBytes(raw)
+	if !obj.IsObject() {
+		return Unreliable("usage not decodable")
+	}
+	f := openAIChatFields(obj)
 	var n [6]int64
 	for i, r := range f {
 		if !r.Exists() || r.Type == gjson.Null {
@@ -85,6 +87,53 @@ func FromOpenAIChat(raw json.RawMessage) Usage {
 		return contradiction("total %d is not prompt %d + completion %d", n[2], n[0], n[1])
 	}
 	return fromInclusive(n[0], n[3], n[4], n[1], n[5])
+}
+
+// openAIChatFields reads, in one pass over the usage object, what gjson.Get would find at
+// prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details.cached_tokens,
+// prompt_tokens_details.cache_write_tokens and completion_tokens_details.reasoning_tokens
+// (the first of duplicate keys, and for the nested counts the first duplicate object that
+// has them, as Get): six Gets would scan it six times.
+func openAIChatFields(obj gjson.Result) [6]gjson.Result {
+	var f [6]gjson.Result
+	first := func(i int, v gjson.Result) {
+		if !f[i].Exists() {
+			f[i] = v
+		}
+	}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "prompt_tokens":
+			first(0, v)
+		case "completion_tokens":
+			first(1, v)
+		case "total_tokens":
+			first(2, v)
+		case "prompt_tokens_details":
+			if v.IsObject() {
+				v.ForEach(func(k, v gjson.Result) bool {
+					switch k.Str {
+					case "cached_tokens":
+						first(3, v)
+					case "cache_write_tokens":
+						first(4, v)
+					}
+					return true
+				})
+			}
+		case "completion_tokens_details":
+			if v.IsObject() {
+				v.ForEach(func(k, v gjson.Result) bool {
+					if k.Str == "reasoning_tokens" {
+						first(5, v)
+					}
+					return true
+				})
+			}
+		}
+		return true
+	})
+	return f
 }
 
 // OpenAIResponses is the responses usage object.

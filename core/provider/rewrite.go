@@ -14,6 +14,18 @@ import (
 // SetModel rewrites the top-level "model" of a JSON body for passthrough, leaving every other
 // byte as the client sent it.
 func SetModel(body []byte, model string) ([]byte, error) {
+	// The usual case, a top-level "model" string and a plain model id, is one splice: what
+	// sjson writes for it, without parsing the path and the value again.
+	if plainJSONString(model) {
+		if m := gjson.GetBytes(body, "model"); m.Type == gjson.String && m.Index > 0 && m.Index+len(m.Raw) <= len(body) {
+			out := make([]byte, 0, len(body)-len(m.Raw)+len(model)+2)
+			out = append(out, body[:m.Index]...)
+			out = append(out, '"')
+			out = append(out, model...)
+			out = append(out, '"')
+			return append(out, body[m.Index+len(m.Raw):]...), nil
+		}
+	}
 	out, err := sjson.SetBytes(body, "model", model)
 	if err != nil {
 		return nil, &Error{Message: "the request body is not a JSON object", Err: err}
@@ -52,9 +64,28 @@ func PublicAnswerModel(answer []byte, upstream, public string) []byte {
 	if upstream == public || m.Type != gjson.String || m.Index <= 0 || m.String() == public {
 		return answer
 	}
-	quoted, _ := json.Marshal(public) // a string always encodes
-	out := make([]byte, 0, len(answer)+len(quoted))
+	out := make([]byte, 0, len(answer)+len(public)+2)
 	out = append(out, answer[:m.Index]...)
-	out = append(out, quoted...)
+	if plainJSONString(public) {
+		out = append(out, '"')
+		out = append(out, public...)
+		out = append(out, '"')
+	} else {
+		quoted, _ := json.Marshal(public) // a string always encodes
+		out = append(out, quoted...)
+	}
 	return append(out, answer[m.Index+len(m.Raw):]...)
+}
+
+// plainJSONString reports whether s is written as itself between quotes by encoding/json
+// and by sjson alike: printable ASCII without quote, backslash or the characters
+// encoding/json escapes for HTML. Model ids are.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }

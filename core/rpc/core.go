@@ -34,6 +34,7 @@ type CoreServer struct {
 	Deps      *Deps
 
 	sessions sessionCount
+	holds    memoHolds // smallest holds of the current snapshot (prebody.go)
 }
 
 // caller authenticates the request's key against the current snapshot.

@@ -1,9 +1,11 @@
 package rpc
 
 import (
+	"context"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 )
@@ -26,25 +28,79 @@ type InProcess struct {
 
 // Generate runs CoreService.Generate for the front; it implements relay.GenerateFunc.
 func (p *InProcess) Generate(req *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error {
-	return p.run(corev1.CoreService_Generate_FullMethodName, stream, func() error { return p.Server.Generate(req, stream) })
+	return p.run(generateInfo, stream, func() error { return p.Server.Generate(req, stream) })
 }
 
 // Forward runs CoreService.Forward for the front; it implements media.ForwardFunc.
 func (p *InProcess) Forward(stream corev1.CoreService_ForwardServer) error {
-	return p.run(corev1.CoreService_Forward_FullMethodName, stream, func() error { return p.Server.Forward(stream) })
+	return p.run(forwardInfo, stream, func() error { return p.Server.Forward(stream) })
 }
 
 // Realtime runs CoreService.Realtime for the front; it implements realtime.SessionFunc.
 func (p *InProcess) Realtime(stream corev1.CoreService_RealtimeServer) error {
-	return p.run(corev1.CoreService_Realtime_FullMethodName, stream, func() error { return p.Server.Realtime(stream) })
+	return p.run(realtimeInfo, stream, func() error { return p.Server.Realtime(stream) })
 }
 
 // Wait returns when no call is running.
 func (p *InProcess) Wait() { p.calls.Wait() }
 
-func (p *InProcess) run(method string, stream grpc.ServerStream, call func() error) error {
+// The streams' server infos, made once rather than per call.
+var (
+	generateInfo = &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Generate_FullMethodName, IsServerStream: true}
+	forwardInfo  = &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Forward_FullMethodName, IsServerStream: true, IsClientStream: true}
+	realtimeInfo = &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Realtime_FullMethodName, IsServerStream: true, IsClientStream: true}
+)
+
+func (p *InProcess) run(info *grpc.StreamServerInfo, stream grpc.ServerStream, call func() error) error {
 	p.calls.Add(1)
 	defer p.calls.Done()
-	info := &grpc.StreamServerInfo{FullMethod: method, IsServerStream: true, IsClientStream: method != corev1.CoreService_Generate_FullMethodName}
 	return p.Interceptor(p.Server, stream, info, func(any, grpc.ServerStream) error { return call() })
 }
+
+// DirectCore is the front's CoreService client: Authorize, which every priced request makes
+// before its body is read, calls the server in the caller's goroutine through Interceptors
+// (the in-process channel's unary chain, outermost first), and every other method goes over
+// the channel (CoreServiceClient). The channel would start a goroutine, a cancellable
+// context and a channel per call, and copy both messages; the chain around Authorize is
+// composed once, not per call.
+type DirectCore struct {
+	corev1.CoreServiceClient
+	Server       corev1.CoreServiceServer
+	Interceptors []grpc.UnaryServerInterceptor
+
+	once      sync.Once
+	authorize grpc.UnaryHandler
+}
+
+var authorizeInfo = &grpc.UnaryServerInfo{FullMethod: corev1.CoreService_Authorize_FullMethodName}
+
+// Authorize implements corev1.CoreServiceClient.
+func (c *DirectCore) Authorize(ctx context.Context, req *corev1.AuthorizeRequest, _ ...grpc.CallOption) (*corev1.AuthorizeResponse, error) {
+	c.once.Do(func() {
+		c.authorize = Compose(authorizeInfo, func(ctx context.Context, req any) (any, error) {
+			return c.Server.Authorize(ctx, req.(*corev1.AuthorizeRequest))
+		}, c.Interceptors...)
+	})
+	resp, err := c.authorize(serverContext(ctx), req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*corev1.AuthorizeResponse), nil
+}
+
+// serverContext is the context a handler sees for an in-process call, as on the channel: the
+// caller's deadline and cancellation and its outgoing metadata as incoming, none of its
+// values (the server must not depend on what the caller's context happens to carry).
+func serverContext(ctx context.Context) context.Context {
+	md, ok := metadata.FromOutgoingContext(ctx)
+	sctx := context.Context(noValues{ctx})
+	if ok {
+		sctx = metadata.NewIncomingContext(sctx, md)
+	}
+	return sctx
+}
+
+// noValues passes a context's deadline and cancellation on, not its values.
+type noValues struct{ context.Context }
+
+func (noValues) Value(any) any { return nil }

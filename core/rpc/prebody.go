@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/shopspring/decimal"
 
@@ -58,11 +60,66 @@ func modelSmallestHold(m *snapshot.Model, family string) (decimal.Decimal, bool)
 	return least, priced
 }
 
+// holdMemo keeps the smallest holds of one snapshot: they depend on nothing else (the
+// catalogue's models, prices and keys), and working them out takes decimal products on
+// every request otherwise. A new snapshot starts a new memo, so a catalogue change is seen
+// by the first request that uses it.
+type holdMemo struct {
+	snap  *snapshot.Snapshot
+	mu    sync.RWMutex
+	holds map[holdMemoKey]decimal.Decimal
+}
+
+// holdMemoKey is what smallestHold reads: the key only when no model is named (the key's
+// visible models then make the route).
+type holdMemoKey struct {
+	k      *snapshot.Key
+	m      *snapshot.Model
+	family string
+}
+
+// holdMemoMax bounds a memo; past it holds are worked out per request again. Models and
+// families are few; named-model entries do not grow with the keys.
+const holdMemoMax = 1 << 14
+
+// memoHolds is the CoreServer's memo of smallestHold for the current snapshot.
+type memoHolds struct{ cur atomic.Pointer[holdMemo] }
+
+func (c *memoHolds) smallest(snap *snapshot.Snapshot, k *snapshot.Key, family string, m *snapshot.Model) decimal.Decimal {
+	memo := c.cur.Load()
+	if memo == nil || memo.snap != snap {
+		fresh := &holdMemo{snap: snap, holds: map[holdMemoKey]decimal.Decimal{}}
+		if c.cur.CompareAndSwap(memo, fresh) {
+			memo = fresh
+		} else if memo = c.cur.Load(); memo.snap != snap {
+			// Another snapshot is being memoised at the same moment: do without.
+			return smallestHold(snap, k, family, m)
+		}
+	}
+	key := holdMemoKey{m: m, family: family}
+	if m == nil {
+		key.k = k
+	}
+	memo.mu.RLock()
+	h, ok := memo.holds[key]
+	memo.mu.RUnlock()
+	if ok {
+		return h
+	}
+	h = smallestHold(snap, k, family, m)
+	memo.mu.Lock()
+	if len(memo.holds) < holdMemoMax {
+		memo.holds[key] = h
+	}
+	memo.mu.Unlock()
+	return h
+}
+
 // checkBalance refuses, before the body is read, a key whose profile cannot pay the smallest
 // hold of the route. When the ledger cannot decide (the database is away, the client left)
 // the request goes on: its own hold then answers.
 func (s *CoreServer) checkBalance(ctx context.Context, snap *snapshot.Snapshot, k *snapshot.Key, family string, m *snapshot.Model) error {
-	least := smallestHold(snap, k, family, m)
+	least := s.holds.smallest(snap, k, family, m)
 	if !least.IsPositive() {
 		return nil
 	}

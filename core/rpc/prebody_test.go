@@ -103,7 +103,59 @@ func TestSmallestHoldOfARoute(t *testing.T) {
 			if got := smallestHold(snap, k, c.family, m); !got.Equal(decimal.RequireFromString(c.want)) {
 				t.Errorf("smallest hold %s, want %s", got, c.want)
 			}
+			var memo memoHolds
+			for i := range 2 { // worked out, then from the memo
+				if got := memo.smallest(snap, k, c.family, m); !got.Equal(decimal.RequireFromString(c.want)) {
+					t.Errorf("memoised smallest hold (call %d) %s, want %s", i, got, c.want)
+				}
+			}
 		})
+	}
+}
+
+// The memo of smallest holds belongs to one snapshot: a price change is seen at once, and
+// without a named model each key has its own.
+func TestSmallestHoldMemoFollowsSnapshotAndKey(t *testing.T) {
+	t.Parallel()
+	chat := []string{"chat.completions"}
+	cheap := price(chat, "per_token", map[string]string{"input": "1000000", "output": "1"})
+	dear := price(chat, "per_token", map[string]string{"input": "2000000", "output": "1"})
+	var memo memoHolds
+	old, k := holdSnapshot(t, map[string]*store.Price{"a": &cheap})
+	if got := memo.smallest(old, k, "chat.completions", old.Model("a")); !got.Equal(decimal.NewFromInt(64)) {
+		t.Fatalf("before the change: %s, want 64", got)
+	}
+	changed, k2 := holdSnapshot(t, map[string]*store.Price{"a": &dear})
+	if got := memo.smallest(changed, k2, "chat.completions", changed.Model("a")); !got.Equal(decimal.NewFromInt(128)) {
+		t.Fatalf("after the price change: %s, want 128", got)
+	}
+
+	// Two keys of one snapshot: one may use both models, the other only the dear one.
+	d := &store.CatalogData{Currency: "RUB", Families: []store.Family{{ID: "fam", Active: true}},
+		Providers: []store.Provider{{ID: "up", Kind: "openai", Active: true}}}
+	for id, p := range map[string]store.Price{"a": cheap, "b": dear} {
+		d.Models = append(d.Models, store.Model{ID: id, Family: "fam", Active: true})
+		d.Routes = append(d.Routes, store.Route{ModelID: id, EndpointFamilies: chat, ProviderID: "up"})
+		p.ModelID = id
+		d.Prices = append(d.Prices, p)
+	}
+	for secret, allowed := range map[string]string{"sk-wide": "*", "sk-narrow": "b"} {
+		h := keys.Hash(secret)
+		d.Keys = append(d.Keys, &store.Key{ID: uuid.New(), ProfileID: uuid.New(), SecretHash: h[:], State: store.KeyActive,
+			AllowedEndpoints: []string{"*"}, AllowedModels: []string{allowed}})
+	}
+	snap := snapshot.Build(d, time.Now())
+	for _, c := range []struct {
+		secret string
+		want   int64
+	}{{"sk-wide", 64}, {"sk-narrow", 128}, {"sk-wide", 64}} {
+		k, apiErr := snap.Authenticate(c.secret)
+		if apiErr != nil {
+			t.Fatal(apiErr)
+		}
+		if got := memo.smallest(snap, k, "chat.completions", nil); !got.Equal(decimal.NewFromInt(c.want)) {
+			t.Errorf("%s without a model: %s, want %d", c.secret, got, c.want)
+		}
 	}
 }
 

@@ -21,20 +21,24 @@ func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		}
 	}
 	opts := &slog.HandlerOptions{Level: lv}
-	var h slog.Handler
 	switch format {
 	case "", "json":
-		h = slog.NewJSONHandler(w, opts)
+		// The access lines bypass the handler, into the same writer (jsonline.go).
+		jl := &jsonLines{w: w}
+		return slog.New(traceHandler{Handler: slog.NewJSONHandler(lockedWriter{jl}, opts), json: jl}), nil
 	case "text":
-		h = slog.NewTextHandler(w, opts)
-	default:
-		return nil, fmt.Errorf("log format %q: want json or text", format)
+		return slog.New(traceHandler{Handler: slog.NewTextHandler(w, opts)}), nil
 	}
-	return slog.New(traceHandler{h}), nil
+	return nil, fmt.Errorf("log format %q: want json or text", format)
 }
 
 // traceHandler adds the trace and span ids of the record's context.
-type traceHandler struct{ slog.Handler }
+type traceHandler struct {
+	slog.Handler
+	// json is the writer of a JSON handler without attributes or groups of its own: lines
+	// formatted by lineWriter go there.
+	json *jsonLines
+}
 
 func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
@@ -44,9 +48,9 @@ func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return traceHandler{h.Handler.WithAttrs(attrs)}
+	return traceHandler{Handler: h.Handler.WithAttrs(attrs)}
 }
 
 func (h traceHandler) WithGroup(name string) slog.Handler {
-	return traceHandler{h.Handler.WithGroup(name)}
+	return traceHandler{Handler: h.Handler.WithGroup(name)}
 }

@@ -88,10 +88,12 @@ func (t *Telemetry) run() {
 			select {
 			case it := <-t.queue:
 				if it.stop {
+					w.lines.flush()
 					return
 				}
 				w.handle(it)
 			default:
+				w.lines.flush()
 				break drain
 			}
 		}
@@ -102,6 +104,7 @@ func (w *worker) handle(it item) {
 	t := w.t
 	switch {
 	case it.barrier != nil:
+		w.lines.flush()
 		close(it.barrier)
 	case it.a != nil:
 		w.access(it.a)
@@ -129,6 +132,9 @@ type worker struct {
 	t        *Telemetry
 	sets     map[setKey]attrOpts
 	spanSets map[spanKey][]attribute.KeyValue
+	// attrs and lines are reused from one access line to the next.
+	attrs []slog.Attr
+	lines lineWriter
 }
 
 // attrOpts is one attribute set as the option lists Record and Add take.
@@ -292,7 +298,8 @@ func (w *worker) line(o *rpc.Outcome, h *accessLine) {
 	if !log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 24)
+	attrs := w.attrs[:0]
+	defer func() { w.attrs = attrs[:0] }()
 	if h != nil {
 		a := h.a
 		if a.requestID == "" && o != nil {
@@ -335,7 +342,9 @@ func (w *worker) line(o *rpc.Outcome, h *accessLine) {
 	if h != nil && h.a.status >= http.StatusInternalServerError {
 		level = slog.LevelWarn
 	}
-	log.LogAttrs(context.Background(), level, "request", attrs...)
+	if !w.lines.write(log, level, "request", attrs) {
+		log.LogAttrs(context.Background(), level, "request", attrs...)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -12,19 +12,25 @@ import (
 
 // IncomingContext is OutgoingContext as the server side of an in-process call sees it.
 func IncomingContext(r *http.Request) context.Context {
-	md, _ := metadata.FromOutgoingContext(OutgoingContext(r))
-	return metadata.NewIncomingContext(r.Context(), md)
+	return metadata.NewIncomingContext(r.Context(), requestMD(r))
 }
 
 // OutgoingContext carries the key and request id to core as gRPC metadata.
 func OutgoingContext(r *http.Request) context.Context {
-	ctx := metadata.AppendToOutgoingContext(r.Context(),
-		"authorization", r.Header.Get("Authorization"),
-		"x-request-id", r.Header.Get("X-Request-Id"))
-	if generated, _ := r.Context().Value(generatedKey{}).(bool); generated {
-		ctx = metadata.AppendToOutgoingContext(ctx, "x-request-id-generated", "1")
+	return metadata.NewOutgoingContext(r.Context(), requestMD(r))
+}
+
+// requestMD is the metadata of a request, built at once: appending pairs to a context
+// (metadata.AppendToOutgoingContext) copies them again for every reader.
+func requestMD(r *http.Request) metadata.MD {
+	md := metadata.MD{
+		"authorization": {r.Header.Get("Authorization")},
+		"x-request-id":  {r.Header.Get("X-Request-Id")},
 	}
-	return ctx
+	if generated, _ := r.Context().Value(generatedKey{}).(bool); generated {
+		md["x-request-id-generated"] = []string{"1"}
+	}
+	return md
 }
 
 type generatedKey struct{}

@@ -1,0 +1,58 @@
+package provider
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// rewriteBodies are passthrough bodies as clients and upstreams space them, with the model
+// first, last, absent, duplicated, nested only, or not a string.
+var rewriteBodies = []string{
+	`{"model":"gpt-5","messages":[{"role":"user","content":"hi"}]}`,
+	`{"messages":[{"role":"user","content":"hi","model":"inner"}],"model":"gpt-5"}`,
+	"{\n  \"id\": \"chatcmpl-1\",\n  \"model\" :  \"sim-gpt-2025\" ,\n  \"choices\": []\n}",
+	`{"model":"a","model":"b"}`,
+	`{"model":"with \"escapes\" \u00e9"}`,
+	`{"messages":[{"model":"inner"}]}`,
+	`{"model":null}`,
+	`{"model":42,"x":1}`,
+	`{}`,
+	`{"model":""}`,
+}
+
+var rewriteNames = []string{"sim-gpt", "org/z-model:v1", "gpt-5-mini-2025-08-07", "a<b>&c", "quote\"d", "é-model", "tab\tname", ""}
+
+// SetModel writes what sjson writes, byte for byte, whichever path it takes.
+func TestSetModelIsSjsons(t *testing.T) {
+	t.Parallel()
+	for _, body := range rewriteBodies {
+		for _, name := range rewriteNames {
+			want, wantErr := sjson.SetBytes([]byte(body), "model", name)
+			got, err := SetModel([]byte(body), name)
+			if (err != nil) != (wantErr != nil) || string(got) != string(want) {
+				t.Errorf("SetModel(%s, %q) = %s, %v; sjson: %s, %v", body, name, got, err, want, wantErr)
+			}
+		}
+	}
+}
+
+// PublicAnswerModel puts the public id where the upstream's was, encoded as encoding/json
+// encodes it.
+func TestPublicAnswerModelEncodesAsJSON(t *testing.T) {
+	t.Parallel()
+	for _, body := range rewriteBodies {
+		for _, name := range rewriteNames {
+			want := []byte(body)
+			if m := gjson.Get(body, "model"); m.Type == gjson.String && m.Index > 0 && m.String() != name {
+				quoted, _ := json.Marshal(name)
+				want = append(append([]byte(body[:m.Index]), quoted...), body[m.Index+len(m.Raw):]...)
+			}
+			if got := PublicAnswerModel([]byte(body), "upstream-id", name); string(got) != string(want) {
+				t.Errorf("PublicAnswerModel(%s, %q) = %s, want %s", body, name, got, want)
+			}
+		}
+	}
+}
