@@ -30,6 +30,7 @@ func perfCatalog(upstream string) string {
     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]}]}`
 }
 
+// processCPU is this process's user and system time so far.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -307,11 +306,4 @@ func BenchmarkStreamedChunk(b *testing.B) {
 		client.CloseIdleConnections()
 		up.Close()
 	}
-}
-
-// processCPU is this process's user and system time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
