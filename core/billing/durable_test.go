@@ -33,7 +33,7 @@ type fixture struct {
 	key uuid.UUID
 }
 
-func newFixture(t *testing.T, credit string) *fixture {
+func newFixture(t testing.TB, credit string) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, storetest.DatabaseURL(t))
@@ -615,16 +615,8 @@ func TestFrozenDatabaseFailsHoldsTogether(t *testing.T) {
 // go test ./core/billing -run x -bench Charge.
 func BenchmarkCharge(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.DatabaseURL(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(st.Close)
-	p := newProfile(b, st, "1000000")
-	key := uuid.New()
-	if _, err := st.Pool.Exec(ctx, `INSERT INTO api_keys (id, profile_id, prefix, secret_hash) VALUES ($1, $2, 'x', $3)`, key, p, key[:]); err != nil {
-		b.Fatal(err)
-	}
+	f := newFixture(b, "1000000")
+	st, p, key := f.st, f.p, f.key
 	l := NewLedger(st, nil)
 	b.Cleanup(func() { _ = l.Close(ctx) })
 	cost := dec("0.001")
@@ -779,16 +771,8 @@ func TestCloseRetriesUntilTheDatabaseReturns(t *testing.T) {
 // go test ./core/billing -run x -bench SettleBatch.
 func BenchmarkSettleBatch(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.DatabaseURL(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(st.Close)
-	p := newProfile(b, st, "1000000")
-	key := uuid.New()
-	if _, err := st.Pool.Exec(ctx, `INSERT INTO api_keys (id, profile_id, prefix, secret_hash) VALUES ($1, $2, 'x', $3)`, key, p, key[:]); err != nil {
-		b.Fatal(err)
-	}
+	f := newFixture(b, "1000000")
+	st, p, key := f.st, f.p, f.key
 	replica := uuid.New()
 	cost := dec("0.001")
 	size := 32
@@ -864,16 +848,8 @@ func descendantsCPU() time.Duration {
 // go test ./core/billing -run x -bench ChargeConcurrent -benchtime 20000x.
 func BenchmarkChargeConcurrent(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.DatabaseURL(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(st.Close)
-	p := newProfile(b, st, "1000000")
-	key := uuid.New()
-	if _, err := st.Pool.Exec(ctx, `INSERT INTO api_keys (id, profile_id, prefix, secret_hash) VALUES ($1, $2, 'x', $3)`, key, p, key[:]); err != nil {
-		b.Fatal(err)
-	}
+	f := newFixture(b, "1000000")
+	st, p, key := f.st, f.p, f.key
 	l := NewLedger(st, nil)
 	if w, err := time.ParseDuration(os.Getenv("BENCH_GROUP_WINDOW")); err == nil {
 		l.GroupWindow = w

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"modelgateway/core/wire/jsontext"
 )
 
 // The access line is written once per request. Through slog's JSON handler it costs a
@@ -100,18 +101,18 @@ func appendJSONLine(b []byte, t time.Time, level slog.Level, msg string, attrs [
 	b = append(b, `{"time":"`...)
 	b = t.Round(0).AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":"`...)
-	b = appendJSONString(b, level.String())
+	b = jsontext.AppendSlogEscaped(b, level.String())
 	b = append(b, `","msg":"`...)
-	b = appendJSONString(b, msg)
+	b = jsontext.AppendSlogEscaped(b, msg)
 	b = append(b, '"')
 	for _, a := range attrs {
 		b = append(b, `,"`...)
-		b = appendJSONString(b, a.Key)
+		b = jsontext.AppendSlogEscaped(b, a.Key)
 		b = append(b, `":`...)
 		switch v := a.Value; v.Kind() {
 		case slog.KindString:
 			b = append(b, '"')
-			b = appendJSONString(b, v.String())
+			b = jsontext.AppendSlogEscaped(b, v.String())
 			b = append(b, '"')
 		case slog.KindInt64:
 			b = strconv.AppendInt(b, v.Int64(), 10)
@@ -139,51 +140,4 @@ func appendJSONFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString escapes s as slog's JSON handler does: quote, backslash and control
-// characters, invalid UTF-8 as U+FFFD, and U+2028 and U+2029; nothing else (no HTML escapes).
-func appendJSONString(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(b, s[start:]...)
 }

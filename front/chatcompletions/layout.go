@@ -47,7 +47,7 @@ func (l *layout) role(buf []byte) []byte {
 // text is a content delta.
 func (l *layout) text(buf []byte, t string) []byte {
 	buf = append(append(append(buf, l.head...), choiceHead...), `"content":`...)
-	return append(appendJSONString(buf, t), openEnd...)
+	return append(jsontext.AppendString(buf, t), openEnd...)
 }
 
 // finish is the chunk with the finish reason and an empty delta; reason is one of the

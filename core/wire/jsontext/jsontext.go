@@ -1,7 +1,8 @@
 // Package jsontext holds the JSON text helpers both sides of the gateway share: String reads
 // a single string token without reflection (the per-chunk fields of upstream streams are
 // read in place, with the same result encoding/json gives), Marshal writes model output
-// without HTML escaping.
+// without HTML escaping, and AppendString and AppendSlogEscaped write a string as
+// encoding/json and log/slog do, without reflection (per stream chunk, per access line).
 package jsontext
 
 import (
@@ -121,4 +122,65 @@ func hex4(data []byte, i int) (rune, bool) {
 		return 0, false
 	}
 	return rune(n), true
+}
+
+// AppendString appends s as a quoted JSON string exactly as encoding/json writes it with HTML
+// escaping off: quote, backslash and control characters escaped, invalid UTF-8 as U+FFFD, and
+// U+2028 and U+2029 escaped; nothing else.
+func AppendString(dst []byte, s string) []byte {
+	return append(appendEscaped(append(dst, '"'), s, true), '"')
+}
+
+// AppendSlogEscaped appends the inside of s as a JSON string (no quotes) exactly as log/slog's
+// JSON handler writes it: as AppendString, except that \b and \f become \u0008 and \u000c.
+func AppendSlogEscaped(dst []byte, s string) []byte {
+	return appendEscaped(dst, s, false)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendEscaped escapes s; shortBF writes backspace and form feed as \b and \f.
+func appendEscaped(dst []byte, s string, shortBF bool) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch {
+			case b == '\\' || b == '"':
+				dst = append(dst, '\\', b)
+			case b == '\n':
+				dst = append(dst, '\\', 'n')
+			case b == '\r':
+				dst = append(dst, '\\', 'r')
+			case b == '\t':
+				dst = append(dst, '\\', 't')
+			case b == '\b' && shortBF:
+				dst = append(dst, '\\', 'b')
+			case b == '\f' && shortBF:
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(append(dst, s[start:i]...), `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(dst, s[start:]...)
 }

@@ -3,6 +3,8 @@ package jsontext
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -57,4 +59,35 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("%q: encoding/json reads %q, String %q next %d ok %v", data, want, got, next, ok)
 		}
 	})
+}
+
+// AppendString writes what encoding/json writes (HTML escaping off), and AppendSlogEscaped
+// what log/slog's JSON handler writes, for every byte and the runes each treats apart.
+func TestAppendStringMatchesTheEncoders(t *testing.T) {
+	t.Parallel()
+	inputs := []string{"", "plain", "été 日本語 😀", "\u2028\u2029", "bad \xff utf8", "cut \xe6\x97", "<a&b>", `q"b\s`}
+	for c := range 256 {
+		inputs = append(inputs, "x"+string([]byte{byte(c)})+"y")
+	}
+	for _, s := range inputs {
+		var enc bytes.Buffer
+		e := json.NewEncoder(&enc)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(AppendString([]byte("pre"), s)), "pre"+strings.TrimSuffix(enc.String(), "\n"); got != want {
+			t.Errorf("AppendString(%q) = %s, encoding/json %s", s, got, want)
+		}
+		var line bytes.Buffer
+		slog.New(slog.NewJSONHandler(&line, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey {
+				return slog.Attr{}
+			}
+			return a
+		}})).Info(s)
+		if got, want := `{"msg":"`+string(AppendSlogEscaped(nil, s))+"\"}\n", line.String(); got != want {
+			t.Errorf("AppendSlogEscaped(%q) = %s, slog %s", s, got, want)
+		}
+	}
 }
