@@ -64,6 +64,23 @@ func (c *convo) toolResult(text string) {
 	c.last = turnTool
 }
 
+// turn adds one message of the conversation: the model's own, or the caller's, whose tool
+// results (when it has any) end the turn after any text beside them, which still carries
+// directives.
+func (c *convo) turn(fromModel bool, text string, results []string) {
+	switch {
+	case fromModel:
+		c.assistant(text)
+	case len(results) > 0:
+		if text != "" {
+			c.user(text)
+		}
+		c.toolResult(strings.Join(results, "\n"))
+	default:
+		c.user(text)
+	}
+}
+
 func (c *convo) tool(name string, schema json.RawMessage) {
 	c.count(name)
 	c.count(string(schema))

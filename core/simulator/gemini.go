@@ -137,17 +137,7 @@ func (q *geminiRequest) convo() *convo {
 				results = append(results, resultText(fr.Response))
 			}
 		}
-		switch {
-		case m.Role == "model":
-			c.assistant(text.String())
-		case len(results) > 0:
-			if text.Len() > 0 {
-				c.user(text.String())
-			}
-			c.toolResult(strings.Join(results, "\n"))
-		default:
-			c.user(text.String())
-		}
+		c.turn(m.Role == "model", text.String(), results)
 	}
 	for _, t := range q.Tools {
 		for _, d := range pickSlice(t.FunctionDeclarations, t.FunctionDeclarationsSnake) {

@@ -66,18 +66,7 @@ func (q *messagesRequest) convo() *convo {
 				results = append(results, textOf(b.Content))
 			}
 		}
-		switch {
-		case m.Role == "assistant":
-			c.assistant(text.String())
-		case len(results) > 0:
-			// Text beside tool results still carries directives; the results end the turn.
-			if text.Len() > 0 {
-				c.user(text.String())
-			}
-			c.toolResult(strings.Join(results, "\n"))
-		default:
-			c.user(text.String())
-		}
+		c.turn(m.Role == "assistant", text.String(), results)
 	}
 	for _, t := range q.Tools {
 		// Server tools (web_search_2025..., bash_...) have no schema and are never called here.
