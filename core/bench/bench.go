@@ -293,7 +293,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 		case 2:
 			b.printRSS(w, res)
 		}
-		fmt.Fprintf(w, "  end-of-answer wait for the durable charge (gateway, warmup included): %s\n", waitLine(waits, b.chargeWaits()))
+		fmt.Fprintf(w, "  end-of-answer wait for the durable charge (gateway, warmup included): %s\n", chargeWaitLine(waits, b.chargeWaits()))
 	}
 	var txLine, chargeLine string
 	if txErr == nil {

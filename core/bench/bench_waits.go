@@ -11,31 +11,43 @@ import (
 	"time"
 )
 
-// The durable charge's wait per scenario, from the gateway's own histogram
-// (gateway_charge_wait_seconds): read before and after a scenario, the difference is that
-// scenario's charges alone.
+// The durable charge's wait per scenario, from the gateway's own histograms: the wait of
+// each answer's end (gateway_charge_wait_seconds) and the group commits it waited for
+// (gateway_settlement_duration_seconds, one transaction per group). Read before and after a
+// scenario, the difference is that scenario's alone.
 
-const waitMetric = "gateway_charge_wait_seconds_bucket{"
+const (
+	waitMetric   = "gateway_charge_wait_seconds_bucket{"
+	commitMetric = "gateway_settlement_duration_seconds_bucket{"
+)
 
-// waitHistogram is a reading of the histogram: cumulative counts by upper bound.
+// waitHistogram is a reading of a histogram: cumulative counts by upper bound.
 type waitHistogram map[float64]float64
 
-// chargeWaits reads the histogram; nil when metrics are off or unreadable.
-func (b *bench) chargeWaits() waitHistogram {
+// waitReading is one scrape of both histograms.
+type waitReading struct{ waits, commits waitHistogram }
+
+// chargeWaits reads the histograms; nil ones when metrics are off or unreadable.
+func (b *bench) chargeWaits() waitReading {
 	if b.metricsURL == "" {
-		return nil
+		return waitReading{}
 	}
 	resp, err := http.Get(b.metricsURL)
 	if err != nil {
-		return nil
+		return waitReading{}
 	}
 	defer resp.Body.Close()
-	h := waitHistogram{}
+	r := waitReading{waitHistogram{}, waitHistogram{}}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, waitMetric) {
+		h := r.waits
+		switch {
+		case strings.HasPrefix(line, waitMetric):
+		case strings.HasPrefix(line, commitMetric):
+			h = r.commits
+		default:
 			continue
 		}
 		_, rest, _ := strings.Cut(line, `le="`)
@@ -50,12 +62,21 @@ func (b *bench) chargeWaits() waitHistogram {
 		}
 		h[bound] += count
 	}
-	return h
+	return r
 }
 
-// waitLine describes the waits between two readings: p50 and p99 interpolated linearly
-// inside their buckets, as Prometheus's histogram_quantile does.
-func waitLine(before, after waitHistogram) string {
+// chargeWaitLine is the scenario's line: the waits, and the commits they waited for.
+func chargeWaitLine(before, after waitReading) string {
+	line := waitLine(before.waits, after.waits, "charges")
+	if after.commits != nil {
+		line += "; its group commits (one transaction each): " + waitLine(before.commits, after.commits, "commits")
+	}
+	return line
+}
+
+// waitLine describes the durations of what (charges, commits) between two readings: p50 and
+// p99 interpolated linearly inside their buckets, as Prometheus's histogram_quantile does.
+func waitLine(before, after waitHistogram, what string) string {
 	if after == nil {
 		return "not measured (no /metrics)"
 	}
@@ -65,11 +86,11 @@ func waitLine(before, after waitHistogram) string {
 	}
 	slices.Sort(bounds)
 	if len(bounds) == 0 {
-		return "not measured (no charges)"
+		return "not measured (no " + what + ")"
 	}
 	total := after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
 	if total <= 0 {
-		return "not measured (no charges)"
+		return "not measured (no " + what + ")"
 	}
 	quantile := func(q float64) time.Duration {
 		rank, lower, below := q*total, 0.0, 0.0
@@ -89,5 +110,5 @@ func waitLine(before, after waitHistogram) string {
 		}
 		return 0
 	}
-	return fmt.Sprintf("p50 %v, p99 %v (%.0f charges)", quantile(0.5), quantile(0.99), total)
+	return fmt.Sprintf("p50 %v, p99 %v (%.0f %s)", quantile(0.5), quantile(0.99), total, what)
 }

@@ -21,9 +21,22 @@ func TestWaitLineInterpolatesInsideBuckets(t *testing.T) {
 		{"metrics off", nil, nil, "not measured (no /metrics)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := waitLine(c.before, c.after); got != c.want {
+			if got := waitLine(c.before, c.after, "charges"); got != c.want {
 				t.Fatalf("got %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+func TestChargeWaitLineNamesTheCommitsWaitedFor(t *testing.T) {
+	inf := math.Inf(1)
+	before := waitReading{waitHistogram{0.002: 0, inf: 0}, waitHistogram{0.001: 0, inf: 0}}
+	after := waitReading{waitHistogram{0.002: 4, inf: 4}, waitHistogram{0.001: 2, inf: 2}}
+	want := "p50 1ms, p99 1.98ms (4 charges); its group commits (one transaction each): p50 500µs, p99 990µs (2 commits)"
+	if got := chargeWaitLine(before, after); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := chargeWaitLine(waitReading{}, waitReading{}); got != "not measured (no /metrics)" {
+		t.Fatalf("metrics off: got %q", got)
 	}
 }
