@@ -79,68 +79,94 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 			kept[j] = i
 		}
 	}
+	rec := func(j int) *RequestRecord { return &batch[kept[j]].Record }
 	n := len(kept)
-	var (
-		// [16]byte, not uuid.UUID: pgx writes those as binary uuids directly, while uuid.UUID
-		// goes through its driver.Valuer as text.
-		profiles, keys                  = make([][16]byte, n), make([][16]byte, n)
-		ids, models, families, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		currencies                      = make([]string, n)
-		in, cached, write, outT, reason = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		audioIn, audioOut               = make([]int64, n), make([]int64, n)
-		reliable                        = make([]bool, n)
-		// Text, not decimal values: pgx tries several numeric encodings (each failure building
-		// an error) before it finds one for NullDecimal; the database parses the text exactly.
-		costs        = make([]*string, n)
-		starts, ends = make([]time.Time, n), make([]time.Time, n)
-	)
-	for j, i := range kept {
-		r := batch[i].Record
-		profiles[j], keys[j], ids[j], models[j], families[j], statuses[j], currencies[j] = r.ProfileID, r.KeyID, r.RequestID, r.Model, r.EndpointFamily, r.Status, r.Currency
-		in[j], cached[j], write[j], outT[j], reason[j] = r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens, r.OutputTokens, r.ReasoningTokens
-		audioIn[j], audioOut[j] = r.AudioInputTokens, r.AudioOutputTokens
-		reliable[j], starts[j] = r.UsageReliable, r.StartTime
-		if r.Cost.Valid {
-			c := r.Cost.Decimal.String()
-			costs[j] = &c
-		}
-		if r.EndTime != nil {
-			ends[j] = *r.EndTime
+	costs := make([]string, n)
+	for j := range n {
+		if r := rec(j); r.Cost.Valid {
+			costs[j] = r.Cost.Decimal.String()
 		}
 	}
-	// One statement, one round trip: see gateway_settle in migration 0004.
-	rows, err := s.Pool.Query(ctx, `
-		SELECT idx, charged, capped, lease_profile, lease_amount, lease_version, lease_present
-		FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-		replica, profiles, ids, keys, models, families, statuses, currencies, in, cached, write, outT, reason, reliable,
-		costs, starts, ends, audioIn, audioOut)
+	w := arrayWriter{buf: make([]byte, 0, n*settleBytesPerRecord), args: make([][]byte, 0, 19)}
+	w.args = append(w.args, replica[:])
+	w.uuids(n, func(j int) uuid.UUID { return rec(j).ProfileID })
+	w.texts(n, func(j int) string { return rec(j).RequestID })
+	w.uuids(n, func(j int) uuid.UUID { return rec(j).KeyID })
+	w.texts(n, func(j int) string { return rec(j).Model })
+	w.texts(n, func(j int) string { return rec(j).EndpointFamily })
+	w.texts(n, func(j int) string { return rec(j).Status })
+	w.texts(n, func(j int) string { return rec(j).Currency })
+	w.int8s(n, func(j int) int64 { return rec(j).InputTokens })
+	w.int8s(n, func(j int) int64 { return rec(j).CachedInputTokens })
+	w.int8s(n, func(j int) int64 { return rec(j).CacheWriteTokens })
+	w.int8s(n, func(j int) int64 { return rec(j).OutputTokens })
+	w.int8s(n, func(j int) int64 { return rec(j).ReasoningTokens })
+	w.bools(n, func(j int) bool { return rec(j).UsageReliable })
+	w.numericTexts(n, func(j int) (string, bool) { return costs[j], rec(j).Cost.Valid })
+	w.timestamptzs(n, func(j int) time.Time { return rec(j).StartTime })
+	w.timestamptzs(n, func(j int) time.Time {
+		if e := rec(j).EndTime; e != nil {
+			return *e
+		}
+		return time.Time{}
+	})
+	w.int8s(n, func(j int) int64 { return rec(j).AudioInputTokens })
+	w.int8s(n, func(j int) int64 { return rec(j).AudioOutputTokens })
+
+	c, err := s.Pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("settle: %w", err)
 	}
-	defer rows.Close()
+	defer c.Release()
+	// Prepared once per connection (pgx keeps it by name), then one round trip per batch.
+	sd, err := c.Conn().Prepare(ctx, "gateway_settle", settleSQL)
+	if err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	rr := c.Conn().PgConn().ExecPrepared(ctx, sd.Name, w.args, settleArgFormats, settleResultFormats)
 	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
-	for rows.Next() {
-		var (
-			idx     *int32
-			c       decimal.NullDecimal
-			cut     *bool
-			profile *[16]byte
-			amount  decimal.NullDecimal
-			version *int64
-			present *bool
-		)
-		if err := rows.Scan(&idx, &c, &cut, &profile, &amount, &version, &present); err != nil {
-			return nil, fmt.Errorf("settle: %w", err)
+	for rr.NextRow() {
+		v := rr.Values()
+		if len(v) != 7 {
+			rr.Close()
+			return nil, fmt.Errorf("settle: %d columns", len(v))
 		}
-		if idx != nil {
-			charged[*idx], capped[*idx] = c, cut != nil && *cut
+		if idx, ok := wireInt(v[0]); ok {
+			if idx < 0 || idx >= int64(n) {
+				rr.Close()
+				return nil, fmt.Errorf("settle: row for record %d of %d", idx, n)
+			}
+			capped[idx] = wireBool(v[2])
+			if v[1] == nil {
+				continue
+			}
+			// Taken in full, the database echoes the cost's text: no need to parse it back.
+			if r := rec(int(idx)); r.Cost.Valid && string(v[1]) == costs[idx] {
+				charged[idx] = r.Cost
+				continue
+			}
+			d, err := decimal.NewFromString(string(v[1]))
+			if err != nil {
+				rr.Close()
+				return nil, fmt.Errorf("settle: charged %q: %w", v[1], err)
+			}
+			charged[idx] = decimal.NullDecimal{Decimal: d, Valid: true}
 			continue
 		}
-		if profile != nil && version != nil {
-			out.Leases[uuid.UUID(*profile)] = LeaseState{Amount: amount.Decimal, Version: *version, Present: present != nil && *present}
+		version, ok := wireInt(v[5])
+		if len(v[3]) != 16 || !ok {
+			continue
 		}
+		var amount decimal.Decimal
+		if v[4] != nil {
+			if amount, err = decimal.NewFromString(string(v[4])); err != nil {
+				rr.Close()
+				return nil, fmt.Errorf("settle: lease amount %q: %w", v[4], err)
+			}
+		}
+		out.Leases[uuid.UUID(v[3])] = LeaseState{Amount: amount, Version: version, Present: wireBool(v[6])}
 	}
-	if err := rows.Err(); err != nil {
+	if _, err := rr.Close(); err != nil {
 		return nil, fmt.Errorf("settle: %w", err)
 	}
 	for i := range batch {
@@ -148,6 +174,21 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	}
 	return out, nil
 }
+
+// One statement, one round trip: see gateway_settle in migrations 0004 and 0009.
+const settleSQL = `SELECT idx, charged, capped, lease_profile, lease_amount, lease_version, lease_present
+	FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
+
+var (
+	// Every argument binary but the costs ($15), which go as numeric[] text.
+	settleArgFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1}
+	// Numbers as text (charged, lease_amount), the rest binary.
+	settleResultFormats = []int16{1, 0, 1, 1, 0, 1, 1}
+)
+
+// settleBytesPerRecord sizes a batch's argument buffer: the fixed-size fields and their length
+// words, and room for typical ids, names and costs.
+const settleBytesPerRecord = 2*(16+4) + 9*(8+4) + (1 + 4) + 5*(24+4) + 16
 
 // Refund undoes the charge of a request whose answer did not reach the client after all: the
 // client went away between the commit and the last event, or the commit looked failed to the
