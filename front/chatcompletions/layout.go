@@ -1,8 +1,7 @@
 package chatcompletions
 
 import (
-	"bytes"
-	"fmt"
+	"strconv"
 
 	"modelgateway/core/wire/chatwire"
 	"modelgateway/core/wire/jsontext"
@@ -24,19 +23,16 @@ const (
 	openEnd    = `},"finish_reason":null}],"usage":null}`
 )
 
-// newLayout encodes one content chunk of the stream and keeps what precedes its choice.
-func newLayout(c chatwire.Chunk) (layout, error) {
-	empty := ""
-	c.Choices = []chatwire.ChunkChoice{{Delta: chatwire.Delta{Content: &empty}}}
-	b, err := jsontext.Marshal(c)
-	if err != nil {
-		return layout{}, fmt.Errorf("encoding a chat chunk: %w", err)
-	}
-	head, found := bytes.CutSuffix(b, []byte(choiceHead+`"content":""`+openEnd))
-	if !found || !bytes.HasSuffix(head, []byte(`"choices":[`)) {
-		return layout{}, fmt.Errorf("chat chunk layout: unexpected encoding %s", b)
-	}
-	return layout{head: head}, nil
+// newLayout writes what precedes a chunk's choice for the stream's stamp (c's id, object,
+// created and model), in the order and escaping of the whole encoding (a test holds the two
+// equal): a chunk's fields before choices are these four and no others.
+func newLayout(c chatwire.Chunk) layout {
+	head := append(make([]byte, 0, 64+len(c.ID)+len(c.Model)), `{"id":`...)
+	head = jsontext.AppendString(head, c.ID)
+	head = jsontext.AppendString(append(head, `,"object":`...), c.Object)
+	head = strconv.AppendInt(append(head, `,"created":`...), c.Created, 10)
+	head = jsontext.AppendString(append(head, `,"model":`...), c.Model)
+	return layout{head: append(head, `,"choices":[`...)}
 }
 
 // role is the opening chunk: the assistant role and empty content.

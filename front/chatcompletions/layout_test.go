@@ -18,10 +18,7 @@ func TestLayoutChunksAreTheEncodedChunks(t *testing.T) {
 		{Model: "", Created: 0},
 	} {
 		e := &streamEncoder{head: newHead(s)}
-		l, err := newLayout(e.stamp(chatwire.Chunk{}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLayout(e.stamp(chatwire.Chunk{}))
 		whole := func(c chatwire.Chunk) string {
 			b, err := jsontext.Marshal(e.stamp(c))
 			if err != nil {

@@ -44,10 +44,7 @@ func (e *streamEncoder) Start(s *corev1.Start) error {
 		return nil
 	}
 	e.head = newHead(s)
-	var err error
-	if e.layout, err = newLayout(e.stamp(chatwire.Chunk{})); err != nil {
-		return err
-	}
+	e.layout = newLayout(e.stamp(chatwire.Chunk{}))
 	// Core sends Start together with the first upstream event: the role chunk waits for the
 	// next chunk's flush instead of costing a system call of its own.
 	e.buf = e.layout.role(e.buf[:0])
