@@ -242,7 +242,13 @@ func (a *account) free(now time.Time) decimal.Decimal {
 	if !now.Before(a.deadline) {
 		return decimal.Zero
 	}
-	return a.lease.Sub(a.held).Sub(a.spent)
+	free := a.lease.Sub(a.held)
+	// Charges are made durable at once (Charge), so spent is almost always zero: subtracting
+	// it would cost a big-integer rescale and a difference on every hold for nothing.
+	if !a.spent.IsZero() {
+		free = free.Sub(a.spent)
+	}
+	return free
 }
 
 // margin is how long before the row's expiry a replica stops using a lease: a replica cut
@@ -298,6 +304,15 @@ var (
 // hold is Hold with the room a lease growth asks for beyond what is needed: amount times
 // aheadOf (worked out only when the lease grows).
 func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, aheadOf decimal.Decimal) (*Hold, error) {
+	if err := l.take(ctx, profile, amount, aheadOf); err != nil {
+		return nil, err
+	}
+	return &Hold{Profile: profile, Amount: amount}, nil
+}
+
+// take is hold without the Hold: it counts amount as held for the profile, from the lease's
+// free part or after a growth (cover adds it to an existing hold without a Hold of its own).
+func (l *Ledger) take(ctx context.Context, profile uuid.UUID, amount, aheadOf decimal.Decimal) error {
 	for {
 		l.mu.Lock()
 		a := l.account(profile)
@@ -309,17 +324,17 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, aheadOf de
 				l.growBeside(profile, a, now)
 			}
 			l.mu.Unlock()
-			return &Hold{Profile: profile, Amount: amount}, nil
+			return nil
 		}
 		if g := a.growing; g != nil {
 			l.mu.Unlock()
 			select {
 			case <-g.done:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
 			if g.err != nil && !errors.Is(g.err, ErrInsufficient) {
-				return nil, g.err
+				return g.err
 			}
 			continue
 		}
@@ -349,11 +364,11 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, aheadOf de
 		if err != nil {
 			a.held = a.held.Sub(amount)
 			l.mu.Unlock()
-			return nil, err
+			return err
 		}
 		l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
 		l.mu.Unlock()
-		return &Hold{Profile: profile, Amount: amount}, nil
+		return nil
 	}
 }
 
