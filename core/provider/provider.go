@@ -176,7 +176,8 @@ func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, er
 		return nil, err
 	}
 	req.ContentLength = int64(len(body))
-	req.Header.Set(HeaderContentType, "application/json")
-	req.Header.Set(HeaderUserAgent, UserAgent)
+	// What Header.Set would store, with values shared by every request (headers.go).
+	req.Header[HeaderContentType] = valueJSON
+	req.Header[HeaderUserAgent] = valueUserAgent
 	return req, nil
 }
