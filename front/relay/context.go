@@ -22,16 +22,22 @@ func OutgoingContext(r *http.Request) context.Context {
 
 // requestMD is the metadata of a request, built at once: appending pairs to a context
 // (metadata.AppendToOutgoingContext) copies them again for every reader.
+// The values share one backing array, and the generated flag's value is one slice for every
+// request: metadata readers copy what they read (metadata.ValueFromIncomingContext) and never
+// write into a value, and each slice's capacity is its length, so an append copies it.
 func requestMD(r *http.Request) metadata.MD {
+	v := [...]string{r.Header.Get("Authorization"), r.Header.Get("X-Request-Id")}
 	md := metadata.MD{
-		"authorization": {r.Header.Get("Authorization")},
-		"x-request-id":  {r.Header.Get("X-Request-Id")},
+		"authorization": v[0:1:1],
+		"x-request-id":  v[1:2:2],
 	}
 	if generated, _ := r.Context().Value(generatedKey{}).(bool); generated {
-		md["x-request-id-generated"] = []string{"1"}
+		md["x-request-id-generated"] = valueGenerated
 	}
 	return md
 }
+
+var valueGenerated = []string{"1"}
 
 type generatedKey struct{}
 

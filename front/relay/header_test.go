@@ -86,3 +86,26 @@ func TestSetBearerNormalisesTheKey(t *testing.T) {
 		})
 	}
 }
+
+// requestMD is the metadata the front always sent: the key, the id and, for an id the
+// gateway made, the flag that skips the reuse check.
+func TestRequestMetadata(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	r.Header.Set("Authorization", "Bearer sk-1")
+	r.Header.Set("X-Request-Id", "req-1")
+	want := map[string][]string{"authorization": {"Bearer sk-1"}, "x-request-id": {"req-1"}}
+	if md := requestMD(r); !reflect.DeepEqual(map[string][]string(md), want) {
+		t.Errorf("client id: %v, want %v", md, want)
+	}
+	want["x-request-id-generated"] = []string{"1"}
+	md := requestMD(WithGeneratedID(r))
+	if !reflect.DeepEqual(map[string][]string(md), want) {
+		t.Errorf("generated id: %v, want %v", md, want)
+	}
+	md["authorization"] = append(md["authorization"], "x")
+	md["x-request-id-generated"] = append(md["x-request-id-generated"], "0")
+	if again := requestMD(WithGeneratedID(r)); !reflect.DeepEqual(map[string][]string(again), want) {
+		t.Errorf("after appends to another request's metadata: %v, want %v", again, want)
+	}
+}
