@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/callmd"
 )
 
 // InProcess is the front → core hop of the streaming RPCs, the one place where a client's
@@ -95,7 +97,7 @@ func serverContext(ctx context.Context) context.Context {
 	md, ok := metadata.FromOutgoingContext(ctx)
 	sctx := context.Context(noValues{ctx})
 	if ok {
-		sctx = metadata.NewIncomingContext(sctx, md)
+		sctx = callmd.NewIncomingContext(sctx, md) // read without copies (firstMD)
 	}
 	return sctx
 }

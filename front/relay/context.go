@@ -8,11 +8,14 @@ import (
 	"net/http"
 
 	"google.golang.org/grpc/metadata"
+
+	"modelgateway/core/wire/callmd"
 )
 
-// IncomingContext is OutgoingContext as the server side of an in-process call sees it.
+// IncomingContext is OutgoingContext as the server side of an in-process call sees it, with
+// the metadata where core reads it without copies (core/wire/callmd).
 func IncomingContext(r *http.Request) context.Context {
-	return metadata.NewIncomingContext(r.Context(), requestMD(r))
+	return callmd.NewIncomingContext(r.Context(), requestMD(r))
 }
 
 // OutgoingContext carries the key and request id to core as gRPC metadata.
