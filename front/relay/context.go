@@ -18,9 +18,10 @@ func IncomingContext(r *http.Request) context.Context {
 	return callmd.NewIncomingContext(r.Context(), requestMD(r))
 }
 
-// OutgoingContext carries the key and request id to core as gRPC metadata.
+// OutgoingContext carries the key and request id to core as gRPC metadata; a direct call
+// (the key check) takes them back without a copy (core/wire/callmd).
 func OutgoingContext(r *http.Request) context.Context {
-	return metadata.NewOutgoingContext(r.Context(), requestMD(r))
+	return callmd.NewOutgoingContext(r.Context(), requestMD(r))
 }
 
 // requestMD is the metadata of a request, built at once: appending pairs to a context

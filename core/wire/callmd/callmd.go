@@ -4,8 +4,8 @@
 // the request id several times per request. The metadata is still set as gRPC's incoming
 // metadata as well, for everything that reads it the usual way.
 //
-// Only NewIncomingContext puts the carried metadata in a context, together with gRPC's, so
-// the two agree. Contexts that cross a call boundary (the in-process channel, the gRPC
+// Only NewIncomingContext (NewOutgoingContext) puts the carried metadata in a context,
+// together with gRPC's incoming (outgoing) metadata, so the two agree. Contexts that cross a call boundary (the in-process channel, the gRPC
 // listener, core's own in-process calls) keep no values of the caller's, so a callee never
 // reads its caller's metadata; and gRPC metadata set over a context of this package's
 // (only the listener's filter does that, on contexts that never carry one) would not be
@@ -39,6 +39,35 @@ func (c *incoming) Value(k any) any {
 		return c.md
 	}
 	return c.Context.Value(k)
+}
+
+// NewOutgoingContext is metadata.NewOutgoingContext(ctx, md) from which Outgoing takes md
+// back without a copy: the front's key check calls core in its own goroutine
+// (core/rpc.DirectCore), which would otherwise copy the whole metadata to make it incoming.
+// Such a context is made for one call: metadata appended over it with gRPC's functions
+// would reach gRPC's readers but not Outgoing. md must not be modified afterwards.
+func NewOutgoingContext(ctx context.Context, md metadata.MD) context.Context {
+	return &outgoing{Context: metadata.NewOutgoingContext(ctx, md), md: md}
+}
+
+type carriedOut struct{}
+
+type outgoing struct {
+	context.Context
+	md metadata.MD
+}
+
+func (c *outgoing) Value(k any) any {
+	if k == (carriedOut{}) {
+		return c.md
+	}
+	return c.Context.Value(k)
+}
+
+// Outgoing is the metadata of a context made by NewOutgoingContext.
+func Outgoing(ctx context.Context) (metadata.MD, bool) {
+	md, ok := ctx.Value(carriedOut{}).(metadata.MD)
+	return md, ok
 }
 
 // Value is the first value of key in ctx's incoming metadata, "" when there is none: what

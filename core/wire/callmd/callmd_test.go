@@ -66,3 +66,24 @@ func TestCancellationPassesThrough(t *testing.T) {
 		t.Errorf("%v", child.Err())
 	}
 }
+
+// Outgoing takes back the metadata of a context NewOutgoingContext made, through derived
+// contexts, and gRPC's readers see the same; a plain gRPC context has none to take.
+func TestOutgoing(t *testing.T) {
+	t.Parallel()
+	md := metadata.MD{"authorization": {"Bearer sk-1"}, "x-request-id": {"req-1"}}
+	ctx, cancel := context.WithCancel(NewOutgoingContext(context.Background(), md))
+	defer cancel()
+	if got, ok := Outgoing(context.WithoutCancel(ctx)); !ok || !reflect.DeepEqual(got, md) {
+		t.Errorf("Outgoing: %v %v", got, ok)
+	}
+	if got, _ := metadata.FromOutgoingContext(ctx); !reflect.DeepEqual(got, md) {
+		t.Errorf("gRPC's outgoing metadata: %v", got)
+	}
+	if _, ok := Outgoing(metadata.NewOutgoingContext(context.Background(), md)); ok {
+		t.Error("a plain gRPC context carried metadata")
+	}
+	if Value(ctx, "authorization") != "" {
+		t.Error("outgoing metadata read as incoming")
+	}
+}
