@@ -5,6 +5,7 @@ package billing
 
 import (
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/shopspring/decimal"
@@ -94,13 +95,63 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 		}
 		// The first term is the sum so far: adding it to a zero would rescale the zero and
 		// allocate a sum for nothing.
-		if term := decimal.NewFromInt(t.n).Mul(t.rate); some {
+		if term := tokens(t.n, t.rate); some {
 			sum = sum.Add(term)
 		} else {
 			sum, some = term, true
 		}
 	}
-	return sum.Shift(-6).Round(Scale)
+	return sum.Round(Scale) // free when every term is at Scale digits already (tokens)
+}
+
+// tokens is the price of n tokens at rate per 1M tokens, n*rate/10^6, exactly. When that is
+// a whole number of 10^-Scale units per token (catalogue prices have a few decimals; the
+// database keeps them at Scale digits) and the product fits an int64, it is made in integer
+// arithmetic at exponent -Scale: a sum of such terms is at the money scale already, so the
+// rounding after it costs nothing (Round returns a decimal at its scale as it is) where it
+// used to rescale, add and divide big integers on every charge and hold. Otherwise it is n
+// at exponent -6 times the rate, as before; the value is the same either way.
+func tokens(n int64, rate decimal.Decimal) decimal.Decimal {
+	if unit, ok := perToken(rate); ok {
+		if v, ok := mul64(n, unit); ok {
+			return decimal.New(v, -Scale)
+		}
+	}
+	return decimal.New(n, -6).Mul(rate)
+}
+
+// perToken is rate (per 1M tokens) in 10^-Scale units per token, rate*10^(Scale-6), when that
+// is a whole number that fits an int64.
+func perToken(rate decimal.Decimal) (int64, bool) {
+	if rate.NumDigits() > 18 {
+		return 0, false // the coefficient may not fit an int64
+	}
+	c := rate.CoefficientInt64()
+	for e := rate.Exponent() + Scale - 6; e != 0; {
+		switch {
+		case e < 0 && c%10 != 0:
+			return 0, false // a fraction of a unit
+		case e < 0:
+			c, e = c/10, e+1
+		case c > math.MaxInt64/10 || c < math.MinInt64/10:
+			return 0, false
+		default:
+			c, e = c*10, e-1
+		}
+	}
+	return c, true
+}
+
+// mul64 is a*b unless it overflows an int64.
+func mul64(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	p := a * b
+	if p/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
+		return 0, false
+	}
+	return p, true
 }
 
 // WorstCase is the hold for a request: every input token at the dearest input rate plus the
@@ -110,8 +161,11 @@ func (p Price) WorstCase(inputTokens, outputLimit int64) decimal.Decimal {
 		return p.Request
 	}
 	in := decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)
-	sum := decimal.NewFromInt(inputTokens).Mul(in).Add(decimal.NewFromInt(outputLimit).Mul(decimal.Max(p.Output, p.AudioOutput)))
-	return sum.Shift(-6).RoundCeil(Scale)
+	sum := tokens(inputTokens, in).Add(tokens(outputLimit, decimal.Max(p.Output, p.AudioOutput)))
+	if sum.Exponent() == -Scale {
+		return sum // exact at the money scale already (tokens): nothing to round up
+	}
+	return sum.RoundCeil(Scale)
 }
 
 // InputEstimate is the input side of a hold, from the body size: half a token per byte is well
