@@ -251,6 +251,23 @@ func (a *account) free(now time.Time) decimal.Decimal {
 	return free
 }
 
+// fit tells whether amount fits in the free part of the lease at now, and gives the holds
+// with amount added and the room left after it (free less amount). It is free(now) >=
+// amount, worked out from the new holds, which the caller needs anyway, so that the room
+// costs no subtraction of its own.
+func (a *account) fit(now time.Time, amount decimal.Decimal) (held, room decimal.Decimal, fits bool) {
+	held = a.held.Add(amount)
+	if !now.Before(a.deadline) {
+		// Nothing is free: only a hold of nothing (a free model) fits.
+		return held, amount.Neg(), amount.Sign() <= 0
+	}
+	room = a.lease.Sub(held)
+	if !a.spent.IsZero() {
+		room = room.Sub(a.spent)
+	}
+	return held, room, room.Sign() >= 0
+}
+
 // margin is how long before the row's expiry a replica stops using a lease: a replica cut
 // off from the database cannot renew, and must stop before another replica may lease the
 // same money.
@@ -317,10 +334,10 @@ func (l *Ledger) take(ctx context.Context, profile uuid.UUID, amount, aheadOf de
 		l.mu.Lock()
 		a := l.account(profile)
 		now := time.Now()
-		if free := a.free(now); free.GreaterThanOrEqual(amount) {
-			a.held = a.held.Add(amount)
+		if held, room, fits := a.fit(now, amount); fits {
+			a.held = held
 			a.use(now, amount)
-			if a.growing == nil && !l.closed && free.Sub(amount).LessThan(a.recentUse().Mul(lowFactor)) {
+			if a.growing == nil && !l.closed && room.LessThan(a.recentUse().Mul(lowFactor)) {
 				l.growBeside(profile, a, now)
 			}
 			l.mu.Unlock()
