@@ -5,7 +5,6 @@ package billing
 
 import (
 	"errors"
-	"math"
 	"slices"
 
 	"github.com/shopspring/decimal"
@@ -78,18 +77,19 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
+	terms := [...]term{
+		{u.Input - u.AudioInput, p.Input}, {u.AudioInput, p.AudioInput}, {u.CachedInput, p.CachedInput},
+		{u.CacheWrite, p.CacheWrite}, {u.Output - u.AudioOutput, p.Output}, {u.AudioOutput, p.AudioOutput},
+	}
+	if units, ok := exactUnits(terms[:]); ok {
+		return decimal.New(units, -Scale) // exact: nothing to round (units.go)
+	}
 	// Categories without tokens add nothing (most answers have no cache or audio parts), and
 	// the rounding at the end fixes the scale whatever the terms' own: they are skipped, for
 	// the big-integer arithmetic of every charge.
 	var sum decimal.Decimal
 	some := false
-	for _, t := range [...]struct {
-		n    int64
-		rate decimal.Decimal
-	}{
-		{u.Input - u.AudioInput, p.Input}, {u.AudioInput, p.AudioInput}, {u.CachedInput, p.CachedInput},
-		{u.CacheWrite, p.CacheWrite}, {u.Output - u.AudioOutput, p.Output}, {u.AudioOutput, p.AudioOutput},
-	} {
+	for _, t := range terms {
 		if t.n == 0 {
 			continue
 		}
@@ -104,64 +104,20 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 	return sum.Round(Scale) // free when every term is at Scale digits already (tokens)
 }
 
-// tokens is the price of n tokens at rate per 1M tokens, n*rate/10^6, exactly. When that is
-// a whole number of 10^-Scale units per token (catalogue prices have a few decimals; the
-// database keeps them at Scale digits) and the product fits an int64, it is made in integer
-// arithmetic at exponent -Scale: a sum of such terms is at the money scale already, so the
-// rounding after it costs nothing (Round returns a decimal at its scale as it is) where it
-// used to rescale, add and divide big integers on every charge and hold. Otherwise it is n
-// at exponent -6 times the rate, as before; the value is the same either way.
-func tokens(n int64, rate decimal.Decimal) decimal.Decimal {
-	if unit, ok := perToken(rate); ok {
-		if v, ok := mul64(n, unit); ok {
-			return decimal.New(v, -Scale)
-		}
-	}
-	return decimal.New(n, -6).Mul(rate)
-}
-
-// perToken is rate (per 1M tokens) in 10^-Scale units per token, rate*10^(Scale-6), when that
-// is a whole number that fits an int64.
-func perToken(rate decimal.Decimal) (int64, bool) {
-	if rate.NumDigits() > 18 {
-		return 0, false // the coefficient may not fit an int64
-	}
-	c := rate.CoefficientInt64()
-	for e := rate.Exponent() + Scale - 6; e != 0; {
-		switch {
-		case e < 0 && c%10 != 0:
-			return 0, false // a fraction of a unit
-		case e < 0:
-			c, e = c/10, e+1
-		case c > math.MaxInt64/10 || c < math.MinInt64/10:
-			return 0, false
-		default:
-			c, e = c*10, e-1
-		}
-	}
-	return c, true
-}
-
-// mul64 is a*b unless it overflows an int64.
-func mul64(a, b int64) (int64, bool) {
-	if a == 0 || b == 0 {
-		return 0, true
-	}
-	p := a * b
-	if p/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
-		return 0, false
-	}
-	return p, true
-}
-
 // WorstCase is the hold for a request: every input token at the dearest input rate plus the
 // whole output limit at the output rate, rounded up so that the hold is never below the cost.
 func (p Price) WorstCase(inputTokens, outputLimit int64) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	in := decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)
-	sum := tokens(inputTokens, in).Add(tokens(outputLimit, decimal.Max(p.Output, p.AudioOutput)))
+	terms := [...]term{
+		{inputTokens, decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)},
+		{outputLimit, decimal.Max(p.Output, p.AudioOutput)},
+	}
+	if units, ok := exactUnits(terms[:]); ok {
+		return decimal.New(units, -Scale) // exact: nothing to round up (units.go)
+	}
+	sum := tokens(terms[0].n, terms[0].rate).Add(tokens(terms[1].n, terms[1].rate))
 	if sum.Exponent() == -Scale {
 		return sum // exact at the money scale already (tokens): nothing to round up
 	}
