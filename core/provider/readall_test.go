@@ -92,3 +92,26 @@ func TestReadAllReportsAFailedRead(t *testing.T) {
 		t.Errorf("an empty answer with max 0: %v", err)
 	}
 }
+
+// An answer longer than the buffer ReadAll makes from its declared length is read whole.
+func TestReadAllBeyondThePresize(t *testing.T) {
+	t.Parallel()
+	body := bytes.Repeat([]byte("0123456789"), maxPresize/10+100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	req, err := NewRequest(context.Background(), srv.URL, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := Do(req, Timeouts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAll(resp.Body, 2*maxPresize)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Errorf("got %d of %d bytes: %v", len(got), len(body), err)
+	}
+}

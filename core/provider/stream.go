@@ -142,7 +142,9 @@ func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
 	defer body.Close()
 	size := int64(512)
 	if tb, ok := body.(*timedBody); ok && tb.size >= 0 && tb.size <= max {
-		size = tb.size + 1 // room for the read that sees the end
+		// Room for the read that sees the end; no more than maxPresize on the upstream's
+		// word alone (a length it declares but does not send must not cost memory).
+		size = min(tb.size+1, maxPresize)
 	}
 	b := make([]byte, 0, size)
 	for int64(len(b)) <= max {
@@ -167,6 +169,10 @@ func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
 	}
 	return nil, &Error{Message: "the upstream answer is too large"}
 }
+
+// maxPresize bounds the buffer ReadAll makes from a declared length before any of it has
+// arrived; a longer answer grows it as it comes.
+const maxPresize = 1 << 20
 
 // MaxAnswer bounds a non-streaming upstream answer held in memory.
 const MaxAnswer = 64 << 20
