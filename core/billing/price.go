@@ -77,31 +77,30 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	terms := [...]term{
-		{u.Input - u.AudioInput, p.Input}, {u.AudioInput, p.AudioInput}, {u.CachedInput, p.CachedInput},
-		{u.CacheWrite, p.CacheWrite}, {u.Output - u.AudioOutput, p.Output}, {u.AudioOutput, p.AudioOutput},
-	}
-	if units, ok := exactUnits(terms[:]); ok {
-		return decimal.New(units, -Scale) // exact: nothing to round (units.go)
-	}
 	// Categories without tokens add nothing (most answers have no cache or audio parts), and
 	// the rounding at the end fixes the scale whatever the terms' own: they are skipped, for
 	// the big-integer arithmetic of every charge.
 	var sum decimal.Decimal
 	some := false
-	for _, t := range terms {
+	for _, t := range [...]struct {
+		n    int64
+		rate decimal.Decimal
+	}{
+		{u.Input - u.AudioInput, p.Input}, {u.AudioInput, p.AudioInput}, {u.CachedInput, p.CachedInput},
+		{u.CacheWrite, p.CacheWrite}, {u.Output - u.AudioOutput, p.Output}, {u.AudioOutput, p.AudioOutput},
+	} {
 		if t.n == 0 {
 			continue
 		}
 		// The first term is the sum so far: adding it to a zero would rescale the zero and
 		// allocate a sum for nothing.
-		if term := tokens(t.n, t.rate); some {
+		if term := decimal.NewFromInt(t.n).Mul(t.rate); some {
 			sum = sum.Add(term)
 		} else {
 			sum, some = term, true
 		}
 	}
-	return sum.Round(Scale) // free when every term is at Scale digits already (tokens)
+	return sum.Shift(-6).Round(Scale)
 }
 
 // WorstCase is the hold for a request: every input token at the dearest input rate plus the
@@ -110,18 +109,9 @@ func (p Price) WorstCase(inputTokens, outputLimit int64) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	terms := [...]term{
-		{inputTokens, decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)},
-		{outputLimit, decimal.Max(p.Output, p.AudioOutput)},
-	}
-	if units, ok := exactUnits(terms[:]); ok {
-		return decimal.New(units, -Scale) // exact: nothing to round up (units.go)
-	}
-	sum := tokens(terms[0].n, terms[0].rate).Add(tokens(terms[1].n, terms[1].rate))
-	if sum.Exponent() == -Scale {
-		return sum // exact at the money scale already (tokens): nothing to round up
-	}
-	return sum.RoundCeil(Scale)
+	in := decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)
+	sum := decimal.NewFromInt(inputTokens).Mul(in).Add(decimal.NewFromInt(outputLimit).Mul(decimal.Max(p.Output, p.AudioOutput)))
+	return sum.Shift(-6).RoundCeil(Scale)
 }
 
 // InputEstimate is the input side of a hold, from the body size: half a token per byte is well
