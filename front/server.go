@@ -133,8 +133,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = uuid.Must(uuid.NewV7()).String()
 		r = relay.WithGeneratedID(r)
 	}
-	r.Header.Set("X-Request-Id", id)
-	w.Header().Set("X-Request-Id", id)
+	relay.SetRequestID(r.Header, w.Header(), id)
 	s.route(w, r)
 }
 

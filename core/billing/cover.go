@@ -12,30 +12,30 @@ import (
 // held like a new request's, without room ahead: from what the replica's lease has free,
 // else from a lease growth checked against the balance less every replica's holds.
 func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount decimal.Decimal) (*Hold, error) {
-	have := decimal.Zero
-	if h != nil {
-		have = h.Amount
+	if h == nil {
+		if !amount.IsPositive() {
+			return nil, nil
+		}
+		return l.hold(ctx, profile, amount, decimal.Zero)
 	}
-	extra := amount.Sub(have)
-	if !extra.IsPositive() {
+	// Compared, not subtracted: most answers cost less than their hold, and a difference of
+	// decimals costs big-integer allocations.
+	if amount.LessThanOrEqual(h.Amount) {
 		return h, nil
 	}
-	more, err := l.hold(ctx, profile, extra, decimal.Zero)
-	if err != nil {
+	extra := amount.Sub(h.Amount)
+	if err := l.take(ctx, profile, extra, decimal.Zero); err != nil {
 		return h, err
 	}
-	if h == nil {
-		return more, nil
-	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if h.done {
-		// Released meanwhile (cannot happen on the request paths): keep the new hold alone.
-		l.release(more)
-		l.mu.Unlock()
+		// Released meanwhile (cannot happen on the request paths): give the extra back.
+		a := l.account(profile)
+		a.held = a.held.Sub(extra)
 		return h, fmt.Errorf("charge on a released hold")
 	}
-	h.Amount = h.Amount.Add(extra)
-	more.done = true
-	l.mu.Unlock()
+	// h.Amount + extra, which is amount: set rather than added.
+	h.Amount = amount
 	return h, nil
 }

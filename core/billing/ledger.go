@@ -242,7 +242,30 @@ func (a *account) free(now time.Time) decimal.Decimal {
 	if !now.Before(a.deadline) {
 		return decimal.Zero
 	}
-	return a.lease.Sub(a.held).Sub(a.spent)
+	free := a.lease.Sub(a.held)
+	// Charges are made durable at once (Charge), so spent is almost always zero: subtracting
+	// it would cost a big-integer rescale and a difference on every hold for nothing.
+	if !a.spent.IsZero() {
+		free = free.Sub(a.spent)
+	}
+	return free
+}
+
+// fit tells whether amount fits in the free part of the lease at now, and gives the holds
+// with amount added and the room left after it (free less amount). It is free(now) >=
+// amount, worked out from the new holds, which the caller needs anyway, so that the room
+// costs no subtraction of its own.
+func (a *account) fit(now time.Time, amount decimal.Decimal) (held, room decimal.Decimal, fits bool) {
+	held = a.held.Add(amount)
+	if !now.Before(a.deadline) {
+		// Nothing is free: only a hold of nothing (a free model) fits.
+		return held, amount.Neg(), amount.Sign() <= 0
+	}
+	room = a.lease.Sub(held)
+	if !a.spent.IsZero() {
+		room = room.Sub(a.spent)
+	}
+	return held, room, room.Sign() >= 0
 }
 
 // margin is how long before the row's expiry a replica stops using a lease: a replica cut
@@ -298,28 +321,37 @@ var (
 // hold is Hold with the room a lease growth asks for beyond what is needed: amount times
 // aheadOf (worked out only when the lease grows).
 func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, aheadOf decimal.Decimal) (*Hold, error) {
+	if err := l.take(ctx, profile, amount, aheadOf); err != nil {
+		return nil, err
+	}
+	return &Hold{Profile: profile, Amount: amount}, nil
+}
+
+// take is hold without the Hold: it counts amount as held for the profile, from the lease's
+// free part or after a growth (cover adds it to an existing hold without a Hold of its own).
+func (l *Ledger) take(ctx context.Context, profile uuid.UUID, amount, aheadOf decimal.Decimal) error {
 	for {
 		l.mu.Lock()
 		a := l.account(profile)
 		now := time.Now()
-		if free := a.free(now); free.GreaterThanOrEqual(amount) {
-			a.held = a.held.Add(amount)
+		if held, room, fits := a.fit(now, amount); fits {
+			a.held = held
 			a.use(now, amount)
-			if a.growing == nil && !l.closed && free.Sub(amount).LessThan(a.recentUse().Mul(lowFactor)) {
+			if a.growing == nil && !l.closed && room.LessThan(a.recentUse().Mul(lowFactor)) {
 				l.growBeside(profile, a, now)
 			}
 			l.mu.Unlock()
-			return &Hold{Profile: profile, Amount: amount}, nil
+			return nil
 		}
 		if g := a.growing; g != nil {
 			l.mu.Unlock()
 			select {
 			case <-g.done:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
 			if g.err != nil && !errors.Is(g.err, ErrInsufficient) {
-				return nil, g.err
+				return g.err
 			}
 			continue
 		}
@@ -349,11 +381,11 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, aheadOf de
 		if err != nil {
 			a.held = a.held.Sub(amount)
 			l.mu.Unlock()
-			return nil, err
+			return err
 		}
 		l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
 		l.mu.Unlock()
-		return &Hold{Profile: profile, Amount: amount}, nil
+		return nil
 	}
 }
 

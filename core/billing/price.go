@@ -80,7 +80,8 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 	// Categories without tokens add nothing (most answers have no cache or audio parts), and
 	// the rounding at the end fixes the scale whatever the terms' own: they are skipped, for
 	// the big-integer arithmetic of every charge.
-	sum := decimal.Zero
+	var sum decimal.Decimal
+	some := false
 	for _, t := range [...]struct {
 		n    int64
 		rate decimal.Decimal
@@ -88,8 +89,15 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 		{u.Input - u.AudioInput, p.Input}, {u.AudioInput, p.AudioInput}, {u.CachedInput, p.CachedInput},
 		{u.CacheWrite, p.CacheWrite}, {u.Output - u.AudioOutput, p.Output}, {u.AudioOutput, p.AudioOutput},
 	} {
-		if t.n != 0 {
-			sum = sum.Add(decimal.NewFromInt(t.n).Mul(t.rate))
+		if t.n == 0 {
+			continue
+		}
+		// The first term is the sum so far: adding it to a zero would rescale the zero and
+		// allocate a sum for nothing.
+		if term := decimal.NewFromInt(t.n).Mul(t.rate); some {
+			sum = sum.Add(term)
+		} else {
+			sum, some = term, true
 		}
 	}
 	return sum.Shift(-6).Round(Scale)

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"crypto/sha256"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,18 @@ func TestSecretsAreRandomAndOnlyTheirHashIdentifiesThem(t *testing.T) {
 		}
 		if Hash(s.Plain) != s.Hash || Hash(s.Plain+"x") == s.Hash {
 			t.Error("hash does not identify the secret")
+		}
+	}
+}
+
+// Hash is SHA-256 of the secret's bytes for every length, on either side of the stack
+// buffer it hashes ordinary secrets from.
+func TestHashIsSHA256OfTheSecret(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 51, 127, 128, 129, 1000} {
+		plain := strings.Repeat("k", n)
+		if got, want := Hash(plain), sha256.Sum256([]byte(plain)); got != want {
+			t.Errorf("length %d: %x, want %x", n, got, want)
 		}
 	}
 }

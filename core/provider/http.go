@@ -76,10 +76,13 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	parent := req.Context()
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	detach := context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
+	// The answer's body, made now so that the timer can read its started flag (one object
+	// where a separate flag would be another allocation); the rest is filled in once the
+	// upstream has answered.
+	tb := &timedBody{ctx: ctx, cancel: cancel, detach: detach, idle: t.Idle, parent: parent}
 	// One timer serves both phases: first-byte until a body byte has arrived, idle after.
-	started := new(atomic.Bool)
 	timer := time.AfterFunc(t.FirstByte, func() {
-		if started.Load() {
+		if tb.started.Load() {
 			cancel(errIdle)
 		} else {
 			cancel(errFirstByte)
@@ -112,7 +115,8 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	// wait, so its encoder need not flush after every event (core/wire/lazyflush).
 	flush := lazyflush.From(parent)
 	flush.Coalesce()
-	resp.Body = &timedBody{rc: resp.Body, ctx: ctx, cancel: cancel, detach: detach, timer: timer, idle: t.Idle, parent: parent, started: started, flush: flush}
+	tb.rc, tb.size, tb.timer, tb.flush = resp.Body, resp.ContentLength, timer, flush
+	resp.Body = tb
 	return resp, nil
 }
 
@@ -149,13 +153,14 @@ func StatusError(status int, body []byte) *Error {
 // timedBody re-arms the timer on every read: first-byte until the first byte, idle after it.
 type timedBody struct {
 	rc      io.ReadCloser
+	size    int64 // the declared length, -1 when unknown (ReadAll sizes its buffer by it)
 	ctx     context.Context
 	parent  context.Context
 	cancel  context.CancelCauseFunc
 	detach  func() bool // stops the client's cancellation from reaching ctx
 	timer   *time.Timer
 	idle    time.Duration
-	started *atomic.Bool
+	started atomic.Bool // a body byte has arrived
 	// flush sends the client what the gateway has written of the answer so far; nil when the
 	// answer is not a coalesced stream.
 	flush *lazyflush.Writer

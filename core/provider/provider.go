@@ -90,22 +90,45 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// UsageEvent wraps a normalised usage record as an event.
+// UsageEvent wraps a normalised usage record as an event: one allocation for the event, its
+// oneof wrapper and the usage, as TextEvent.
 func UsageEvent(u metering.Usage) *corev1.GenerateEvent {
-	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Usage{Usage: &corev1.Usage{
-		InputTokens: u.Input, CachedInputTokens: u.CachedInput, CacheWriteTokens: u.CacheWrite,
-		OutputTokens: u.Output, ReasoningTokens: u.Reasoning, Reliable: u.Reliable,
-	}}}
+	x := &struct {
+		ev    corev1.GenerateEvent
+		wrap  corev1.GenerateEvent_Usage
+		usage corev1.Usage
+	}{}
+	x.usage.InputTokens, x.usage.CachedInputTokens, x.usage.CacheWriteTokens = u.Input, u.CachedInput, u.CacheWrite
+	x.usage.OutputTokens, x.usage.ReasoningTokens, x.usage.Reliable = u.Output, u.Reasoning, u.Reliable
+	x.wrap.Usage = &x.usage
+	x.ev.Event = &x.wrap
+	return &x.ev
 }
 
-// StartEvent is the first event of a stream.
+// StartEvent is the first event of a stream (the event and its oneof wrapper in one
+// allocation).
 func StartEvent(s *corev1.Start) *corev1.GenerateEvent {
-	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Start{Start: s}}
+	x := &struct {
+		ev   corev1.GenerateEvent
+		wrap corev1.GenerateEvent_Start
+	}{}
+	x.wrap.Start = s
+	x.ev.Event = &x.wrap
+	return &x.ev
 }
 
-// NativeEvent is a passthrough chunk.
+// NativeEvent is a passthrough chunk: every chunk of a passed-through stream, so the event,
+// its oneof wrapper and the chunk are one allocation, as TextEvent.
 func NativeEvent(name string, data []byte) *corev1.GenerateEvent {
-	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Native{Native: &corev1.Native{Event: name, Data: data}}}
+	x := &struct {
+		ev     corev1.GenerateEvent
+		wrap   corev1.GenerateEvent_Native
+		native corev1.Native
+	}{}
+	x.native.Event, x.native.Data = name, data
+	x.wrap.Native = &x.native
+	x.ev.Event = &x.wrap
+	return &x.ev
 }
 
 // TextEvent is a text fragment. Text events are most of a stream: the event, its oneof
@@ -176,7 +199,8 @@ func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, er
 		return nil, err
 	}
 	req.ContentLength = int64(len(body))
-	req.Header.Set(HeaderContentType, "application/json")
-	req.Header.Set(HeaderUserAgent, UserAgent)
+	// What Header.Set would store, with values shared by every request (headers.go).
+	req.Header[HeaderContentType] = valueJSON
+	req.Header[HeaderUserAgent] = valueUserAgent
 	return req, nil
 }

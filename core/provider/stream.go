@@ -135,21 +135,44 @@ func (s *StaticStream) Usage() metering.Usage { return s.usage }
 func (s *StaticStream) Close() error { return nil }
 
 // ReadAll reads a whole success body (bounded by max) and closes it.
+// It reads into one buffer of the answer's declared length when the upstream declared one
+// (io.ReadAll would start at 512 bytes and grow through several copies), else as io.ReadAll
+// does; it stops after max+1 bytes.
 func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
 	defer body.Close()
-	b, err := io.ReadAll(io.LimitReader(body, max+1))
-	if err != nil {
-		var pe *Error
-		if errors.As(err, &pe) {
-			return nil, pe
+	size := int64(512)
+	if tb, ok := body.(*timedBody); ok && tb.size >= 0 && tb.size <= max {
+		// Room for the read that sees the end; no more than maxPresize on the upstream's
+		// word alone (a length it declares but does not send must not cost memory).
+		size = min(tb.size+1, maxPresize)
+	}
+	b := make([]byte, 0, size)
+	for int64(len(b)) <= max {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow, as io.ReadAll does
 		}
-		return nil, &Error{Message: "reading the upstream answer failed", Err: err}
+		n, err := body.Read(b[len(b):min(int64(cap(b)), max+1)])
+		b = b[:len(b)+n]
+		if err == io.EOF { // the end, as io.ReadAll tells it (an EOF is never wrapped)
+			if int64(len(b)) > max {
+				break
+			}
+			return b, nil
+		}
+		if err != nil {
+			var pe *Error
+			if errors.As(err, &pe) {
+				return nil, pe
+			}
+			return nil, &Error{Message: "reading the upstream answer failed", Err: err}
+		}
 	}
-	if int64(len(b)) > max {
-		return nil, &Error{Message: "the upstream answer is too large"}
-	}
-	return b, nil
+	return nil, &Error{Message: "the upstream answer is too large"}
 }
+
+// maxPresize bounds the buffer ReadAll makes from a declared length before any of it has
+// arrived; a longer answer grows it as it comes.
+const maxPresize = 1 << 20
 
 // MaxAnswer bounds a non-streaming upstream answer held in memory.
 const MaxAnswer = 64 << 20

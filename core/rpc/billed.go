@@ -51,7 +51,7 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 		return nil, idErr
 	}
 	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, out: Outcome{
-		RequestID: id, KeyID: k.ID.String(), KeyPrefix: k.Prefix, ProfileID: k.ProfileID.String(), Currency: snap.Currency,
+		RequestID: id, KeyID: k.IDText(), KeyPrefix: k.Prefix, ProfileID: k.ProfileText(), Currency: snap.Currency,
 		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: "ok",
 		Usage: metering.Unreliable("no upstream answered"),
 	}}

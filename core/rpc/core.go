@@ -197,5 +197,5 @@ func (s *CoreServer) Authorize(ctx context.Context, req *corev1.AuthorizeRequest
 			return nil, err
 		}
 	}
-	return &corev1.AuthorizeResponse{KeyId: k.ID.String(), ProfileId: k.ProfileID.String(), RequestId: RequestID(ctx)}, nil
+	return &corev1.AuthorizeResponse{KeyId: k.IDText(), ProfileId: k.ProfileText(), RequestId: RequestID(ctx)}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/callmd"
 )
 
 // InProcess is the front → core hop of the streaming RPCs, the one place where a client's
@@ -92,10 +94,13 @@ func (c *DirectCore) Authorize(ctx context.Context, req *corev1.AuthorizeRequest
 // caller's deadline and cancellation and its outgoing metadata as incoming, none of its
 // values (the server must not depend on what the caller's context happens to carry).
 func serverContext(ctx context.Context) context.Context {
-	md, ok := metadata.FromOutgoingContext(ctx)
 	sctx := context.Context(noValues{ctx})
+	if md, ok := callmd.Outgoing(ctx); ok {
+		return callmd.NewIncomingContext(sctx, md) // the front's metadata, not copied
+	}
+	md, ok := metadata.FromOutgoingContext(ctx)
 	if ok {
-		sctx = metadata.NewIncomingContext(sctx, md)
+		sctx = callmd.NewIncomingContext(sctx, md) // read without copies (firstMD)
 	}
 	return sctx
 }

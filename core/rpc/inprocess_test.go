@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -10,6 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/callmd"
 )
 
 // authorizeServer answers Authorize with what its context carried.
@@ -63,5 +66,43 @@ func TestDirectCoreAuthorizeRunsTheChain(t *testing.T) {
 	}
 	if _, err := c.Authorize(ctx, &corev1.AuthorizeRequest{Model: "refused"}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("a refusal: %v, want PermissionDenied", err)
+	}
+}
+
+// mdServer answers Authorize with the incoming metadata as gRPC's readers see it.
+type mdServer struct {
+	corev1.UnimplementedCoreServiceServer
+	saw      metadata.MD
+	sawValue bool
+}
+
+func (s *mdServer) Authorize(ctx context.Context, _ *corev1.AuthorizeRequest) (*corev1.AuthorizeResponse, error) {
+	s.saw, _ = metadata.FromIncomingContext(ctx)
+	s.sawValue = ctx.Value(callerKey{}) != nil
+	return &corev1.AuthorizeResponse{KeyId: bearer(ctx), RequestId: firstMD(ctx, MetadataRequestID)}, nil
+}
+
+// The front's outgoing context (its metadata carried for a direct call without a copy) and a
+// plain gRPC one reach the server as the same incoming metadata.
+func TestDirectCoreTakesTheFrontsMetadataAsIs(t *testing.T) {
+	t.Parallel()
+	md := metadata.MD{"authorization": {"Bearer sk-1"}, "x-request-id": {"req-1"}, MetadataRequestIDGenerated: {"1"}}
+	base := context.WithValue(context.Background(), callerKey{}, true)
+	for name, ctx := range map[string]context.Context{
+		"the front's": callmd.NewOutgoingContext(base, md),
+		"gRPC's":      metadata.NewOutgoingContext(base, md),
+	} {
+		srv := &mdServer{}
+		c := &DirectCore{Server: srv}
+		resp, err := c.Authorize(ctx, &corev1.AuthorizeRequest{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(srv.saw, md) || resp.GetKeyId() != "sk-1" || resp.GetRequestId() != "req-1" {
+			t.Errorf("%s: the server saw %v (key %q, id %q)", name, srv.saw, resp.GetKeyId(), resp.GetRequestId())
+		}
+		if srv.sawValue {
+			t.Errorf("%s: the server saw a value of the caller's context", name)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 )
 
 // Metadata keys the front and internal callers send.
@@ -24,13 +25,9 @@ const (
 )
 
 // firstMD reads one key without copying the whole metadata (FromIncomingContext copies
-// every key and value on each call; this runs several times per request).
-func firstMD(ctx context.Context, key string) string {
-	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+// every key and value on each call; this runs several times per request), and without even
+// the value's copy for in-process calls (core/wire/callmd).
+func firstMD(ctx context.Context, key string) string { return callmd.Value(ctx, key) }
 
 // bearer extracts the credential of an `authorization: Bearer x` metadata entry.
 func bearer(ctx context.Context) string {

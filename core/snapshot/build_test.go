@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"modelgateway/core/store"
 )
 
@@ -74,5 +76,24 @@ func TestVisibleModel(t *testing.T) {
 	}
 	if len(s.ActiveModels()) != 5 { // b1, m0, m1, m2 and deadroute (active, routed nowhere)
 		t.Errorf("%d active models, want 5", len(s.ActiveModels()))
+	}
+}
+
+// A key's id texts, made when the snapshot is built, are its ids' String.
+func TestKeyIDTexts(t *testing.T) {
+	t.Parallel()
+	s := Build(data(), time.Now())
+	for _, secret := range []string{"chat", "wide"} {
+		k, err := s.Authenticate(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.IDText() != k.ID.String() || k.ProfileText() != k.ProfileID.String() {
+			t.Errorf("%s: %q %q, want %q %q", secret, k.IDText(), k.ProfileText(), k.ID, k.ProfileID)
+		}
+	}
+	bare := &Key{ID: uuid.New(), ProfileID: uuid.New()} // not from Build
+	if bare.IDText() != bare.ID.String() || bare.ProfileText() != bare.ProfileID.String() {
+		t.Errorf("a key made by hand: %q %q", bare.IDText(), bare.ProfileText())
 	}
 }

@@ -67,6 +67,26 @@ type Key struct {
 
 	// MaxConcurrent and MaxRPS are the key's request limits across replicas; 0: none.
 	MaxConcurrent, MaxRPS int32
+
+	// The ids' text, made once per snapshot: every request's outcome and key check carry
+	// them, and formatting a UUID allocates.
+	idText, profileText string
+}
+
+// IDText is k.ID.String().
+func (k *Key) IDText() string {
+	if k.idText == "" {
+		return k.ID.String()
+	}
+	return k.idText
+}
+
+// ProfileText is k.ProfileID.String().
+func (k *Key) ProfileText() string {
+	if k.profileText == "" {
+		return k.ProfileID.String()
+	}
+	return k.profileText
 }
 
 // AllowsEndpoint reports whether the key may use an endpoint family.
@@ -135,7 +155,8 @@ func Build(d *store.CatalogData, now time.Time) *Snapshot {
 		if k.State != store.KeyActive || len(k.SecretHash) != 32 {
 			continue
 		}
-		key := &Key{ID: k.ID, ProfileID: k.ProfileID, Prefix: k.Prefix, MaxConcurrent: k.MaxConcurrent, MaxRPS: k.MaxRPS, endpoints: map[string]bool{}, models: map[string]bool{}}
+		key := &Key{ID: k.ID, ProfileID: k.ProfileID, Prefix: k.Prefix, MaxConcurrent: k.MaxConcurrent, MaxRPS: k.MaxRPS, endpoints: map[string]bool{}, models: map[string]bool{},
+			idText: k.ID.String(), profileText: k.ProfileID.String()}
 		for _, e := range k.AllowedEndpoints {
 			key.allEndpoints = key.allEndpoints || e == Wildcard
 			key.endpoints[e] = true

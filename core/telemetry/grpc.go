@@ -9,10 +9,10 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 
 	"modelgateway/core/rpc"
 	"modelgateway/core/wire/apistatus"
+	"modelgateway/core/wire/callmd"
 )
 
 // ServerOptions are the gRPC listener's: an access record per call (its line and its count,
@@ -54,9 +54,7 @@ func (s ctxStream) Context() context.Context { return s.ctx }
 func (t *Telemetry) finishCall(ctx context.Context, a *access, err error) {
 	a.end = time.Now()
 	a.span = trace.SpanContextFromContext(ctx)
-	if v := metadata.ValueFromIncomingContext(ctx, rpc.MetadataRequestID); len(v) > 0 {
-		a.requestID = v[0]
-	}
+	a.requestID = callmd.Value(ctx, rpc.MetadataRequestID)
 	a.status = http.StatusOK
 	if err != nil {
 		e := apistatus.FromError(err)

@@ -13,6 +13,7 @@ import (
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
 	"modelgateway/core/wire/jsontext"
+	"modelgateway/front/relay"
 )
 
 // answerEncoder collects a non-streaming answer and writes it in Finish: the upstream's own
@@ -112,7 +113,7 @@ func (e *answerEncoder) Finish() error {
 // since the status line is out and the relay must not write an error envelope after it.
 func (e *answerEncoder) write(body []byte) error {
 	h := e.w.Header()
-	h.Set("Content-Type", "application/json")
+	relay.SetJSON(h)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	e.w.WriteHeader(http.StatusOK)
 	_, _ = e.w.Write(body)

@@ -8,6 +8,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/jsontext"
 )
 
 // decodeMessages hoists system and developer messages into one system text (translation.md §1:
@@ -77,6 +78,12 @@ func content(raw json.RawMessage, i int) ([]chatwire.ContentPart, *apierror.Erro
 		return nil, nil
 	}
 	if raw[0] == '"' {
+		// Most contents are one string: read without encoding/json's reflection and state
+		// (jsontext.String reads what it reads); anything else, errors included, goes through
+		// encoding/json for its own result and message.
+		if s, next, ok := jsontext.String(raw, 0); ok && next == len(raw) {
+			return []chatwire.ContentPart{{Type: chatwire.PartText, Text: s}}, nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, invalid("messages[%d].content: %v", i, err)

@@ -102,7 +102,7 @@ func (e *encoder) Fail(se *corev1.StreamError) {
 // the status line is out.
 func (e *encoder) write(body []byte) error {
 	h := e.w.Header()
-	h.Set("Content-Type", "application/json")
+	relay.SetJSON(h)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	e.w.WriteHeader(http.StatusOK)
 	_, _ = e.w.Write(body)

@@ -90,7 +90,7 @@ func (e *encoder) Start(s *corev1.Start) error {
 		e.w.WriteHeader(http.StatusOK)
 		return e.flush()
 	case formArray:
-		e.w.Header().Set("Content-Type", "application/json")
+		relay.SetJSON(e.w.Header())
 		e.w.Header().Set("Cache-Control", "no-cache")
 		e.w.Header().Set("X-Accel-Buffering", "no")
 		e.w.WriteHeader(http.StatusOK)

@@ -54,10 +54,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func WriteAnswer(w http.ResponseWriter, u *corev1.Usage, body []byte) {
 	h := w.Header()
 	if u.GetCost() != "" {
-		h.Set("X-Request-Cost", u.GetCost())
-		h.Set("X-Request-Currency", u.GetCurrency())
+		relay.SetCost(h, u.GetCost(), u.GetCurrency())
 	}
-	h.Set("Content-Type", "application/json")
+	relay.SetJSON(h)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }

@@ -47,11 +47,24 @@ func DropKeyHeaders(h http.Header) {
 	}
 }
 
+const bearerPrefix = "Bearer "
+
 // SetBearer replaces every key-carrying header and the key query parameter with a single
 // Authorization: Bearer header, the form core reads.
 func SetBearer(r *http.Request, key string) {
+	// Most clients send exactly "Authorization: Bearer <key>": that value is kept as it is
+	// rather than built again.
+	v := r.Header["Authorization"]
+	same := len(v) == 1 && len(v[0]) == len(bearerPrefix)+len(key) && v[0][:len(bearerPrefix)] == bearerPrefix && v[0][len(bearerPrefix):] == key
 	DropKeyHeaders(r.Header)
-	r.Header.Set("Authorization", "Bearer "+key)
+	if same {
+		r.Header["Authorization"] = v
+	} else {
+		r.Header["Authorization"] = []string{bearerPrefix + key}
+	}
+	if r.URL.RawQuery == "" {
+		return // nothing to parse (Query would make an empty map)
+	}
 	if q := r.URL.Query(); q.Has("key") {
 		q.Del("key")
 		r.URL.RawQuery = q.Encode()

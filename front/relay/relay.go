@@ -14,6 +14,7 @@
 //   - keys.go: the client's API key, found, normalised, and checked before a bad body;
 //   - context.go: the key and request id as gRPC metadata for core;
 //   - errors.go: the one place errors become the spec's envelope;
+//   - header.go: header values set without Header.Set's per-call allocations;
 //   - count.go: the token-counting routes;
 //   - cost.go: the cost fields added to a usage object;
 //   - stream.go: generic stream adapters for the in-process calls.

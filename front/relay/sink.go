@@ -78,8 +78,7 @@ func (s *sink) Send(ev *corev1.GenerateEvent) error {
 		return nil
 	}
 	if u := ev.GetUsage(); u != nil && s.held != nil && u.GetCost() != "" {
-		s.w.Header().Set("X-Request-Cost", u.GetCost())
-		s.w.Header().Set("X-Request-Currency", u.GetCurrency())
+		SetCost(s.w.Header(), u.GetCost(), u.GetCurrency())
 	}
 	if err := s.enc.Event(ev); err != nil {
 		// The client went away or the answer cannot be rendered.

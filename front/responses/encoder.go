@@ -139,7 +139,7 @@ func (e *encoder) Finish() error {
 	if err != nil {
 		return err
 	}
-	e.w.Header().Set("Content-Type", "application/json")
+	relay.SetJSON(e.w.Header())
 	e.w.WriteHeader(http.StatusOK)
 	_, err = e.w.Write(body)
 	return err

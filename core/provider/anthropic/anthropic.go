@@ -95,11 +95,7 @@ func post(ctx context.Context, call *provider.Call, path string, body []byte, sa
 			hr.Header.Set(headerBeta, beta)
 		}
 	}
-	if stream {
-		hr.Header.Set(provider.HeaderAccept, "text/event-stream")
-	} else {
-		hr.Header.Set(provider.HeaderAccept, "application/json")
-	}
+	provider.SetAccept(hr.Header, stream)
 	return provider.Do(hr, call.Timeouts)
 }
 

@@ -67,13 +67,9 @@ func post(ctx context.Context, call *provider.Call, route string, body []byte, s
 		return nil, &provider.Error{Message: "building the upstream request", Err: err}
 	}
 	if call.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+call.APIKey)
+		provider.SetBearer(req.Header, call.APIKey)
 	}
-	if stream {
-		req.Header.Set(provider.HeaderAccept, "text/event-stream")
-	} else {
-		req.Header.Set(provider.HeaderAccept, "application/json")
-	}
+	provider.SetAccept(req.Header, stream)
 	return provider.Do(req, call.Timeouts)
 }
 

@@ -35,13 +35,9 @@ func responsesPassthrough(ctx context.Context, call *provider.Call) (provider.St
 		return nil, &provider.Error{Message: "building the upstream request failed", Err: err}
 	}
 	if call.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+call.APIKey)
+		provider.SetBearer(hreq.Header, call.APIKey)
 	}
-	accept := "application/json"
-	if req.GetStream() {
-		accept = "text/event-stream"
-	}
-	hreq.Header.Set(provider.HeaderAccept, accept)
+	provider.SetAccept(hreq.Header, req.GetStream())
 	resp, err := provider.Do(hreq, call.Timeouts)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,56 @@
+package provider
+
+import (
+	"context"
+	"net/http"
+	"reflect"
+	"testing"
+)
+
+// The headers NewRequest, SetAccept and SetBearer build by hand are what Header.Set builds,
+// and a later Set or Add on one request changes neither the shared values nor another
+// request's headers.
+func TestSharedHeadersMatchHeaderSet(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{false, true} {
+		req, err := NewRequest(context.Background(), "http://upstream.test/v1/chat/completions", []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		SetBearer(req.Header, "sk-upstream")
+		SetAccept(req.Header, stream)
+
+		want := http.Header{}
+		want.Set("content-type", "application/json")
+		want.Set("user-agent", UserAgent)
+		want.Set("authorization", "Bearer sk-upstream")
+		if stream {
+			want.Set("accept", "text/event-stream")
+		} else {
+			want.Set("accept", "application/json")
+		}
+		if !reflect.DeepEqual(req.Header, want) {
+			t.Errorf("stream=%v: headers %v, Header.Set builds %v", stream, req.Header, want)
+		}
+	}
+
+	a, _ := NewRequest(context.Background(), "http://upstream.test/a", nil)
+	b, _ := NewRequest(context.Background(), "http://upstream.test/b", nil)
+	SetBearer(a.Header, "sk-upstream")
+	SetBearer(b.Header, "sk-upstream")
+	a.Header.Add(HeaderContentType, "text/plain")
+	a.Header.Add("Authorization", "Bearer other")
+	a.Header.Set(HeaderUserAgent, "other")
+	if got := b.Header.Values(HeaderContentType); !reflect.DeepEqual(got, []string{"application/json"}) {
+		t.Errorf("another request's Content-Type became %q", got)
+	}
+	if got := b.Header.Values("Authorization"); !reflect.DeepEqual(got, []string{"Bearer sk-upstream"}) {
+		t.Errorf("another request's Authorization became %q", got)
+	}
+	if got := b.Header.Get(HeaderUserAgent); got != UserAgent {
+		t.Errorf("another request's User-Agent became %q", got)
+	}
+	if got := a.Header.Values(HeaderContentType); !reflect.DeepEqual(got, []string{"application/json", "text/plain"}) {
+		t.Errorf("Add on a shared value: %q", got)
+	}
+}

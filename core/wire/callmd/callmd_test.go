@@ -1,0 +1,89 @@
+package callmd
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"google.golang.org/grpc/metadata"
+)
+
+// Value reads what metadata.ValueFromIncomingContext reads, from a context of this package,
+// one derived from it, and one with gRPC's metadata alone; gRPC's readers see the same
+// metadata.
+func TestValueIsWhatGRPCReads(t *testing.T) {
+	t.Parallel()
+	md := metadata.MD{
+		"authorization": {"Bearer sk-1"},
+		"x-request-id":  {"req-1", "req-2"},
+		"X-Mixed-Case":  {"mixed"},
+		"empty":         {},
+	}
+	type ctxKey struct{}
+	own := NewIncomingContext(context.Background(), md)
+	derived, cancel := context.WithCancel(context.WithValue(own, ctxKey{}, 1))
+	defer cancel()
+	contexts := map[string]context.Context{
+		"made here":   own,
+		"derived":     derived,
+		"gRPC's only": metadata.NewIncomingContext(context.Background(), md),
+		"no metadata": context.Background(),
+	}
+	for name, ctx := range contexts {
+		for _, key := range []string{"authorization", "x-request-id", "x-mixed-case", "empty", "absent"} {
+			want := ""
+			if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
+				want = v[0]
+			}
+			if got := Value(ctx, key); got != want {
+				t.Errorf("%s, %s: %q, gRPC reads %q", name, key, got, want)
+			}
+		}
+	}
+	if got := Value(own, "x-mixed-case"); got != "mixed" {
+		t.Errorf("a key that differs in case: %q", got)
+	}
+	if got, _ := metadata.FromIncomingContext(derived); !reflect.DeepEqual(got, metadata.MD{
+		"authorization": {"Bearer sk-1"}, "x-request-id": {"req-1", "req-2"}, "x-mixed-case": {"mixed"}, "empty": {},
+	}) {
+		t.Errorf("gRPC's incoming metadata: %v", got)
+	}
+	if derived.Value(ctxKey{}) != 1 {
+		t.Error("a value of the parent context is lost")
+	}
+}
+
+// A context of this package is still a child of its parent: cancelling the parent reaches
+// contexts derived from it.
+func TestCancellationPassesThrough(t *testing.T) {
+	t.Parallel()
+	parent, cancel := context.WithCancel(context.Background())
+	child, stop := context.WithCancel(NewIncomingContext(parent, metadata.MD{}))
+	defer stop()
+	cancel()
+	<-child.Done()
+	if child.Err() != context.Canceled {
+		t.Errorf("%v", child.Err())
+	}
+}
+
+// Outgoing takes back the metadata of a context NewOutgoingContext made, through derived
+// contexts, and gRPC's readers see the same; a plain gRPC context has none to take.
+func TestOutgoing(t *testing.T) {
+	t.Parallel()
+	md := metadata.MD{"authorization": {"Bearer sk-1"}, "x-request-id": {"req-1"}}
+	ctx, cancel := context.WithCancel(NewOutgoingContext(context.Background(), md))
+	defer cancel()
+	if got, ok := Outgoing(context.WithoutCancel(ctx)); !ok || !reflect.DeepEqual(got, md) {
+		t.Errorf("Outgoing: %v %v", got, ok)
+	}
+	if got, _ := metadata.FromOutgoingContext(ctx); !reflect.DeepEqual(got, md) {
+		t.Errorf("gRPC's outgoing metadata: %v", got)
+	}
+	if _, ok := Outgoing(metadata.NewOutgoingContext(context.Background(), md)); ok {
+		t.Error("a plain gRPC context carried metadata")
+	}
+	if Value(ctx, "authorization") != "" {
+		t.Error("outgoing metadata read as incoming")
+	}
+}

@@ -1,0 +1,111 @@
+package relay
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+)
+
+// The header helpers store what Header.Set stores, and a later Set or Add on one answer
+// changes no other answer's headers.
+func TestHeaderHelpersMatchHeaderSet(t *testing.T) {
+	t.Parallel()
+	got, want := http.Header{}, http.Header{}
+	SetJSON(got)
+	SetCost(got, "0.020040000", "RUB")
+	want.Set("content-type", "application/json")
+	want.Set("x-request-cost", "0.020040000")
+	want.Set("x-request-currency", "RUB")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("headers %v, Header.Set builds %v", got, want)
+	}
+
+	req, resp := http.Header{"X-Request-Id": {"client-id"}}, http.Header{}
+	SetRequestID(req, resp, "id-1")
+	wantReq, wantResp := http.Header{"X-Request-Id": {"client-id"}}, http.Header{}
+	wantReq.Set("X-Request-Id", "id-1")
+	wantResp.Set("X-Request-Id", "id-1")
+	if !reflect.DeepEqual(req, wantReq) || !reflect.DeepEqual(resp, wantResp) {
+		t.Errorf("request %v, answer %v; want %v, %v", req, resp, wantReq, wantResp)
+	}
+
+	// Values are shared between answers (JSON) and between a request and its answer (the
+	// id); changing one leaves the other alone.
+	other := http.Header{}
+	SetJSON(other)
+	got.Add("Content-Type", "text/plain")
+	got.Add("X-Request-Cost", "1")
+	resp.Add("X-Request-Id", "id-2")
+	if v := other.Values("Content-Type"); !reflect.DeepEqual(v, []string{"application/json"}) {
+		t.Errorf("another answer's Content-Type became %q", v)
+	}
+	if v := got.Values("X-Request-Currency"); !reflect.DeepEqual(v, []string{"RUB"}) {
+		t.Errorf("X-Request-Currency became %q after an Add to X-Request-Cost", v)
+	}
+	if v := req.Values("X-Request-Id"); !reflect.DeepEqual(v, []string{"id-1"}) {
+		t.Errorf("the request's id became %q after an Add to the answer's", v)
+	}
+}
+
+// SetBearer leaves the one form core reads, whatever the client sent: a client's own
+// "Bearer <key>" is kept, anything else is rewritten, other key headers and ?key= go.
+func TestSetBearerNormalisesTheKey(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, target string
+		header       http.Header
+		wantQuery    string
+	}{
+		{"bearer as the front wants it", "/v1/chat/completions", http.Header{"Authorization": {"Bearer sk-1"}}, ""},
+		{"lower-case scheme", "/v1/chat/completions", http.Header{"Authorization": {"bearer sk-1"}}, ""},
+		{"spaces around the key", "/v1/chat/completions", http.Header{"Authorization": {"Bearer  sk-1 "}}, ""},
+		{"x-api-key beside a bearer", "/v1/chat/completions", http.Header{"Authorization": {"Bearer sk-1"}, "X-Api-Key": {"sk-1"}}, ""},
+		{"api-key only", "/v1/chat/completions", http.Header{"Api-Key": {"sk-1"}}, ""},
+		{"query key", "/v1beta/models/m:generateContent?key=sk-1&alt=sse", http.Header{}, "alt=sse"},
+		{"query without a key", "/v1beta/models/m:generateContent?alt=sse", http.Header{"X-Goog-Api-Key": {"sk-1"}}, "alt=sse"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest("POST", c.target, nil)
+			r.Header = c.header
+			key := ExtractKey(r)
+			if key != "sk-1" {
+				t.Fatalf("key %q", key)
+			}
+			SetBearer(r, key)
+			want := http.Header{}
+			want.Set("Authorization", "Bearer sk-1")
+			if !reflect.DeepEqual(r.Header, want) {
+				t.Errorf("headers %v, want %v", r.Header, want)
+			}
+			if r.URL.RawQuery != c.wantQuery {
+				t.Errorf("query %q, want %q", r.URL.RawQuery, c.wantQuery)
+			}
+		})
+	}
+}
+
+// requestMD is the metadata the front always sent: the key, the id and, for an id the
+// gateway made, the flag that skips the reuse check.
+func TestRequestMetadata(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	r.Header.Set("Authorization", "Bearer sk-1")
+	r.Header.Set("X-Request-Id", "req-1")
+	want := map[string][]string{"authorization": {"Bearer sk-1"}, "x-request-id": {"req-1"}}
+	if md := requestMD(r); !reflect.DeepEqual(map[string][]string(md), want) {
+		t.Errorf("client id: %v, want %v", md, want)
+	}
+	want["x-request-id-generated"] = []string{"1"}
+	md := requestMD(WithGeneratedID(r))
+	if !reflect.DeepEqual(map[string][]string(md), want) {
+		t.Errorf("generated id: %v, want %v", md, want)
+	}
+	md["authorization"] = append(md["authorization"], "x")
+	md["x-request-id-generated"] = append(md["x-request-id-generated"], "0")
+	if again := requestMD(WithGeneratedID(r)); !reflect.DeepEqual(map[string][]string(again), want) {
+		t.Errorf("after appends to another request's metadata: %v, want %v", again, want)
+	}
+}
