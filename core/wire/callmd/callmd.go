@@ -5,11 +5,11 @@
 // metadata as well, for everything that reads it the usual way.
 //
 // Only NewIncomingContext (NewOutgoingContext) puts the carried metadata in a context,
-// together with gRPC's incoming (outgoing) metadata, so the two agree. Contexts that cross a call boundary (the in-process channel, the gRPC
-// listener, core's own in-process calls) keep no values of the caller's, so a callee never
-// reads its caller's metadata; and gRPC metadata set over a context of this package's
-// (only the listener's filter does that, on contexts that never carry one) would not be
-// seen by Value.
+// together with gRPC's incoming (outgoing) metadata, so the two agree. Contexts that cross a
+// call boundary (the in-process channel, the gRPC listener, core's own in-process calls) keep
+// no values of the caller's, so a callee never reads its caller's metadata; and gRPC metadata
+// set over a context of this package's (only the listener's filter does that, on contexts
+// that never carry one) would not be seen by Value.
 package callmd
 
 import (
