@@ -22,23 +22,7 @@ import (
 // NewIncomingContext is metadata.NewIncomingContext(ctx, md) whose values Value reads without
 // a copy. md must not be modified afterwards (as for metadata.NewIncomingContext).
 func NewIncomingContext(ctx context.Context, md metadata.MD) context.Context {
-	return &incoming{Context: metadata.NewIncomingContext(ctx, md), md: md}
-}
-
-type carried struct{}
-
-// incoming answers the lookup of the carried metadata itself: one allocation, where
-// context.WithValue would box the map's key and value.
-type incoming struct {
-	context.Context
-	md metadata.MD
-}
-
-func (c *incoming) Value(k any) any {
-	if k == (carried{}) {
-		return c.md
-	}
-	return c.Context.Value(k)
+	return &carrier[carriedIn]{Context: metadata.NewIncomingContext(ctx, md), md: md}
 }
 
 // NewOutgoingContext is metadata.NewOutgoingContext(ctx, md) from which Outgoing takes md
@@ -47,18 +31,24 @@ func (c *incoming) Value(k any) any {
 // Such a context is made for one call: metadata appended over it with gRPC's functions
 // would reach gRPC's readers but not Outgoing. md must not be modified afterwards.
 func NewOutgoingContext(ctx context.Context, md metadata.MD) context.Context {
-	return &outgoing{Context: metadata.NewOutgoingContext(ctx, md), md: md}
+	return &carrier[carriedOut]{Context: metadata.NewOutgoingContext(ctx, md), md: md}
 }
 
-type carriedOut struct{}
+// The keys of the carried incoming and outgoing metadata.
+type (
+	carriedIn  struct{}
+	carriedOut struct{}
+)
 
-type outgoing struct {
+// carrier answers the lookup of the metadata it carries under key K itself: one allocation,
+// where context.WithValue would box the map's key and value.
+type carrier[K comparable] struct {
 	context.Context
 	md metadata.MD
 }
 
-func (c *outgoing) Value(k any) any {
-	if k == (carriedOut{}) {
+func (c *carrier[K]) Value(k any) any {
+	if _, ok := k.(K); ok {
 		return c.md
 	}
 	return c.Context.Value(k)
@@ -74,7 +64,7 @@ func Outgoing(ctx context.Context) (metadata.MD, bool) {
 // metadata.ValueFromIncomingContext(ctx, key)[0] is, without its copy when ctx was made by
 // NewIncomingContext.
 func Value(ctx context.Context, key string) string {
-	md, ok := ctx.Value(carried{}).(metadata.MD)
+	md, ok := ctx.Value(carriedIn{}).(metadata.MD)
 	if !ok {
 		if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
 			return v[0]
