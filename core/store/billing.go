@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/shopspring/decimal"
 )
 
@@ -118,12 +120,20 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		return nil, fmt.Errorf("settle: %w", err)
 	}
 	defer c.Release()
-	// Prepared once per connection (pgx keeps it by name), then one round trip per batch.
-	sd, err := c.Conn().Prepare(ctx, "gateway_settle", settleSQL)
-	if err != nil {
-		return nil, fmt.Errorf("settle: %w", err)
+	var rr *pgconn.ResultReader
+	if c.Conn().Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		// Prepared once per connection (pgx keeps it by name), then one round trip per batch.
+		sd, err := c.Conn().Prepare(ctx, "gateway_settle", settleSQL)
+		if err != nil {
+			return nil, fmt.Errorf("settle: %w", err)
+		}
+		rr = c.Conn().PgConn().ExecPrepared(ctx, sd.Name, w.args, settleArgFormats, settleResultFormats)
+	} else {
+		// The connection string asked for no prepared statements (default_query_exec_mode,
+		// e.g. behind PgBouncer in transaction pooling): the same statement, unnamed, still
+		// one round trip.
+		rr = c.Conn().PgConn().ExecParams(ctx, settleSQL, w.args, settleArgOIDs, settleArgFormats, settleResultFormats)
 	}
-	rr := c.Conn().PgConn().ExecPrepared(ctx, sd.Name, w.args, settleArgFormats, settleResultFormats)
 	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
 	for rr.NextRow() {
 		v := rr.Values()
@@ -180,6 +190,12 @@ const settleSQL = `SELECT idx, charged, capped, lease_profile, lease_amount, lea
 	FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
 
 var (
+	// The arguments' types, for the unnamed statement: the replica, then the arrays.
+	settleArgOIDs = []uint32{pgtype.UUIDOID, pgtype.UUIDArrayOID, pgtype.TextArrayOID, pgtype.UUIDArrayOID,
+		pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID,
+		pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID,
+		pgtype.BoolArrayOID, pgtype.NumericArrayOID, pgtype.TimestamptzArrayOID, pgtype.TimestamptzArrayOID,
+		pgtype.Int8ArrayOID, pgtype.Int8ArrayOID}
 	// Every argument binary but the costs ($15), which go as numeric[] text.
 	settleArgFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1}
 	// Numbers as text (charged, lease_amount), the rest binary.

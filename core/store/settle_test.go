@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"modelgateway/core/store"
+	"modelgateway/core/store/storetest"
 	"modelgateway/migrations"
 )
 
@@ -164,4 +165,47 @@ func rowsOf(t *testing.T, st *store.Store, q string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A connection string that turns prepared statements off (default_query_exec_mode, as behind
+// PgBouncer in transaction pooling) gets a settlement that prepares none, with the same
+// result; by default the settlement's statement is prepared once on the connection.
+func TestSettleHonoursTheQueryExecMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.DatabaseURL(t)
+	for _, c := range []struct {
+		mode     string
+		prepared int
+	}{
+		{"", 1},
+		{"&default_query_exec_mode=exec", 0},
+	} {
+		st, err := store.Open(ctx, url+"&pool_max_conns=1"+c.mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := uuid.New()
+		if _, err := st.Pool.Exec(ctx, `INSERT INTO profiles (id, currency, balance) VALUES ($1, 'RUB', 10)`, p); err != nil {
+			t.Fatal(err)
+		}
+		rec := store.RequestRecord{ProfileID: p, RequestID: "r1", KeyID: uuid.New(), Model: "m", EndpointFamily: "chat",
+			Status: "ok", Currency: "RUB", Cost: decimal.NewNullDecimal(decimal.RequireFromString("0.25")), StartTime: time.Now()}
+		got, err := st.Settle(ctx, uuid.New(), []store.Settlement{{Record: rec}})
+		if err != nil {
+			t.Fatalf("mode %q: %v", c.mode, err)
+		}
+		if !got.Charged[0].Valid || !got.Charged[0].Decimal.Equal(decimal.RequireFromString("0.25")) {
+			t.Errorf("mode %q: charged %v, want 0.25", c.mode, got.Charged[0])
+		}
+		var balance decimal.Decimal
+		var prepared int
+		if err := st.Pool.QueryRow(ctx, `SELECT (SELECT balance FROM profiles WHERE id = $1), (SELECT count(*) FROM pg_prepared_statements WHERE name = 'gateway_settle')`, p).Scan(&balance, &prepared); err != nil {
+			t.Fatal(err)
+		}
+		if !balance.Equal(decimal.RequireFromString("9.75")) || prepared != c.prepared {
+			t.Errorf("mode %q: balance %s and %d prepared settlements, want 9.75 and %d", c.mode, balance, prepared, c.prepared)
+		}
+		st.Close()
+	}
 }

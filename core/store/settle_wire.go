@@ -11,15 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-)
-
-// Element and array type OIDs (pg_type), fixed since PostgreSQL 8.
-const (
-	oidBool        = 16
-	oidInt8        = 20
-	oidText        = 25
-	oidTimestamptz = 1184
-	oidUUID        = 2950
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // arrayWriter appends one-dimensional arrays in array_send's binary format to a shared buffer:
@@ -48,7 +40,7 @@ func (w *arrayWriter) element(size int) {
 }
 
 func (w *arrayWriter) uuids(n int, at func(int) uuid.UUID) {
-	s := w.begin(oidUUID, n)
+	s := w.begin(pgtype.UUIDOID, n)
 	for i := range n {
 		u := at(i)
 		w.element(16)
@@ -58,7 +50,7 @@ func (w *arrayWriter) uuids(n int, at func(int) uuid.UUID) {
 }
 
 func (w *arrayWriter) texts(n int, at func(int) string) {
-	s := w.begin(oidText, n)
+	s := w.begin(pgtype.TextOID, n)
 	for i := range n {
 		v := at(i)
 		w.element(len(v))
@@ -68,7 +60,7 @@ func (w *arrayWriter) texts(n int, at func(int) string) {
 }
 
 func (w *arrayWriter) int8s(n int, at func(int) int64) {
-	s := w.begin(oidInt8, n)
+	s := w.begin(pgtype.Int8OID, n)
 	for i := range n {
 		w.element(8)
 		w.buf = binary.BigEndian.AppendUint64(w.buf, uint64(at(i)))
@@ -77,7 +69,7 @@ func (w *arrayWriter) int8s(n int, at func(int) int64) {
 }
 
 func (w *arrayWriter) bools(n int, at func(int) bool) {
-	s := w.begin(oidBool, n)
+	s := w.begin(pgtype.BoolOID, n)
 	for i := range n {
 		w.element(1)
 		b := byte(0)
@@ -92,7 +84,7 @@ func (w *arrayWriter) bools(n int, at func(int) bool) {
 // timestamptzs writes times as microseconds since 2000-01-01 UTC, truncated as pgx does (so a
 // zero time is 0001-01-01, as the record's missing end always was).
 func (w *arrayWriter) timestamptzs(n int, at func(int) time.Time) {
-	s := w.begin(oidTimestamptz, n)
+	s := w.begin(pgtype.TimestamptzOID, n)
 	for i := range n {
 		t := at(i)
 		w.element(8)
