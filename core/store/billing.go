@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,7 +90,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 			costs[j] = r.Cost.Decimal.String()
 		}
 	}
-	w := arrayWriter{buf: make([]byte, 0, n*settleBytesPerRecord), args: make([][]byte, 0, 19)}
+	w := arrayWriter{buf: make([]byte, 0, n*settleBytesPerRecord), args: make([][]byte, 0, len(settleArgFormats))}
 	w.args = append(w.args, replica[:])
 	w.uuids(n, func(j int) uuid.UUID { return rec(j).ProfileID })
 	w.texts(n, func(j int) string { return rec(j).RequestID })
@@ -135,16 +136,28 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		rr = c.Conn().PgConn().ExecParams(ctx, settleSQL, w.args, settleArgOIDs, settleArgFormats, settleResultFormats)
 	}
 	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
+	readErr := readSettled(rr, rec, costs, charged, capped, out.Leases)
+	// Close drains what a failed read left, and reports the statement's own error.
+	if _, err := rr.Close(); err != nil || readErr != nil {
+		return nil, fmt.Errorf("settle: %w", cmp.Or(readErr, err))
+	}
+	for i := range batch {
+		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
+	}
+	return out, nil
+}
+
+// readSettled reads gateway_settle's rows: per record (idx set) what was charged and whether
+// it was capped, and per charged profile the replica's lease after the charges.
+func readSettled(rr *pgconn.ResultReader, rec func(int) *RequestRecord, costs []string, charged []decimal.NullDecimal, capped []bool, leases map[uuid.UUID]LeaseState) error {
 	for rr.NextRow() {
 		v := rr.Values()
-		if len(v) != 7 {
-			rr.Close()
-			return nil, fmt.Errorf("settle: %d columns", len(v))
+		if len(v) != len(settleResultFormats) {
+			return fmt.Errorf("%d columns", len(v))
 		}
 		if idx, ok := wireInt(v[0]); ok {
-			if idx < 0 || idx >= int64(n) {
-				rr.Close()
-				return nil, fmt.Errorf("settle: row for record %d of %d", idx, n)
+			if idx < 0 || idx >= int64(len(charged)) {
+				return fmt.Errorf("row for record %d of %d", idx, len(charged))
 			}
 			capped[idx] = wireBool(v[2])
 			if v[1] == nil {
@@ -157,8 +170,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 			}
 			d, err := decimal.NewFromString(string(v[1]))
 			if err != nil {
-				rr.Close()
-				return nil, fmt.Errorf("settle: charged %q: %w", v[1], err)
+				return fmt.Errorf("charged %q: %w", v[1], err)
 			}
 			charged[idx] = decimal.NullDecimal{Decimal: d, Valid: true}
 			continue
@@ -169,20 +181,14 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		}
 		var amount decimal.Decimal
 		if v[4] != nil {
+			var err error
 			if amount, err = decimal.NewFromString(string(v[4])); err != nil {
-				rr.Close()
-				return nil, fmt.Errorf("settle: lease amount %q: %w", v[4], err)
+				return fmt.Errorf("lease amount %q: %w", v[4], err)
 			}
 		}
-		out.Leases[uuid.UUID(v[3])] = LeaseState{Amount: amount, Version: version, Present: wireBool(v[6])}
+		leases[uuid.UUID(v[3])] = LeaseState{Amount: amount, Version: version, Present: wireBool(v[6])}
 	}
-	if _, err := rr.Close(); err != nil {
-		return nil, fmt.Errorf("settle: %w", err)
-	}
-	for i := range batch {
-		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
-	}
-	return out, nil
+	return nil
 }
 
 // One statement, one round trip: see gateway_settle in migrations 0004 and 0009.

@@ -55,7 +55,11 @@ func SetBearer(r *http.Request, key string) {
 	// Most clients send exactly "Authorization: Bearer <key>": that value is kept as it is
 	// rather than built again.
 	v := r.Header["Authorization"]
-	same := len(v) == 1 && len(v[0]) == len(bearerPrefix)+len(key) && v[0][:len(bearerPrefix)] == bearerPrefix && v[0][len(bearerPrefix):] == key
+	rest, bearer := "", false
+	if len(v) == 1 {
+		rest, bearer = strings.CutPrefix(v[0], bearerPrefix)
+	}
+	same := bearer && rest == key
 	DropKeyHeaders(r.Header)
 	if same {
 		r.Header["Authorization"] = v
