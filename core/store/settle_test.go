@@ -17,7 +17,7 @@ import (
 	"modelgateway/migrations"
 )
 
-// The set-based gateway_settle (migration 0009) agrees with the per-record loop it replaced
+// The set-based gateway_settle (migrations 0009 and 0010) agrees with the per-record loop it replaced
 // (migration 0004), kept here as the reference: the same random batches, replays, withheld
 // charges and leases are settled in two databases, one with each function, and every result
 // and every row written must be the same.
