@@ -242,13 +242,17 @@ func (a *account) free(now time.Time) decimal.Decimal {
 	if !now.Before(a.deadline) {
 		return decimal.Zero
 	}
-	free := a.lease.Sub(a.held)
-	// Charges are made durable at once (Charge), so spent is almost always zero: subtracting
-	// it would cost a big-integer rescale and a difference on every hold for nothing.
-	if !a.spent.IsZero() {
-		free = free.Sub(a.spent)
+	return a.lessSpent(a.lease.Sub(a.held))
+}
+
+// lessSpent is d - a.spent. Charges are made durable at once (Charge), so spent is almost
+// always zero: subtracting it would cost a big-integer rescale and a difference on every hold
+// for nothing.
+func (a *account) lessSpent(d decimal.Decimal) decimal.Decimal {
+	if a.spent.IsZero() {
+		return d
 	}
-	return free
+	return d.Sub(a.spent)
 }
 
 // fit tells whether amount fits in the free part of the lease at now, and gives the holds
@@ -261,10 +265,7 @@ func (a *account) fit(now time.Time, amount decimal.Decimal) (held, room decimal
 		// Nothing is free: only a hold of nothing (a free model) fits.
 		return held, amount.Neg(), amount.Sign() <= 0
 	}
-	room = a.lease.Sub(held)
-	if !a.spent.IsZero() {
-		room = room.Sub(a.spent)
-	}
+	room = a.lessSpent(a.lease.Sub(held))
 	return held, room, room.Sign() >= 0
 }
 

@@ -18,12 +18,7 @@ func SetModel(body []byte, model string) ([]byte, error) {
 	// sjson writes for it, without parsing the path and the value again.
 	if plainJSONString(model) {
 		if m := gjson.GetBytes(body, "model"); m.Type == gjson.String && m.Index > 0 && m.Index+len(m.Raw) <= len(body) {
-			out := make([]byte, 0, len(body)-len(m.Raw)+len(model)+2)
-			out = append(out, body[:m.Index]...)
-			out = append(out, '"')
-			out = append(out, model...)
-			out = append(out, '"')
-			return append(out, body[m.Index+len(m.Raw):]...), nil
+			return spliceString(body, m, model), nil
 		}
 	}
 	out, err := sjson.SetBytes(body, "model", model)
@@ -64,17 +59,23 @@ func PublicAnswerModel(answer []byte, upstream, public string) []byte {
 	if upstream == public || m.Type != gjson.String || m.Index <= 0 || m.String() == public {
 		return answer
 	}
-	out := make([]byte, 0, len(answer)+len(public)+2)
-	out = append(out, answer[:m.Index]...)
-	if plainJSONString(public) {
+	return spliceString(answer, m, public)
+}
+
+// spliceString is body with its value m (found by gjson in body) replaced by s as a JSON
+// string, quoted as encoding/json quotes it.
+func spliceString(body []byte, m gjson.Result, s string) []byte {
+	out := make([]byte, 0, len(body)-len(m.Raw)+len(s)+2)
+	out = append(out, body[:m.Index]...)
+	if plainJSONString(s) {
 		out = append(out, '"')
-		out = append(out, public...)
+		out = append(out, s...)
 		out = append(out, '"')
 	} else {
-		quoted, _ := json.Marshal(public) // a string always encodes
+		quoted, _ := json.Marshal(s) // a string always encodes
 		out = append(out, quoted...)
 	}
-	return append(out, answer[m.Index+len(m.Raw):]...)
+	return append(out, body[m.Index+len(m.Raw):]...)
 }
 
 // plainJSONString reports whether s is written as itself between quotes by encoding/json

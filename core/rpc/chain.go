@@ -10,12 +10,7 @@ import (
 // in-process channel); grpc.Server uses grpc.ChainUnaryInterceptor for the same list.
 func Chain(ics ...grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		h := handler
-		for i := len(ics) - 1; i >= 0; i-- {
-			ic, next := ics[i], h
-			h = func(ctx context.Context, req any) (any, error) { return ic(ctx, req, info, next) }
-		}
-		return h(ctx, req)
+		return Compose(info, handler, ics...)(ctx, req)
 	}
 }
 
