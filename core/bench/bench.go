@@ -445,18 +445,19 @@ type cpuSample struct {
 	cpu     time.Duration // the proxy process (user+system)
 	loadCPU time.Duration // this process plus the simulators
 	pgCPU   time.Duration // the throwaway PostgreSQL (0 with DATABASE_URL)
+	pgWait  time.Duration // its live processes' time runnable but waiting for a CPU
 	busy    [2]time.Duration
 	io      procIO // the proxy's read and write system calls
 }
 
 func (a cpuSample) minus(b cpuSample) cpuSample {
-	return cpuSample{cpu: a.cpu - b.cpu, loadCPU: a.loadCPU - b.loadCPU, pgCPU: a.pgCPU - b.pgCPU,
+	return cpuSample{cpu: a.cpu - b.cpu, loadCPU: a.loadCPU - b.loadCPU, pgCPU: a.pgCPU - b.pgCPU, pgWait: a.pgWait - b.pgWait,
 		busy: [2]time.Duration{a.busy[0] - b.busy[0], a.busy[1] - b.busy[1]},
 		io:   procIO{syscr: a.io.syscr - b.io.syscr, syscw: a.io.syscw - b.io.syscw}}
 }
 
 func (a cpuSample) plus(b cpuSample) cpuSample {
-	return cpuSample{cpu: a.cpu + b.cpu, loadCPU: a.loadCPU + b.loadCPU, pgCPU: a.pgCPU + b.pgCPU,
+	return cpuSample{cpu: a.cpu + b.cpu, loadCPU: a.loadCPU + b.loadCPU, pgCPU: a.pgCPU + b.pgCPU, pgWait: a.pgWait + b.pgWait,
 		busy: [2]time.Duration{a.busy[0] + b.busy[0], a.busy[1] + b.busy[1]},
 		io:   procIO{syscr: a.io.syscr + b.io.syscr, syscw: a.io.syscw + b.io.syscw}}
 }
@@ -476,7 +477,7 @@ func (b *bench) sample(proc *child) (cpuSample, error) {
 		s.loadCPU += c
 	}
 	if b.pg != nil {
-		s.pgCPU, errs[3] = postgresCPU(b.hz)
+		s.pgCPU, s.pgWait, errs[3] = postgresCPU(b.hz)
 	}
 	s.busy, errs[4] = cpuBusy(b.hz)
 	s.io = readProcIO(proc.cmd.Process.Pid)

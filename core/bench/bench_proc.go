@@ -235,10 +235,13 @@ func parseStat(stat []byte) (procStat, error) {
 
 // postgresCPU is the CPU time of the throwaway PostgreSQL: its postmaster (a child of this
 // process), the reaped backends counted in the postmaster's cutime/cstime, and the live ones.
-func postgresCPU(hz float64) (time.Duration, error) {
+// wait is how long its live processes were runnable but waited for a CPU (schedstat's run
+// delay; 0 where the kernel does not keep it): on a shared CPU a commit takes its CPU time
+// plus that wait.
+func postgresCPU(hz float64) (cpu, wait time.Duration, err error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("postgres cpu: %w", err)
+		return 0, 0, fmt.Errorf("postgres cpu: %w", err)
 	}
 	stats := map[int]procStat{}
 	for _, e := range entries {
@@ -260,13 +263,35 @@ func postgresCPU(hz float64) (time.Duration, error) {
 			continue
 		}
 		ticks += st.utime + st.stime + st.cutime + st.cstime
-		for _, c := range stats {
-			if c.ppid == pid {
-				ticks += c.utime + c.stime
+		wait += runDelay(pid)
+		for c, cs := range stats {
+			if cs.ppid == pid {
+				ticks += cs.utime + cs.stime
+				wait += runDelay(c)
 			}
 		}
 	}
-	return time.Duration(float64(ticks) / hz * float64(time.Second)), nil
+	return time.Duration(float64(ticks) / hz * float64(time.Second)), wait, nil
+}
+
+// runDelay is the time a process has spent runnable but not running: the second field of
+// /proc/<pid>/schedstat, in nanoseconds; 0 when unreadable.
+func runDelay(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return 0
+	}
+	return parseRunDelay(data)
+}
+
+// parseRunDelay reads schedstat's "time on CPU, time runnable waiting, time slices" (ns).
+func parseRunDelay(data []byte) time.Duration {
+	f := strings.Fields(string(data))
+	if len(f) < 2 {
+		return 0
+	}
+	ns, _ := strconv.ParseInt(f[1], 10, 64)
+	return time.Duration(ns)
 }
 
 // memory returns VmHWM (peak resident set) and VmRSS in kB.

@@ -79,8 +79,8 @@ func (b *bench) printCommon(w io.Writer, extra string, res [2]phaseResult, cols 
 	}
 	if b.pg != nil {
 		// The whole window: the bare proxy never touches PostgreSQL, so it is the gateway's.
-		fmt.Fprintf(w, "  PostgreSQL CPU (on CPU 1, not in the proxy's numbers): %.1f µs per gateway request\n",
-			perReq(res[1], res[1].window.pgCPU.Microseconds()))
+		fmt.Fprintf(w, "  PostgreSQL CPU (on CPU 1, not in the proxy's numbers): %.1f µs per gateway request; runnable but waiting for CPU 1: %.1f µs per request\n",
+			perReq(res[1], res[1].window.pgCPU.Microseconds()), perReq(res[1], res[1].window.pgWait.Microseconds()))
 	}
 	for i, r := range res {
 		if r.errors > 0 {

@@ -394,3 +394,21 @@ func TestRawConnReadsBodiesAndStreamsOverOneConnection(t *testing.T) {
 		t.Fatalf("refused request: %+v", o)
 	}
 }
+
+func TestParseRunDelayIsTheSecondField(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, schedstat string
+		want            time.Duration
+	}{
+		{"on CPU, waiting, slices", "2330000000 1911000000 27281\n", 1911 * time.Millisecond},
+		{"never waited", "5000 0 3\n", 0},
+		{"truncated", "5000\n", 0},
+		{"empty", "", 0},
+	}
+	for _, tc := range tests {
+		if got := parseRunDelay([]byte(tc.schedstat)); got != tc.want {
+			t.Errorf("%s: parseRunDelay(%q) = %v, want %v", tc.name, tc.schedstat, got, tc.want)
+		}
+	}
+}

@@ -885,6 +885,7 @@ func BenchmarkChargeConcurrent(b *testing.B) {
 	b.ReportMetric(float64(s.WaitP99.Microseconds()), "wait-p99-µs")
 	b.ReportMetric(float64(s.TxP50.Microseconds()), "tx-p50-µs")
 	b.ReportMetric(float64(xact1-xact0)/n, "xact/charge")
+	b.ReportMetric(float64(s.Charges)/float64(max(s.Commits, 1)), "charges/commit")
 	if cpu := descendantsCPU() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/n, "db-cpu-µs/charge")
 	}
