@@ -50,49 +50,58 @@ func readBlockStop(data []byte) (int, bool) {
 	return i, ok && string(rest) == "}"
 }
 
-// readDelta returns the block index and the delta, or ok false for the general decoder.
-func readDelta(data []byte) (index int, d mw.Delta, ok bool) {
+// readDelta returns the block index, the delta's type and its one content field's text
+// (text, partial_json, thinking or signature), or ok false for the general decoder. The text
+// is a slice of data, or of *buf when it had escapes (jsontext.Unquote): copy it before the
+// next call.
+func readDelta(data []byte, buf *[]byte) (index int, typ string, text []byte, ok bool) {
 	index, rest, ok := readIndex(data, deltaHead)
 	if !ok {
-		return 0, d, false
+		return 0, "", nil, false
 	}
 	rest, found := bytes.CutPrefix(rest, deltaMid)
 	if !found {
-		return 0, d, false
+		return 0, "", nil, false
 	}
-	typ, after, found := bytes.Cut(rest, []byte(`","`))
+	name, after, found := bytes.Cut(rest, []byte(`","`))
 	if !found {
-		return 0, d, false
+		return 0, "", nil, false
 	}
 	var field string // the one content key of each delta type
-	switch string(typ) {
+	switch string(name) {
 	case mw.DeltaText:
-		d.Type, field = mw.DeltaText, "text"
+		typ, field = mw.DeltaText, "text"
 	case mw.DeltaInputJSON:
-		d.Type, field = mw.DeltaInputJSON, "partial_json"
+		typ, field = mw.DeltaInputJSON, "partial_json"
 	case mw.DeltaThinking:
-		d.Type, field = mw.DeltaThinking, "thinking"
+		typ, field = mw.DeltaThinking, "thinking"
 	case mw.DeltaSignature:
-		d.Type, field = mw.DeltaSignature, "signature"
+		typ, field = mw.DeltaSignature, "signature"
 	default:
-		return 0, d, false
+		return 0, "", nil, false
 	}
 	if len(after) < len(field)+2 || string(after[:len(field)]) != field || after[len(field)] != '"' || after[len(field)+1] != ':' {
-		return 0, d, false
+		return 0, "", nil, false
 	}
-	value, next, ok := jsontext.String(after, len(field)+2)
+	text, next, ok := jsontext.Unquote(after, len(field)+2, buf)
 	if !ok || string(after[next:]) != "}}" {
-		return 0, d, false
+		return 0, "", nil, false
 	}
-	switch d.Type {
+	return index, typ, text, true
+}
+
+// deltaOf is the wire delta of a delta read in place, for the rarer delta types.
+func deltaOf(typ, text string) mw.Delta {
+	d := mw.Delta{Type: typ}
+	switch typ {
 	case mw.DeltaText:
-		d.Text = value
+		d.Text = text
 	case mw.DeltaInputJSON:
-		d.PartialJSON = value
+		d.PartialJSON = text
 	case mw.DeltaThinking:
-		d.Thinking = value
+		d.Thinking = text
 	case mw.DeltaSignature:
-		d.Signature = value
+		d.Signature = text
 	}
-	return index, d, true
+	return d
 }

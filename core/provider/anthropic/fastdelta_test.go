@@ -26,8 +26,10 @@ func TestReadDeltaAgreesWithTheGeneralDecoder(t *testing.T) {
 		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAhIM"}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}`,
 	}
+	var buf []byte
 	for _, data := range fast {
-		i, d, ok := readDelta([]byte(data))
+		i, typ, text, ok := readDelta([]byte(data), &buf)
+		d := deltaOf(typ, string(text))
 		gi, gd, gok := general([]byte(data))
 		if !ok || !gok || i != gi || d != gd {
 			t.Errorf("%s:\n fast %d %+v %v\n general %d %+v %v", data, i, d, ok, gi, gd, gok)
@@ -46,8 +48,8 @@ func TestReadDeltaAgreesWithTheGeneralDecoder(t *testing.T) {
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}} `,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut`,
 	} {
-		if i, d, ok := readDelta([]byte(data)); ok {
-			t.Errorf("%s: read in place as %d %+v; want the general decoder", data, i, d)
+		if i, typ, text, ok := readDelta([]byte(data), &buf); ok {
+			t.Errorf("%s: read in place as %d %s %q; want the general decoder", data, i, typ, text)
 		}
 	}
 }
@@ -56,10 +58,12 @@ func FuzzReadDelta(f *testing.F) {
 	f.Add([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`))
 	f.Add([]byte(`{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		i, d, ok := readDelta(data)
+		var buf []byte
+		i, typ, text, ok := readDelta(data, &buf)
 		if !ok {
 			return
 		}
+		d := deltaOf(typ, string(text))
 		gi, gd, gok := general(data)
 		if !gok || i != gi || d != gd {
 			t.Fatalf("%q: fast %d %+v, general %d %+v %v", data, i, d, gi, gd, gok)

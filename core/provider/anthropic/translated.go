@@ -92,6 +92,8 @@ type streamDecoder struct {
 	stopSeq   string
 	events    int
 	one       provider.Single
+	deltas    provider.Deltas // the text events
+	buf       []byte          // escaped delta text, decoded (readDelta)
 }
 
 func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
@@ -100,7 +102,14 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 	// through the wire structs.
 	switch ev.Name {
 	case mw.EventContentBlockDelta:
-		if i, delta, ok := readDelta(ev.Data); ok {
+		if i, typ, text, ok := readDelta(ev.Data, &d.buf); ok {
+			if typ == mw.DeltaText {
+				if len(text) == 0 {
+					return nil, false, nil
+				}
+				return d.one.Of(d.deltas.Text(text)), false, nil
+			}
+			delta := deltaOf(typ, string(text))
 			return d.blockDelta(i, &delta), false, nil
 		}
 	case mw.EventContentBlockStop:

@@ -30,35 +30,67 @@ func Marshal(v any) ([]byte, error) {
 // start with a well-formed string. Escapes are decoded and invalid UTF-8 becomes U+FFFD, as
 // encoding/json does.
 func String(data []byte, i int) (s string, next int, ok bool) {
-	if i >= len(data) || data[i] != '"' {
+	text, next, ok := Unquote(data, i, nil)
+	if !ok {
 		return "", i, false
 	}
-	start := i + 1
-	// The common case: printable ASCII without escapes is the token's own bytes.
-	for j := start; j < len(data); j++ {
-		switch c := data[j]; {
-		case c == '"':
-			return string(data[start:j]), j + 1, true
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return decode(data, start)
-		}
-	}
-	return "", i, false
+	return string(text), next, true
 }
 
-// decode is String's slow path, from the first character after the opening quote.
-func decode(data []byte, start int) (string, int, bool) {
-	buf := make([]byte, 0, 64)
+// Unquote is String without making a string: the text is the token's own bytes (a slice of
+// data) when it has no escapes and is valid UTF-8, as most model text is, else it is decoded
+// into (*buf)[:0], which keeps what it grew to (buf nil: a new buffer). A decoder that keeps
+// its text elsewhere (provider.Deltas) copies it once, from here.
+func Unquote(data []byte, i int, buf *[]byte) (text []byte, next int, ok bool) {
+	if i >= len(data) || data[i] != '"' {
+		return nil, i, false
+	}
+	start := i + 1
 	for j := start; j < len(data); {
+		switch c := data[j]; {
+		case c == '"':
+			return data[start:j], j + 1, true
+		case c == '\\' || c < 0x20:
+			return decodeInto(data, start, j, buf)
+		case c < utf8.RuneSelf:
+			j++
+		default:
+			// Valid UTF-8 is kept as it is; an invalid byte is replaced (decode).
+			r, size := utf8.DecodeRune(data[j:])
+			if r == utf8.RuneError && size == 1 {
+				return decodeInto(data, start, j, buf)
+			}
+			j += size
+		}
+	}
+	return nil, i, false
+}
+
+func decodeInto(data []byte, start, from int, buf *[]byte) ([]byte, int, bool) {
+	var b []byte
+	if buf != nil {
+		b = (*buf)[:0]
+	}
+	text, next, ok := decode(data, start, from, b)
+	if buf != nil && cap(text) > cap(*buf) {
+		*buf = text[:0]
+	}
+	return text, next, ok
+}
+
+// decode is Unquote's slow path: data[start:from] is plain text, decoding starts at from.
+func decode(data []byte, start, from int, buf []byte) ([]byte, int, bool) {
+	buf = append(buf, data[start:from]...)
+	for j := from; j < len(data); {
 		c := data[j]
 		switch {
 		case c == '"':
-			return string(buf), j + 1, true
+			return buf, j + 1, true
 		case c < 0x20:
-			return "", start - 1, false // control characters must be escaped
+			return nil, start - 1, false // control characters must be escaped
 		case c == '\\':
 			if j+1 >= len(data) {
-				return "", start - 1, false
+				return nil, start - 1, false
 			}
 			j += 2
 			switch data[j-1] {
@@ -77,7 +109,7 @@ func decode(data []byte, start int) (string, int, bool) {
 			case 'u':
 				r, ok := hex4(data, j)
 				if !ok {
-					return "", start - 1, false
+					return nil, start - 1, false
 				}
 				j += 4
 				if utf16.IsSurrogate(r) {
@@ -94,7 +126,7 @@ func decode(data []byte, start int) (string, int, bool) {
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
-				return "", start - 1, false
+				return nil, start - 1, false
 			}
 		case c < utf8.RuneSelf:
 			buf = append(buf, c)
@@ -109,7 +141,7 @@ func decode(data []byte, start int) (string, int, bool) {
 			j += size
 		}
 	}
-	return "", start - 1, false
+	return nil, start - 1, false
 }
 
 // hex4 reads the four hex digits of a \u escape at data[i:].

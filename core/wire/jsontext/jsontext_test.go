@@ -61,6 +61,30 @@ func FuzzString(f *testing.F) {
 	})
 }
 
+// Unquote gives String's text without a copy when the token needs no decoding (valid UTF-8
+// without escapes, in any language), and decodes into the caller's buffer otherwise.
+func TestUnquoteSharesPlainTokensAndDecodesTheRest(t *testing.T) {
+	t.Parallel()
+	for tok, plain := range map[string]bool{
+		`"hello"`: true, `"été 日本語 😀"`: true, `""`: true,
+		`"a\"b"`: false, `"\u00e9"`: false, "\"bad \xff utf8\"": false, `"tab\tthere"`: false,
+	} {
+		want, wantNext, _ := String([]byte(tok), 0)
+		buf := make([]byte, 0, 64)
+		data := []byte(tok)
+		got, next, ok := Unquote(data, 0, &buf)
+		if !ok || string(got) != want || next != wantNext {
+			t.Errorf("%s: got %q next %d ok %v, want %q next %d", tok, got, next, ok, want, wantNext)
+			continue
+		}
+		shared := len(got) > 0 && &got[0] == &data[1]
+		inBuf := len(got) > 0 && &got[0] == &buf[:1][0]
+		if len(got) > 0 && (shared != plain || inBuf == plain) {
+			t.Errorf("%s: shares the token %v, uses the buffer %v; want plain=%v", tok, shared, inBuf, plain)
+		}
+	}
+}
+
 // AppendString writes what encoding/json writes (HTML escaping off), and AppendSlogEscaped
 // what log/slog's JSON handler writes, for every byte and the runes each treats apart.
 func TestAppendStringMatchesTheEncoders(t *testing.T) {

@@ -1,0 +1,69 @@
+package provider
+
+import (
+	"strings"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+)
+
+// Deltas makes a stream's text events in blocks: text deltas are nearly every event of a
+// translated stream, and one event and one string each were two allocations per chunk.
+// Events come from a block of events, their text from a shared strings.Builder; each block
+// is twice the size of the one before, up to a bound, so that a short answer does not pay for
+// a long one's blocks. Nothing handed out is written again (a block is replaced when full, never
+// reused), so events and their text may be kept as long as anyone likes; a kept one only
+// keeps its block alive. The zero value is ready; one per stream (no lock).
+type Deltas struct {
+	events     []textEvent
+	text       *strings.Builder
+	nextEvents int // the size of the next block of events
+}
+
+// Sizes of the blocks: the first ones, and the bounds.
+const (
+	firstBlockEvents = 4
+	textBlockEvents  = 32
+	firstBlockBytes  = 256
+	textBlockBytes   = 4 << 10
+)
+
+// textEvent is a text event, its oneof wrapper and the delta in one (as TextEvent).
+type textEvent struct {
+	ev   corev1.GenerateEvent
+	wrap corev1.GenerateEvent_Text
+	text corev1.TextDelta
+}
+
+// Text is TextEvent(string(text)), with the event and its text from the stream's blocks.
+func (d *Deltas) Text(text []byte) *corev1.GenerateEvent {
+	if len(d.events) == 0 {
+		d.nextEvents = min(max(2*d.nextEvents, firstBlockEvents), textBlockEvents)
+		d.events = make([]textEvent, d.nextEvents)
+	}
+	x := &d.events[0]
+	d.events = d.events[1:]
+	x.text.Text = d.String(text)
+	x.wrap.Text = &x.text
+	x.ev.Event = &x.wrap
+	return &x.ev
+}
+
+// String returns text as a string kept in the stream's text block. A strings.Builder never
+// writes the bytes it has handed out again, and this one never grows (a full one is
+// replaced), so its strings share its one buffer.
+func (d *Deltas) String(text []byte) string {
+	if len(text) > textBlockBytes/4 {
+		return string(text) // a large piece would waste most of a block
+	}
+	if d.text == nil || d.text.Len()+len(text) > d.text.Cap() {
+		size := firstBlockBytes
+		if d.text != nil {
+			size = min(2*d.text.Cap(), textBlockBytes)
+		}
+		d.text = new(strings.Builder)
+		d.text.Grow(max(size, len(text)))
+	}
+	n := d.text.Len()
+	d.text.Write(text)
+	return d.text.String()[n:]
+}
