@@ -3,8 +3,11 @@ package chatcompletions
 import (
 	"strconv"
 
+	corev1 "modelgateway/gen/gateway/core/v1"
+
 	"modelgateway/core/wire/chatwire"
 	"modelgateway/core/wire/jsontext"
+	"modelgateway/front/relay"
 )
 
 // layout is a translated stream's chunk split around its choice: every chunk repeats the same
@@ -53,8 +56,28 @@ func (l *layout) finish(buf []byte, reason string) []byte {
 	return append(append(buf, reason...), `"}],"usage":null}`...)
 }
 
-// usage is the final chunk: no choices, the usage object (raw JSON).
-func (l *layout) usage(buf, raw []byte) []byte {
-	buf = append(append(append(buf, l.head...), `],"usage":`...), raw...)
+// usage is the final chunk: no choices, the usage object of u (nil: zeros) with the cost
+// when u has one, as jsontext.Marshal of usage(u) with relay.AddCost writes it (a test holds
+// the two equal), without reflection.
+func (l *layout) usage(buf []byte, u *corev1.Usage) []byte {
+	buf = append(append(buf, l.head...), `],"usage":`...)
+	return append(appendUsage(buf, usage(u), u), '}')
+}
+
+// appendUsage writes cu, whose details are both set (chatwire.NewUsage), and the cost of u.
+func appendUsage(buf []byte, cu chatwire.Usage, u *corev1.Usage) []byte {
+	buf = strconv.AppendInt(append(buf, `{"prompt_tokens":`...), cu.PromptTokens, 10)
+	buf = strconv.AppendInt(append(buf, `,"completion_tokens":`...), cu.CompletionTokens, 10)
+	buf = strconv.AppendInt(append(buf, `,"total_tokens":`...), cu.TotalTokens, 10)
+	buf = strconv.AppendInt(append(buf, `,"prompt_tokens_details":{"cached_tokens":`...), cu.PromptTokensDetails.CachedTokens, 10)
+	if w := cu.PromptTokensDetails.CacheWriteTokens; w != 0 {
+		buf = strconv.AppendInt(append(buf, `,"cache_write_tokens":`...), w, 10)
+	}
+	buf = strconv.AppendInt(append(buf, `},"completion_tokens_details":{"reasoning_tokens":`...), cu.CompletionTokensDetails.ReasoningTokens, 10)
+	buf = append(buf, '}')
+	if relay.HasCost(u) {
+		buf = append(append(buf, `,"cost":`...), u.GetCost()...)
+		buf = strconv.AppendQuote(append(buf, `,"currency":`...), u.GetCurrency())
+	}
 	return append(buf, '}')
 }

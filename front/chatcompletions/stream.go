@@ -28,10 +28,8 @@ type streamEncoder struct {
 	head        head
 	finished    bool // the finish chunk has gone
 	usageSent   bool
-	// layout splices the frequent chunks (layout.go); buf is reused, as the writer copies
-	// each chunk before returning.
+	// layout splices the frequent chunks (layout.go) into the writer's buffer (sse.Writer.Data).
 	layout layout
-	buf    []byte
 	// tail holds a passthrough's usage chunk until core's usage event adds the cost.
 	tail relay.Tail
 }
@@ -47,8 +45,7 @@ func (e *streamEncoder) Start(s *corev1.Start) error {
 	e.layout = newLayout(e.stamp(chatwire.Chunk{}))
 	// Core sends Start together with the first upstream event: the role chunk waits for the
 	// next chunk's flush instead of costing a system call of its own.
-	e.buf = e.layout.role(e.buf[:0])
-	return e.sw.Write("", e.buf)
+	return e.sw.Send(e.layout.role(e.sw.Data()), false)
 }
 
 // Event implements relay.Encoder.
@@ -160,8 +157,7 @@ func (e *streamEncoder) finish(reason string) error {
 	}
 	e.finished = true
 	// The usage chunk and [DONE] follow at once; the last of them flushes.
-	e.buf = e.layout.finish(e.buf[:0], reason)
-	return e.sw.Write("", e.buf)
+	return e.sw.Send(e.layout.finish(e.sw.Data(), reason), false)
 }
 
 // usage writes the usage chunk once, after the finish chunk; u nil renders zeros.
@@ -173,20 +169,13 @@ func (e *streamEncoder) usage(u *corev1.Usage) error {
 		return err
 	}
 	e.usageSent = true
-	raw, err := jsontext.Marshal(usage(u))
-	if err != nil {
-		return fmt.Errorf("encoding usage: %w", err)
-	}
-	raw = relay.AddCost(raw, "", u)
-	e.buf = e.layout.usage(e.buf[:0], raw)
-	return e.sw.Write("", e.buf)
+	return e.sw.Send(e.layout.usage(e.sw.Data(), u), false)
 }
 
 // text writes a content delta: the same bytes as delta(Delta{Content: &t}), at a fraction of
 // the cost.
 func (e *streamEncoder) text(t string) error {
-	e.buf = e.layout.text(e.buf[:0], t)
-	return e.sw.Event("", e.buf)
+	return e.sw.Send(e.layout.text(e.sw.Data(), t), true)
 }
 
 func (e *streamEncoder) delta(d chatwire.Delta) error {

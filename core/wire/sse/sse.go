@@ -243,6 +243,25 @@ func (w *Writer) Event(name string, data []byte) error {
 // Flush sends what Write buffered.
 func (w *Writer) Flush() error { return w.rc.Flush() }
 
+// Data starts an unnamed event in the writer's own buffer: append the event's data to the
+// returned slice and give it to Send. The data must be one line (no CR or LF), as compact JSON
+// is: an encoder that renders its events into this buffer writes each event's bytes once,
+// where Write would copy them and look for line ends.
+func (w *Writer) Data() []byte { return append(w.buf[:0], "data: "...) }
+
+// Send writes an event begun with Data, then flushes it when flush is set (else as Write).
+func (w *Writer) Send(event []byte, flush bool) error {
+	event = append(event, '\n', '\n')
+	w.buf = event
+	if _, err := w.w.Write(event); err != nil {
+		return err
+	}
+	if flush {
+		return w.rc.Flush()
+	}
+	return nil
+}
+
 // Write buffers one event without flushing it: for an event that is known to be followed at
 // once by another (a stream's opening chunk, its closing ones), so that they share a packet
 // and a system call.
