@@ -90,9 +90,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if req.GetStream() {
 		// Events the upstream delivered together go out in one write: the encoder's flushes
 		// wait for core's next wait (lazyflush). What is pending when the handler returns goes
-		// out with the end of the response.
+		// out with the end of the response, once End has passed it on.
 		s.lazy = lazyflush.NewWriter(w)
 		s.ctx = lazyflush.NewContext(ctx, s.lazy)
+		defer s.lazy.End() // what the writer still holds
 	}
 	err := h.Generate(req, s)
 	switch {

@@ -9,14 +9,18 @@
 // The front wraps a streamed answer's ResponseWriter in a Writer and puts it in the request
 // context; core finds it there (From). Flushes stay eager until some reader has promised to
 // call BeforeWait before it blocks (Coalesce): a stream fed by anything else is flushed per
-// event as before. A Writer is used by the handler's goroutine only (core's in-process
-// Generate runs in it), so it has no lock.
+// event as before. Once coalescing, the Writer also holds what is written until the flush
+// (up to maxHeld bytes): an arrival's events then pass through net/http's buffers and chunk
+// framing as one write instead of one each. The handler calls End when the answer is done.
+// A Writer is used by the handler's goroutine only (core's in-process Generate runs in it),
+// so it has no lock.
 package lazyflush
 
 import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 )
 
 // Writer is an http.ResponseWriter whose Flush is deferred to the next BeforeWait once
@@ -28,6 +32,61 @@ type Writer struct {
 	lazy    bool                     // a reader flushes before it waits: Flush may wait for it
 	pending bool                     // written and not yet flushed
 	err     error                    // the last real flush's error: the client has gone
+	held    *[]byte                  // written while lazy, not yet passed on (from heldBuffers)
+}
+
+// maxHeld bounds what a Writer holds: past it, what it holds is passed on (net/http sends
+// it when its own buffers fill, as it would have without the Writer).
+const maxHeld = 32 << 10
+
+// heldBuffers recycles the held bytes' buffers, one per stream otherwise.
+var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// Write passes p on at once until a reader has promised to flush before waiting, then holds
+// it until the next real flush (or maxHeld).
+func (w *Writer) Write(p []byte) (int, error) {
+	if !w.lazy {
+		return w.ResponseWriter.Write(p)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.held == nil {
+		w.held = heldBuffers.Get().(*[]byte)
+	}
+	*w.held = append(*w.held, p...)
+	if len(*w.held) >= maxHeld {
+		if err := w.pass(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// pass writes what is held to the wrapped writer.
+func (w *Writer) pass() error {
+	if w.held == nil || len(*w.held) == 0 {
+		return nil
+	}
+	_, err := w.ResponseWriter.Write(*w.held)
+	*w.held = (*w.held)[:0]
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+// End passes on what is held (the end of the response sends it) and gives the buffer back:
+// call it when the answer is done, before the handler returns. Nil-safe.
+func (w *Writer) End() {
+	if w == nil || w.held == nil {
+		return
+	}
+	_ = w.pass()
+	if cap(*w.held) <= 2*maxHeld {
+		heldBuffers.Put(w.held)
+	}
+	w.held = nil
 }
 
 // NewWriter wraps w.
@@ -84,6 +143,9 @@ func (w *Writer) flush() error {
 	w.pending = false
 	if w.err != nil {
 		return w.err
+	}
+	if err := w.pass(); err != nil {
+		return err
 	}
 	if err := w.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		w.err = err

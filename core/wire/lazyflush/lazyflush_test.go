@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -90,4 +91,63 @@ func TestWithoutAWriterEverythingIsANoOp(t *testing.T) {
 	if got := From(NewContext(context.Background(), real)); got != real {
 		t.Fatal("From does not find the Writer")
 	}
+}
+
+// Once coalescing, what is written reaches the wrapped writer in one write at the flush
+// before the wait, or at End, or when maxHeld is reached; before, every write passes at once.
+func TestWritesAreHeldUntilTheFlushOrTheEnd(t *testing.T) {
+	t.Parallel()
+	real := &writeCounter{ResponseRecorder: httptest.NewRecorder()}
+	w := NewWriter(real)
+	rc := http.NewResponseController(w)
+	if _, err := w.Write([]byte("data: eager\n\n")); err != nil || real.writes != 1 {
+		t.Fatalf("before Coalesce: err %v, %d writes", err, real.writes)
+	}
+	w.Coalesce()
+	for range 3 {
+		if _, err := w.Write([]byte("data: x\n\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if real.writes != 1 || real.Body.String() != "data: eager\n\n" {
+		t.Fatalf("%d writes before the wait, body %q; want the events held", real.writes, real.Body)
+	}
+	if err := w.BeforeWait(); err != nil || real.writes != 2 || real.Body.String() != "data: eager\n\n"+strings.Repeat("data: x\n\n", 3) {
+		t.Fatalf("before the wait: err %v, %d writes, body %q", err, real.writes, real.Body)
+	}
+	// Written, not flushed: End passes it on, once.
+	if _, err := w.Write([]byte("data: [DONE]\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.End()
+	w.End()
+	if real.writes != 3 || !strings.HasSuffix(real.Body.String(), "data: x\n\ndata: [DONE]\n\n") {
+		t.Fatalf("after End: %d writes, body %q", real.writes, real.Body)
+	}
+	// A burst larger than maxHeld is passed on without waiting for the flush.
+	big := NewWriter(&writeCounter{ResponseRecorder: httptest.NewRecorder()})
+	big.Coalesce()
+	chunk := []byte(strings.Repeat("y", 1000) + "\n\n")
+	for range maxHeld/len(chunk) + 1 {
+		if _, err := big.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := big.ResponseWriter.(*writeCounter); got.writes != 1 || got.Body.Len() < maxHeld {
+		t.Fatalf("past maxHeld: %d writes, %d bytes passed on", got.writes, got.Body.Len())
+	}
+	big.End()
+}
+
+type writeCounter struct {
+	*httptest.ResponseRecorder
+	writes int
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	c.writes++
+	return c.ResponseRecorder.Write(p)
 }
