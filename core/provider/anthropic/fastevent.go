@@ -3,16 +3,15 @@ package anthropic
 import (
 	"strconv"
 
-	"github.com/tidwall/gjson"
-
 	"modelgateway/core/wire/jsontext"
 	mw "modelgateway/core/wire/messageswire"
 )
 
 // message_start and message_delta come once per stream, but encoding/json's reflection over
 // the whole StreamEvent made them (with a text block's content_block_start) 40 % of the
-// decoder's time on a 20-word answer. readStreamEvent reads them in one gjson pass into the
-// same StreamEvent. It only accepts what it knows encoding/json would read the same way —
+// decoder's time on a 20-word answer. readStreamEvent reads them in one pass (json.go: each
+// value is checked as it is read, the ones it skips too) into the same StreamEvent. It only
+// accepts what it knows encoding/json would read the same way —
 // valid JSON, the keys of these events spelled exactly (a key that differs only in case would
 // match a field there), no key twice, each value of its field's type, no content blocks —
 // and leaves everything else to the general decoder (ok false).
@@ -31,27 +30,31 @@ var (
 )
 
 func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) {
-	if len(data) > maxFastEvent || !gjson.ValidBytes(data) {
+	if len(data) > maxFastEvent {
 		return se, false
 	}
-	ok = eachField(gjson.ParseBytes(data), eventKeys, func(key string, v gjson.Result) bool {
+	doc, ok := readDocument(data) // json.go
+	if !ok {
+		return se, false
+	}
+	ok = eachField(doc, eventKeys, func(key string, v value) bool {
 		switch key {
 		case "type":
 			return readString(v, &se.Type)
 		case "message":
-			if v.Type == gjson.Null {
+			if v.null() {
 				return true
 			}
 			se.Message = new(mw.Message)
 			return readMessage(v, se.Message)
 		case "delta":
-			if v.Type == gjson.Null {
+			if v.null() {
 				return true
 			}
 			se.Delta = new(mw.Delta)
 			return readDeltaObject(v, se.Delta)
 		case "usage":
-			if v.Type == gjson.Null {
+			if v.null() {
 				return true
 			}
 			se.Usage = new(mw.Usage)
@@ -62,8 +65,8 @@ func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) {
 	return se, ok
 }
 
-func readMessage(v gjson.Result, m *mw.Message) bool {
-	return eachField(v, messageKeys, func(key string, v gjson.Result) bool {
+func readMessage(v value, m *mw.Message) bool {
+	return eachField(v, messageKeys, func(key string, v value) bool {
 		switch key {
 		case "id":
 			return readString(v, &m.ID)
@@ -75,10 +78,10 @@ func readMessage(v gjson.Result, m *mw.Message) bool {
 			return readString(v, &m.Model)
 		case "content":
 			// message_start's is empty; blocks have their own decoding.
-			if v.Type == gjson.Null {
+			if v.null() {
 				return true
 			}
-			if !v.IsArray() || len(v.Array()) != 0 {
+			if !v.emptyArray() {
 				return false
 			}
 			m.Content = []mw.ContentBlock{}
@@ -88,14 +91,14 @@ func readMessage(v gjson.Result, m *mw.Message) bool {
 		case "stop_sequence":
 			return readStringPtr(v, &m.StopSequence)
 		case "usage":
-			return v.Type == gjson.Null || readUsage(v, &m.Usage)
+			return v.null() || readUsage(v, &m.Usage)
 		}
 		return false
 	})
 }
 
-func readDeltaObject(v gjson.Result, d *mw.Delta) bool {
-	return eachField(v, deltaKeys, func(key string, v gjson.Result) bool {
+func readDeltaObject(v value, d *mw.Delta) bool {
+	return eachField(v, deltaKeys, func(key string, v value) bool {
 		switch key {
 		case "type":
 			return readString(v, &d.Type)
@@ -116,8 +119,8 @@ func readDeltaObject(v gjson.Result, d *mw.Delta) bool {
 	})
 }
 
-func readUsage(v gjson.Result, u *mw.Usage) bool {
-	return eachField(v, usageKeys, func(key string, v gjson.Result) bool {
+func readUsage(v value, u *mw.Usage) bool {
+	return eachField(v, usageKeys, func(key string, v value) bool {
 		switch key {
 		case "input_tokens":
 			return readIntPtr(v, &u.InputTokens)
@@ -130,14 +133,14 @@ func readUsage(v gjson.Result, u *mw.Usage) bool {
 		case "service_tier":
 			return readString(v, &u.ServiceTier)
 		case "output_tokens_details":
-			if v.Type == gjson.Null {
+			if v.null() {
 				u.OutputTokensDetails = nil
 				return true
 			}
 			d := new(mw.OutputTokensDetails)
 			u.OutputTokensDetails = d
-			return eachField(v, detailsKeys, func(_ string, v gjson.Result) bool {
-				if v.Type == gjson.Null {
+			return eachField(v, detailsKeys, func(_ string, v value) bool {
+				if v.null() {
 					return true
 				}
 				n, ok := readInt(v)
@@ -152,36 +155,30 @@ func readUsage(v gjson.Result, u *mw.Usage) bool {
 // eachField calls f for each key of object v that is one of known (lower-case ASCII), and
 // reports false when v is not an object, a known key repeats, a key could match a field only
 // case-insensitively, or f refuses.
-func eachField(v gjson.Result, known []string, f func(key string, v gjson.Result) bool) bool {
-	if !v.IsObject() {
+func eachField(v value, known []string, f func(key string, v value) bool) bool {
+	if !v.object() {
 		return false
 	}
-	ok := true
 	var seen uint32
-	v.ForEach(func(k, val gjson.Result) bool {
-		key := k.String()
+	return v.members(func(key []byte, val value) bool {
 		i := 0
-		for i < len(known) && known[i] != key {
+		for i < len(known) && known[i] != string(key) {
 			i++
 		}
 		if i == len(known) {
 			// Ignored by encoding/json unless it folds to a field name; lower-case ASCII keys
 			// cannot without being equal.
-			ok = lowerASCII(key)
-			return ok
+			return lowerASCII(key)
 		}
 		if seen&(1<<i) != 0 {
-			ok = false
 			return false
 		}
 		seen |= 1 << i
-		ok = f(key, val)
-		return ok
+		return f(known[i], val)
 	})
-	return ok
 }
 
-func lowerASCII(s string) bool {
+func lowerASCII(s []byte) bool {
 	for i := range len(s) {
 		if c := s[i]; c >= 0x80 || c >= 'A' && c <= 'Z' {
 			return false
@@ -191,20 +188,20 @@ func lowerASCII(s string) bool {
 }
 
 // readString reads a string as encoding/json does; null leaves it as it is.
-func readString(v gjson.Result, dst *string) bool {
-	switch v.Type {
-	case gjson.Null:
+func readString(v value, dst *string) bool {
+	switch {
+	case v.null():
 		return true
-	case gjson.String:
-		s, _, ok := jsontext.String([]byte(v.Raw), 0)
+	case v.str():
+		s, _, ok := jsontext.String(v.raw, 0)
 		*dst = s
 		return ok
 	}
 	return false
 }
 
-func readStringPtr(v gjson.Result, dst **string) bool {
-	if v.Type == gjson.Null {
+func readStringPtr(v value, dst **string) bool {
+	if v.null() {
 		*dst = nil
 		return true
 	}
@@ -214,16 +211,16 @@ func readStringPtr(v gjson.Result, dst **string) bool {
 }
 
 // readInt reads an int64 literal as encoding/json does (no fraction, no exponent).
-func readInt(v gjson.Result) (int64, bool) {
-	if v.Type != gjson.Number {
+func readInt(v value) (int64, bool) {
+	if !v.number() {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(v.Raw, 10, 64)
+	n, err := strconv.ParseInt(string(v.raw), 10, 64)
 	return n, err == nil
 }
 
-func readIntPtr(v gjson.Result, dst **int64) bool {
-	if v.Type == gjson.Null {
+func readIntPtr(v value, dst **int64) bool {
+	if v.null() {
 		*dst = nil
 		return true
 	}
