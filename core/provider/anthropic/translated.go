@@ -31,7 +31,7 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 	}
 	start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix()}
 	if stream {
-		dec := &streamDecoder{start: start, blockTool: map[int]*toolBlock{}}
+		dec := &streamDecoder{start: start}
 		return prime(provider.NewSSEStream(resp.Body, start, dec))
 	}
 	raw, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
@@ -87,7 +87,7 @@ type streamDecoder struct {
 	start     *corev1.Start
 	usage     metering.Anthropic
 	tools     int
-	blockTool map[int]*toolBlock
+	blockTool map[int]*toolBlock // nil until the first tool block
 	reason    corev1.FinishReason
 	stopSeq   string
 	events    int
@@ -202,6 +202,9 @@ func (d *streamDecoder) blockStart(i int, cb *mw.ContentBlock) []*corev1.Generat
 	case mw.BlockToolUse:
 		tb := &toolBlock{index: d.tools}
 		d.tools++
+		if d.blockTool == nil {
+			d.blockTool = map[int]*toolBlock{} // most answers call no tool
+		}
 		d.blockTool[i] = tb
 		out := []*corev1.GenerateEvent{provider.ToolCallEvent(tb.index, cb.ID, cb.Name, "")}
 		// The API starts with input {}; a proxy in front of it may send the whole input here.

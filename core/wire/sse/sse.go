@@ -221,14 +221,23 @@ type Writer struct {
 	buf []byte // reused for every event: the response writer copies what it is given
 }
 
+// The streaming headers' values, as Header.Set stores them, shared by every stream: net/http
+// only reads header values, and Set and Add never write into an existing slice.
+var (
+	valueEventStream = []string{"text/event-stream"}
+	valueNoCache     = []string{"no-cache"}
+	valueNo          = []string{"no"}
+)
+
 // NewWriter sets the streaming headers on w; call it before the first write.
 func NewWriter(w http.ResponseWriter) *Writer {
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // tell buffering reverse proxies in front of us not to
-	h.Del("Content-Length")
-	return &Writer{w: w, rc: http.NewResponseController(w)}
+	h["Content-Type"] = valueEventStream
+	h["Cache-Control"] = valueNoCache
+	h["X-Accel-Buffering"] = valueNo // tell buffering reverse proxies in front of us not to
+	delete(h, "Content-Length")
+	// Room for a typical event from the start (a chat chunk is about 200 bytes).
+	return &Writer{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 512)}
 }
 
 // Event writes one event and flushes it; name may be empty. Data with newlines becomes several
