@@ -56,10 +56,17 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 
 // attemptError is an attempt's error type for metrics and traces: few distinct values.
 func attemptError(err error) string {
+	if err == nil {
+		return ""
+	}
+	return failedAttempt(err)
+}
+
+// failedAttempt is attemptError of a failure: apart, so that the error target errors.As
+// needs is allocated only for a failed attempt, not for every answer.
+func failedAttempt(err error) string {
 	var pe *provider.Error
 	switch {
-	case err == nil:
-		return ""
 	case errors.As(err, &pe) && pe.Timeout:
 		return "timeout"
 	case errors.As(err, &pe) && pe.Status != 0:
