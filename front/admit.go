@@ -114,8 +114,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 		paced.clear()
 		return refuse(apiErr)
 	}
-	lease := s.budget.Lease(resp.GetKeyId())
-	return relay.WithLease(r, lease), func() {
+	r, lease := relay.WithLease(r, s.budget, resp.GetKeyId())
+	return r, func() {
 		lease.Release()
 		paced.clear()
 	}

@@ -124,15 +124,16 @@ func newGatewayMux() *runtime.ServeMux {
 // ServeHTTP assigns the request id, then dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
+	generated := false
 	if !apierror.ValidRequestID(id) {
 		if id != "" {
 			r.Header.Set("X-Request-Id", uuid.Must(uuid.NewV7()).String())
 			relay.WriteError(w, r, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters"))
 			return
 		}
-		id = uuid.Must(uuid.NewV7()).String()
-		r = relay.WithGeneratedID(r)
+		id, generated = uuid.Must(uuid.NewV7()).String(), true
 	}
+	r = relay.Begin(r, generated)
 	relay.SetRequestID(r.Header, w.Header(), id)
 	s.route(w, r)
 }

@@ -82,9 +82,16 @@ func (l *Lease) Release() {
 
 type leaseKey struct{}
 
-// WithLease attaches the request's lease; ReadBody charges the body to it.
-func WithLease(r *http.Request, l *Lease) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), leaseKey{}, l))
+// WithLease attaches a new lease of the budget for the key to the request; ReadBody charges
+// the body to it. A request that went through Begin keeps the lease in its state, without a
+// copy of the request.
+func WithLease(r *http.Request, b *Budget, key string) (*http.Request, *Lease) {
+	if s := stateOf(r); s != nil && !s.leased {
+		s.lease, s.leased = Lease{b: b, key: key}, true
+		return r, &s.lease
+	}
+	l := b.Lease(key)
+	return r.WithContext(context.WithValue(r.Context(), leaseKey{}, l)), l
 }
 
 func leaseOf(r *http.Request) *Lease {

@@ -109,3 +109,43 @@ func TestRequestMetadata(t *testing.T) {
 		t.Errorf("after appends to another request's metadata: %v, want %v", again, want)
 	}
 }
+
+// A request that went through Begin keeps its lease and metadata in one state: the key check
+// and the call after it share the metadata while the key and id stay, and a changed key is
+// seen.
+func TestBeginKeepsTheRequestState(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	r.Header.Set("Authorization", "Bearer sk-1")
+	r.Header.Set("X-Request-Id", "req-1")
+	r = Begin(r, true)
+	want := map[string][]string{"authorization": {"Bearer sk-1"}, "x-request-id": {"req-1"}, "x-request-id-generated": {"1"}}
+	first := requestMD(r)
+	if !reflect.DeepEqual(map[string][]string(first), want) {
+		t.Fatalf("metadata %v, want %v", first, want)
+	}
+	b := &Budget{Total: 100}
+	leased, lease := WithLease(r, b, "key-1")
+	if leased != r || leaseOf(leased) != lease {
+		t.Fatalf("lease not kept in the request's state: %p %p", leaseOf(leased), lease)
+	}
+	if err := lease.grow(60); err != nil || b.Used() != 60 {
+		t.Fatalf("grow: %v, used %d", err, b.Used())
+	}
+	lease.Release()
+	if b.Used() != 0 {
+		t.Fatalf("used %d after release", b.Used())
+	}
+	if again := requestMD(leased); reflect.ValueOf(again).Pointer() != reflect.ValueOf(first).Pointer() {
+		t.Error("the metadata was built again for the same key and id")
+	}
+	r.Header.Set("Authorization", "Bearer sk-2")
+	want["authorization"] = []string{"Bearer sk-2"}
+	if md := requestMD(r); !reflect.DeepEqual(map[string][]string(md), want) {
+		t.Errorf("after a new key: %v, want %v", md, want)
+	}
+	client := Begin(httptest.NewRequest("POST", "/v1/chat/completions", nil), false)
+	if _, ok := requestMD(client)["x-request-id-generated"]; ok {
+		t.Error("a client's id is marked as generated")
+	}
+}
