@@ -75,13 +75,16 @@ func (a *access) add(o *rpc.Outcome) {
 // per request, and a server span when tracing is on (written later, see trace.go).
 func (t *Telemetry) Handler(next http.Handler) http.Handler {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := &access{start: time.Now()}
-		rw := &responseWriter{ResponseWriter: w, a: a}
+		// The record, the writer and the context node that carries the record: one allocation.
+		x := &httpAccess{access: access{start: time.Now()}}
+		a, rw := &x.access, &x.rw
+		rw.ResponseWriter, rw.a = w, a
 		ctx := r.Context()
 		if t.tracingOn {
 			ctx = t.startSpan(r, a)
 		}
-		r = r.WithContext(context.WithValue(ctx, accessKey{}, a))
+		x.ctx = accessContext{Context: ctx, a: a}
+		r = r.WithContext(&x.ctx)
 		// Deferred, so that an answer broken off with http.ErrAbortHandler (a binary answer
 		// that went out uncharged) is still logged and counted as the panic goes up to net/http.
 		defer func() {
@@ -93,6 +96,27 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		next.ServeHTTP(rw, r)
 	})
 	return h
+}
+
+// httpAccess is what Handler allocates per request.
+type httpAccess struct {
+	access
+	rw  responseWriter
+	ctx accessContext
+}
+
+// accessContext carries a request's access record: context.WithValue(ctx, accessKey{}, a)
+// without the allocation of its own node.
+type accessContext struct {
+	context.Context
+	a *access
+}
+
+func (c *accessContext) Value(k any) any {
+	if _, ok := k.(accessKey); ok {
+		return c.a
+	}
+	return c.Context.Value(k)
 }
 
 // responseWriter observes status, size and the time of the first byte. It passes flushes,
