@@ -120,6 +120,22 @@ func userParts(raw json.RawMessage, i int) ([]*corev1.Part, *apierror.Error) {
 	if !chatwire.Present(raw) {
 		return nil, invalid("messages[%d].content is required for a user message", i)
 	}
+	if raw[0] == '"' {
+		// The usual user content, one string: its part and the slice holding it are made in
+		// one allocation, without the intermediate content part. Anything else (an escape
+		// jsontext.String does not read, an error) takes the general way below.
+		if s, next, ok := jsontext.String(raw, 0); ok && next == len(raw) {
+			x := &struct {
+				parts [1]*corev1.Part
+				part  corev1.Part
+				text  corev1.Part_Text
+			}{}
+			x.text.Text = s
+			x.part.Kind = &x.text
+			x.parts[0] = &x.part
+			return x.parts[:], nil
+		}
+	}
 	parts, err := content(raw, i)
 	if err != nil {
 		return nil, err
