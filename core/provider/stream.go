@@ -111,11 +111,21 @@ type StaticStream struct {
 
 // NewStaticStream is Start, the events, then the usage event.
 func NewStaticStream(start *corev1.Start, events []*corev1.GenerateEvent, u metering.Usage) *StaticStream {
-	all := make([]*corev1.GenerateEvent, 0, len(events)+2)
+	// An answer of one event (a passthrough body, one translated message) has its stream and
+	// its three events in one allocation.
+	x := &struct {
+		s   StaticStream
+		buf [3]*corev1.GenerateEvent
+	}{}
+	all := x.buf[:0]
+	if len(events)+2 > len(x.buf) {
+		all = make([]*corev1.GenerateEvent, 0, len(events)+2)
+	}
 	all = append(all, StartEvent(start))
 	all = append(all, events...)
 	all = append(all, UsageEvent(u))
-	return &StaticStream{events: all, usage: u}
+	x.s = StaticStream{events: all, usage: u}
+	return &x.s
 }
 
 // Next implements Stream.
