@@ -2,6 +2,17 @@ package billing
 
 // Group commit: the charges of answers finishing together share one transaction, written
 // before any of those answers' ends reach their clients.
+//
+// The transaction settles the charges in full (gateway_settle: records, ledger entries,
+// balance, lease) rather than only appending them to a journal settled later beside the
+// requests. A journal was built and measured (make bench, 64 clients at saturation): its
+// append cost PostgreSQL 0.33 ms per 25 charges against 1.1 ms for the settlement, but the
+// later settlement, the append and the deletion together cost PostgreSQL about a third more
+// per request, and on the bench's shared CPU that made the commits no shorter. With the
+// settlement switched off altogether the wait for the commit was still 2.6-3.5 ms (p50): at
+// saturation it is the gateway's own busy core, not the database work, that an answer's end
+// waits for. A journal also needs an orphan rule for the charges of a replica that dies
+// before settling them, and a vacuum every second or so.
 
 import (
 	"context"
