@@ -32,14 +32,7 @@ func TestFlushesWaitForTheReaderOnceItHasPromisedToFlush(t *testing.T) {
 		t.Fatalf("eager flush: err %v, %d flushes", err, real.flushes)
 	}
 	w.Coalesce()
-	for range 3 {
-		if _, err := w.Write([]byte("data: x\n\n")); err != nil {
-			t.Fatal(err)
-		}
-		if err := rc.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeAndFlush(t, w, rc, 3)
 	if real.flushes != 1 {
 		t.Fatalf("%d flushes before the wait, want them pending", real.flushes)
 	}
@@ -104,14 +97,7 @@ func TestWritesAreHeldUntilTheFlushOrTheEnd(t *testing.T) {
 		t.Fatalf("before Coalesce: err %v, %d writes", err, real.writes)
 	}
 	w.Coalesce()
-	for range 3 {
-		if _, err := w.Write([]byte("data: x\n\n")); err != nil {
-			t.Fatal(err)
-		}
-		if err := rc.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeAndFlush(t, w, rc, 3)
 	if real.writes != 1 || real.Body.String() != "data: eager\n\n" {
 		t.Fatalf("%d writes before the wait, body %q; want the events held", real.writes, real.Body)
 	}
@@ -150,4 +136,17 @@ type writeCounter struct {
 func (c *writeCounter) Write(p []byte) (int, error) {
 	c.writes++
 	return c.ResponseRecorder.Write(p)
+}
+
+// writeAndFlush writes n events ("data: x"), each followed by a flush through rc.
+func writeAndFlush(t *testing.T, w *Writer, rc *http.ResponseController, n int) {
+	t.Helper()
+	for range n {
+		if _, err := w.Write([]byte("data: x\n\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
