@@ -97,7 +97,10 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 			req.ContentLength = int64(br.Len())
 		}
 	}
-	resp, err := client.Do(req.WithContext(ctx))
+	// The transport itself, as a reverse proxy calls it: http.Client would follow redirects
+	// (a provider API does not redirect a POST, and a followed one would resend the request
+	// and its credentials elsewhere) and copies every request's headers for them.
+	resp, err := client.Transport.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		timer.Stop()
 		detach()

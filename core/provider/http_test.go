@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -242,5 +243,40 @@ func TestPublicAnswerModel(t *testing.T) {
 	}
 	if got := PublicAnswerModel([]byte(`{"model":"same"}`), "same", "same"); string(got) != `{"model":"same"}` {
 		t.Errorf("same model rewritten: %s", got)
+	}
+}
+
+// A provider API never redirects a POST; following one would resend the request and its
+// credentials to wherever the Location points, so the redirect is the upstream's answer.
+func TestDoFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, `{}`)
+	}))
+	defer elsewhere.Close()
+	// The target answers when asked directly: the check below can see a followed redirect.
+	resp, err := get(t, elsewhere.URL, Timeouts{})
+	if err != nil || hits.Load() != 1 {
+		t.Fatalf("direct call: %v, %d hits", err, hits.Load())
+	}
+	resp.Body.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	req, err := NewRequest(context.Background(), srv.URL, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetBearer(req.Header, "sk-upstream")
+	_, err = Do(req, Timeouts{})
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Status != http.StatusTemporaryRedirect || pe.Retryable {
+		t.Fatalf("got %v, want a final *Error with status 307", err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the redirect was followed: the other server had %d requests", n)
 	}
 }
