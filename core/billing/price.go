@@ -77,18 +77,23 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	// Categories without tokens add nothing (most answers have no cache or audio parts), and
-	// the rounding at the end fixes the scale whatever the terms' own: they are skipped, for
-	// the big-integer arithmetic of every charge.
-	var sum decimal.Decimal
-	some := false
-	for _, t := range [...]struct {
-		n    int64
-		rate decimal.Decimal
-	}{
+	terms := [...]term{
 		{u.Input - u.AudioInput, p.Input}, {u.AudioInput, p.AudioInput}, {u.CachedInput, p.CachedInput},
 		{u.CacheWrite, p.CacheWrite}, {u.Output - u.AudioOutput, p.Output}, {u.AudioOutput, p.AudioOutput},
-	} {
+	}
+	if cost, ok := sumNanos(terms[:], halfUp); ok {
+		return cost
+	}
+	return sumDecimal(terms[:]).Round(Scale)
+}
+
+// sumDecimal is the terms' sum with decimals (before rounding), for what sumNanos cannot do.
+// Categories without tokens add nothing (most answers have no cache or audio parts), and the
+// rounding at the end fixes the scale whatever the terms' own: they are skipped.
+func sumDecimal(terms []term) decimal.Decimal {
+	var sum decimal.Decimal
+	some := false
+	for _, t := range terms {
 		if t.n == 0 {
 			continue
 		}
@@ -100,7 +105,7 @@ func (p Price) Cost(u metering.Usage) decimal.Decimal {
 			sum, some = term, true
 		}
 	}
-	return sum.Shift(-6).Round(Scale)
+	return sum.Shift(-6)
 }
 
 // WorstCase is the hold for a request: every input token at the dearest input rate plus the
@@ -109,9 +114,14 @@ func (p Price) WorstCase(inputTokens, outputLimit int64) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	in := decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)
-	sum := decimal.NewFromInt(inputTokens).Mul(in).Add(decimal.NewFromInt(outputLimit).Mul(decimal.Max(p.Output, p.AudioOutput)))
-	return sum.Shift(-6).RoundCeil(Scale)
+	terms := [...]term{
+		{inputTokens, decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)},
+		{outputLimit, decimal.Max(p.Output, p.AudioOutput)},
+	}
+	if hold, ok := sumNanos(terms[:], ceil); ok {
+		return hold
+	}
+	return sumDecimal(terms[:]).RoundCeil(Scale)
 }
 
 // InputEstimate is the input side of a hold, from the body size: half a token per byte is well

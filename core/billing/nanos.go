@@ -1,0 +1,95 @@
+package billing
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/shopspring/decimal"
+)
+
+// Exact integer arithmetic for the two prices of every request, a hold's worst case and a
+// charge's cost. Both are sums of token counts times rates per 1M tokens, rounded once to
+// Scale digits. Done with decimals they cost a dozen big-integer allocations each (a
+// product, a sum and a rescale per term); the amounts of real requests fit in 64 bits many
+// times over, so they are summed here as integers, exactly, and only the result becomes a
+// decimal. Anything that does not fit (a negative count or rate, a rate of more than 18
+// digits, a sum beyond 2^63) reports !ok and is priced with decimals as before.
+
+// term is tokens at a rate per 1M tokens.
+type term struct {
+	n    int64
+	rate decimal.Decimal
+}
+
+// rounding of the sum to Scale digits.
+type rounding int
+
+const (
+	halfUp rounding = iota // half away from zero (the sum is never negative here)
+	ceil                   // towards +infinity
+)
+
+// maxDigits bounds the coefficients and powers of ten taken on: 10^18 < 2^63.
+const maxDigits = 18
+
+var pow10 = func() (p [maxDigits + 1]uint64) {
+	p[0] = 1
+	for i := 1; i <= maxDigits; i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// sumNanos is the sum of the terms' prices rounded to Scale digits, as a decimal of exponent
+// -Scale, or !ok when it cannot be worked out in 64 bits. Terms without tokens add nothing.
+func sumNanos(terms []term, mode rounding) (decimal.Decimal, bool) {
+	// A rate c×10^e per 1M tokens makes n tokens cost n×c×10^(e-6), which is n×c×10^(e+3) in
+	// units of 10^-Scale. The terms are summed exactly at the smallest of those exponents, low
+	// (never above zero), and the sum then divided by 10^-low with the rounding.
+	low := int32(0)
+	for _, t := range terms {
+		if t.n == 0 {
+			continue
+		}
+		if t.n < 0 || t.rate.Sign() < 0 || t.rate.NumDigits() > maxDigits {
+			return decimal.Decimal{}, false
+		}
+		low = min(low, t.rate.Exponent()-6+Scale)
+	}
+	if -low > maxDigits {
+		return decimal.Decimal{}, false
+	}
+	var sum uint64
+	for _, t := range terms {
+		if t.n == 0 {
+			continue
+		}
+		shift := t.rate.Exponent() - 6 + Scale - low // >= 0
+		if shift > maxDigits {
+			return decimal.Decimal{}, false
+		}
+		hi, v := bits.Mul64(uint64(t.n), uint64(t.rate.CoefficientInt64()))
+		if hi != 0 {
+			return decimal.Decimal{}, false
+		}
+		if hi, v = bits.Mul64(v, pow10[shift]); hi != 0 {
+			return decimal.Decimal{}, false
+		}
+		var carry uint64
+		if sum, carry = bits.Add64(sum, v, 0); carry != 0 {
+			return decimal.Decimal{}, false
+		}
+	}
+	unit := pow10[-low]
+	q, r := sum/unit, sum%unit
+	switch {
+	case mode == ceil && r > 0:
+		q++
+	case mode == halfUp && r >= unit-r: // r >= unit/2, without rounding unit/2 down
+		q++
+	}
+	if q > math.MaxInt64 {
+		return decimal.Decimal{}, false
+	}
+	return decimal.New(int64(q), -Scale), true
+}
