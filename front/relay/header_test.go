@@ -64,6 +64,8 @@ func TestSetBearerNormalisesTheKey(t *testing.T) {
 		{"api-key only", "/v1/chat/completions", http.Header{"Api-Key": {"sk-1"}}, ""},
 		{"query key", "/v1beta/models/m:generateContent?key=sk-1&alt=sse", http.Header{}, "alt=sse"},
 		{"query without a key", "/v1beta/models/m:generateContent?alt=sse", http.Header{"X-Goog-Api-Key": {"sk-1"}}, "alt=sse"},
+		{"every key header at once", "/v1beta/models/m:generateContent", http.Header{"X-Api-Key": {"sk-1"}, "Api-Key": {"sk-1"},
+			"X-Gen-Api-Key": {"sk-1"}, "X-Goog-Api-Key": {"sk-1"}}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

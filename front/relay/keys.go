@@ -41,9 +41,11 @@ func ExtractKey(r *http.Request) string {
 var keyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Gen-Api-Key", "X-Goog-Api-Key"}
 
 // DropKeyHeaders removes every header that can carry a key (a public route passes none on).
+// The names are canonical, as net/http keeps a request's header names: deleted as they are,
+// without Del's canonicalization of each.
 func DropKeyHeaders(h http.Header) {
 	for _, name := range keyHeaders {
-		h.Del(name)
+		delete(h, name)
 	}
 }
 
