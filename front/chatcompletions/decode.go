@@ -27,7 +27,7 @@ var _ relay.Protocol = Protocol{}
 // the raw body goes upstream unchanged on passthrough, so unknown fields survive there.
 func (Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest, *apierror.Error) {
 	var in chatwire.Request
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := decodeRequest(body, &in); err != nil {
 		return nil, invalid("the body is not a valid chat-completions request: %v", err)
 	}
 	if in.Model == "" {
