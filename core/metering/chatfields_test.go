@@ -37,3 +37,62 @@ func TestOpenAIChatFieldsAreWhatGetFinds(t *testing.T) {
 		}
 	}
 }
+
+// sameCounts fails t when the one-pass counts of raw give a record other than gjson's reading
+// gives, and tells whether the one pass read raw.
+func sameCounts(t *testing.T, raw []byte) bool {
+	t.Helper()
+	if !gjson.ValidBytes(raw) {
+		return false
+	}
+	n, ok := openAIChatCounts(raw)
+	if !ok {
+		return false
+	}
+	if got, want := fromInclusive(n[0], n[3], n[4], n[1], n[5]), fromOpenAIChatFields(raw); got != want {
+		t.Fatalf("%s: one pass %+v, gjson %+v", raw, got, want)
+	}
+	return true
+}
+
+var countSeeds = []struct {
+	raw  string
+	fast bool
+}{
+	{`{"prompt_tokens":20000,"completion_tokens":20,"total_tokens":20020,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`, true},
+	{"{\n  \"prompt_tokens\": 7,\n  \"completion_tokens\": 1,\n  \"prompt_tokens_details\": { \"cached_tokens\": 0 }, \"x\": [\"}\", {\"a\": null}]\n}", true},
+	{`{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4,"cache_write_tokens":2},"completion_tokens_details":{"reasoning_tokens":3}}`, true},
+	{`{"prompt_tokens":3,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":4}}`, true}, // a contradiction, read alike
+	{`{"prompt_tokens":-1,"completion_tokens":0}`, true},
+	{`{"prompt_tokens":9007199254740991,"completion_tokens":0}`, true},
+	{`{"prompt_tokens":9007199254740993,"completion_tokens":0}`, false}, // gjson reads ...992
+	{`{"prompt_tokens":10,"completion_tokens":5,"total_tokens":16}`, false},
+	{`{"prompt_tokens":10}`, false},
+	{`{"prompt_tokens":1.0,"completion_tokens":2}`, false},
+	{`{"prompt_tokens":1e1,"completion_tokens":2}`, false},
+	{`{"prompt_tokens":null,"completion_tokens":2}`, false},
+	{`{"prompt_tokens":"1","completion_tokens":2}`, false},
+	{`{"prompt_tokens":1,"prompt_tokens":2,"completion_tokens":3}`, false},
+	{`{"prompt\u005ftokens":4,"completion_tokens":2}`, false},
+	{`{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":null}`, false},
+	{`{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1},"prompt_tokens_details":{"cached_tokens":1}}`, false},
+	{`{"prompt_tokens":4,"completion_tokens":2,"prompt_tokens_details":{},"prompt_tokens_details":{"cached_tokens":1}}`, true},
+	{`[1]`, false},
+}
+
+func TestOpenAIChatCountsAreGJSONs(t *testing.T) {
+	t.Parallel()
+	for _, s := range countSeeds {
+		if fast := sameCounts(t, []byte(s.raw)); fast != s.fast {
+			t.Errorf("%s: one pass %v, want %v", s.raw, fast, s.fast)
+		}
+	}
+}
+
+// FuzzOpenAIChatCounts: whatever usage the one pass reads, it reads as gjson's reading does.
+func FuzzOpenAIChatCounts(f *testing.F) {
+	for _, s := range countSeeds {
+		f.Add([]byte(s.raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { sameCounts(t, raw) })
+}

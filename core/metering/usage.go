@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/tidwall/gjson"
+
+	"modelgateway/core/wire/jsontext"
 )
 
 // Usage is a normalised usage record. Input, CachedInput, CacheWrite and Output are disjoint:
@@ -64,6 +66,65 @@ func FromOpenAIChat(raw json.RawMessage) Usage {
 	if !gjson.ValidBytes(raw) {
 		return Unreliable("usage not decodable")
 	}
+	if n, ok := openAIChatCounts(raw); ok {
+		return fromInclusive(n[0], n[3], n[4], n[1], n[5])
+	}
+	return fromOpenAIChatFields(raw)
+}
+
+// openAIChatCounts is what fromOpenAIChatFields counts, read in one pass without gjson for a
+// usage object of the usual shape: each count at most once and a whole number written as
+// one below 2^53 (a float64 holds it exactly, as gjson reads numbers), the details as
+// objects, total_tokens the sum. Anything else reports !ok and takes the general way, with
+// its own messages. n holds prompt, completion, total, cached, cache-write and reasoning.
+func openAIChatCounts(raw []byte) (n [6]int64, ok bool) {
+	s := jsontext.NewScanner(raw)
+	var seen [6]bool
+	count := func(i int) bool {
+		if seen[i] {
+			return false
+		}
+		seen[i] = true
+		var ok bool
+		n[i], ok = s.Integer(64)
+		return ok && n[i] > -1<<53 && n[i] < 1<<53
+	}
+	ok = s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "prompt_tokens":
+			return count(0)
+		case "completion_tokens":
+			return count(1)
+		case "total_tokens":
+			return count(2)
+		case "prompt_tokens_details":
+			return s.Object(func(key []byte) bool {
+				switch string(key) {
+				case "cached_tokens":
+					return count(3)
+				case "cache_write_tokens":
+					return count(4)
+				}
+				s.Raw()
+				return true
+			})
+		case "completion_tokens_details":
+			return s.Object(func(key []byte) bool {
+				if string(key) == "reasoning_tokens" {
+					return count(5)
+				}
+				s.Raw()
+				return true
+			})
+		}
+		s.Raw()
+		return true
+	})
+	return n, ok && seen[0] && seen[1] && (!seen[2] || n[2] == n[0]+n[1])
+}
+
+// fromOpenAIChatFields is FromOpenAIChat of valid JSON, read with gjson: every shape.
+func fromOpenAIChatFields(raw []byte) Usage {
 	obj := gjson.ParseBytes(raw)
 	if !obj.IsObject() {
 		return Unreliable("usage not decodable")

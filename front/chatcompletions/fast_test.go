@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/jsontext"
 )
 
 // sameAsEncodingJSON fails t when the fast pass reads body other than encoding/json does,
@@ -15,8 +16,7 @@ func sameAsEncodingJSON(t *testing.T, body []byte) bool {
 	var want chatwire.Request
 	wantErr := json.Unmarshal(body, &want)
 	var got chatwire.Request
-	d := fastDecoder{data: body}
-	if !json.Valid(body) || !d.request(&got) {
+	if !json.Valid(body) || !fastRequest(jsontext.NewScanner(body), &got) {
 		return false
 	}
 	if wantErr != nil {
