@@ -230,11 +230,20 @@ func (b *bench) scenarios() []scenario {
 // phaseResult is one measured phase against one proxy.
 type phaseResult struct {
 	loadResult
-	cpuSample           // summed over this proxy's rounds
-	window    cpuSample // over the whole measurement window (see scenario)
-	hwm       int64     // proxy VmHWM in kB after the phase
-	rss       int64     // proxy VmRSS in kB after the phase
-	peak      peakReset // how hwm was reset, with scenario.resetPeak
+	cpuSample               // summed over this proxy's rounds
+	window    cpuSample     // over the whole measurement window (see scenario)
+	hwm       int64         // proxy VmHWM in kB after the phase
+	rss       int64         // proxy VmRSS in kB after the phase
+	peak      peakReset     // how hwm was reset, with scenario.resetPeak
+	rounds    []roundResult // each round, in the order measured
+}
+
+// roundResult is one round of a phase: what the load did and what it cost the proxy meanwhile.
+type roundResult struct {
+	requests int
+	chunks   int64
+	elapsed  time.Duration
+	cpu      time.Duration
 }
 
 // settleGrace outlasts the gateway's deferred per-request work: the contract settles a charge
@@ -420,6 +429,7 @@ func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phas
 			}
 			res[j].loadResult.merge(r)
 			res[j].cpuSample = res[j].cpuSample.plus(after.minus(before))
+			res[j].rounds = append(res[j].rounds, roundResult{requests: r.requests, chunks: r.chunks, elapsed: r.elapsed, cpu: after.cpu - before.cpu})
 		}
 	}
 	if err := sleepCtx(ctx, settleGrace); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,6 +108,50 @@ func (b *bench) printPassthrough(w io.Writer, res [2]phaseResult) {
 	gap := res[1].percentile(99) - res[0].percentile(99)
 	fmt.Fprintf(w, "  gateway/bare: CPU per request %.2fx (target <= 1.2x: %s); throughput %.2fx (target >= 0.9x: %s); p99 %+.2fms (target <= +2ms: %s)\n",
 		cpu, verdict(cpu <= 1.2), thr, verdict(thr >= 0.9), float64(gap.Microseconds())/1000, verdict(gap <= 2*time.Millisecond))
+	printSpread(w, res, "CPU per request", roundResult.cpuPerReq)
+}
+
+// printSpread prints how the gateway/bare ratios of the rounds measured side by side (round
+// k of each proxy) spread: on a shared machine a whole run's ratio moves by a tenth or more
+// from run to run, and a change smaller than the spread is not seen in one run.
+func printSpread(w io.Writer, res [2]phaseResult, name string, cost func(roundResult) float64) {
+	c, t := roundRatios(res, cost), roundRatios(res, roundResult.rps)
+	if len(c) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "  per round (%d pairs): %s %.2fx median, %.2fx to %.2fx; throughput %.2fx median, %.2fx to %.2fx\n",
+		len(c), name, median(c), c[0], c[len(c)-1], median(t), t[0], t[len(t)-1])
+}
+
+// roundRatios are f(gateway)/f(bare) of each pair of rounds that both have requests, sorted.
+func roundRatios(res [2]phaseResult, f func(roundResult) float64) []float64 {
+	var out []float64
+	for k := range min(len(res[0].rounds), len(res[1].rounds)) {
+		b, g := res[0].rounds[k], res[1].rounds[k]
+		if b.requests > 0 && g.requests > 0 && f(b) > 0 {
+			out = append(out, f(g)/f(b))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// median of sorted values.
+func median(v []float64) float64 {
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
+}
+
+func (r roundResult) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
+
+// cpuPerReq and cpuPerChunk of a round leave out the deferred work the phase's window adds.
+func (r roundResult) cpuPerReq() float64 {
+	return float64(r.cpu.Microseconds()) / float64(max(r.requests, 1))
+}
+func (r roundResult) cpuPerChunk() float64 {
+	return float64(r.cpu.Microseconds()) / float64(max(r.chunks, 1))
 }
 
 func (b *bench) printStreams(w io.Writer, res [2]phaseResult) {
@@ -117,6 +162,7 @@ func (b *bench) printStreams(w io.Writer, res [2]phaseResult) {
 	thr := res[1].rps() / res[0].rps()
 	fmt.Fprintf(w, "  gateway/bare: CPU per chunk %.2fx (target <= 1.3x: %s); CPU per request %.2fx; throughput %.2fx\n",
 		chunk, verdict(chunk <= 1.3), res[1].cpuPerReq()/res[0].cpuPerReq(), thr)
+	printSpread(w, res, "CPU per chunk", roundResult.cpuPerChunk)
 }
 
 func (b *bench) printRSS(w io.Writer, res [2]phaseResult) {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -410,5 +411,31 @@ func TestParseRunDelayIsTheSecondField(t *testing.T) {
 		if got := parseRunDelay([]byte(tc.schedstat)); got != tc.want {
 			t.Errorf("%s: parseRunDelay(%q) = %v, want %v", tc.name, tc.schedstat, got, tc.want)
 		}
+	}
+}
+
+// Round k of the gateway is compared with round k of the bare proxy, the rounds measured side
+// by side; a round without requests has no ratio.
+func TestRoundRatiosPairTheRoundsMeasuredTogether(t *testing.T) {
+	t.Parallel()
+	r := func(requests int, cpu time.Duration) roundResult {
+		return roundResult{requests: requests, elapsed: time.Second, cpu: cpu}
+	}
+	var res [2]phaseResult
+	res[0].rounds = []roundResult{r(100, 10*time.Millisecond), r(200, 10*time.Millisecond), r(0, 0), r(100, 20*time.Millisecond)}
+	res[1].rounds = []roundResult{r(50, 10*time.Millisecond), r(100, 15*time.Millisecond), r(10, time.Millisecond), r(100, 30*time.Millisecond)}
+	cpu := roundRatios(res, roundResult.cpuPerReq)
+	if want := []float64{1.5, 2, 3}; !slices.Equal(cpu, want) {
+		t.Errorf("CPU ratios %v, want %v", cpu, want)
+	}
+	thr := roundRatios(res, roundResult.rps)
+	if want := []float64{0.5, 0.5, 1}; !slices.Equal(thr, want) {
+		t.Errorf("throughput ratios %v, want %v", thr, want)
+	}
+	if m := median(cpu); m != 2 {
+		t.Errorf("median %v", m)
+	}
+	if m := median([]float64{1, 2, 4, 8}); m != 3 {
+		t.Errorf("median of four %v", m)
 	}
 }
