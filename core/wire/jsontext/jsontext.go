@@ -1,8 +1,9 @@
 // Package jsontext holds the JSON text helpers both sides of the gateway share: String reads
 // a single string token without reflection (the per-chunk fields of upstream streams are
 // read in place, with the same result encoding/json gives), Marshal writes model output
-// without HTML escaping, and AppendString and AppendSlogEscaped write a string as
-// encoding/json and log/slog do, without reflection (per stream chunk, per access line).
+// without HTML escaping, AppendString and AppendSlogEscaped write a string as encoding/json
+// and log/slog do, without reflection (per stream chunk, per access line), and Scanner reads
+// a valid text token by token for the one-pass readers of a chat request and its usage.
 package jsontext
 
 import (
