@@ -79,12 +79,11 @@ func FromOpenAIChat(raw json.RawMessage) Usage {
 // its own messages. n holds prompt, completion, total, cached, cache-write and reasoning.
 func openAIChatCounts(raw []byte) (n [6]int64, ok bool) {
 	s := jsontext.NewScanner(raw)
-	var seen [6]bool
+	var seen jsontext.Seen
 	count := func(i int) bool {
-		if seen[i] {
+		if !seen.First(i) {
 			return false
 		}
-		seen[i] = true
 		var ok bool
 		n[i], ok = s.Integer(64)
 		return ok && n[i] > -1<<53 && n[i] < 1<<53
@@ -120,7 +119,7 @@ func openAIChatCounts(raw []byte) (n [6]int64, ok bool) {
 		s.Raw()
 		return true
 	})
-	return n, ok && seen[0] && seen[1] && (!seen[2] || n[2] == n[0]+n[1])
+	return n, ok && seen.Has(0) && seen.Has(1) && (!seen.Has(2) || n[2] == n[0]+n[1])
 }
 
 // fromOpenAIChatFields is FromOpenAIChat of valid JSON, read with gjson: every shape.

@@ -23,10 +23,10 @@ func decodeRequest(body []byte, in *chatwire.Request) error {
 	return json.Unmarshal(body, in)
 }
 
-// Fields of a request, as bits: a key seen twice is left to encoding/json (whose last value
-// wins, or whose case-folding may match another key to the same field).
+// Fields of a request, numbered for jsontext.Seen: a key seen twice is left to encoding/json
+// (whose last value wins, or whose case-folding may match another key to the same field).
 const (
-	fModel = 1 << iota
+	fModel = iota
 	fMessages
 	fStream
 	fStreamOptions
@@ -49,14 +49,8 @@ const (
 // fastRequest reads a request of the usual shape into r; false: leave the body to
 // encoding/json.
 func fastRequest(s *jsontext.Scanner, r *chatwire.Request) bool {
-	seen := 0
-	once := func(f int) bool {
-		if seen&f != 0 {
-			return false
-		}
-		seen |= f
-		return true
-	}
+	var seen jsontext.Seen
+	once := seen.First
 	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "model":
@@ -106,14 +100,8 @@ func fastMessages(s *jsontext.Scanner, r *chatwire.Request) bool {
 	r.Messages = []chatwire.Message{} // empty, not absent, as encoding/json leaves []
 	return s.Array(func() bool {
 		var m chatwire.Message
-		var seen [4]bool
-		once := func(f int) bool {
-			if seen[f] {
-				return false
-			}
-			seen[f] = true
-			return true
-		}
+		var seen jsontext.Seen
+		once := seen.First
 		ok := s.Object(func(key []byte) bool {
 			var ok bool
 			switch string(key) {
@@ -142,13 +130,12 @@ func fastMessages(s *jsontext.Scanner, r *chatwire.Request) bool {
 
 func fastStreamOptions(s *jsontext.Scanner, r *chatwire.Request) bool {
 	o := &chatwire.StreamOptions{}
-	seen := false
+	var seen jsontext.Seen
 	r.StreamOptions = o
 	return s.Object(func(key []byte) bool {
-		if string(key) != "include_usage" || seen {
+		if string(key) != "include_usage" || !seen.First(0) {
 			return false
 		}
-		seen = true
 		var ok bool
 		o.IncludeUsage, ok = s.Bool()
 		return ok

@@ -1,7 +1,6 @@
 package jsontext
 
 import (
-	"math"
 	"strconv"
 	"strings"
 )
@@ -15,6 +14,22 @@ type Scanner struct {
 	data []byte
 	i    int
 }
+
+// Seen records which of an object's keys, numbered 0 to 63 by its reader, have been read: a
+// reader refuses a repeated key, which encoding/json and gjson each resolve their own way.
+type Seen uint64
+
+// First marks key i read and tells whether it had not been.
+func (k *Seen) First(i int) bool {
+	if k.Has(i) {
+		return false
+	}
+	*k |= 1 << i
+	return true
+}
+
+// Has tells whether key i has been read.
+func (k Seen) Has(i int) bool { return k&(1<<i) != 0 }
 
 // NewScanner scans data, which must be valid JSON.
 func NewScanner(data []byte) *Scanner { return &Scanner{data: data} }
@@ -172,15 +187,15 @@ func (s *Scanner) Float() (float64, bool) {
 		s.i++
 	}
 	f, err := strconv.ParseFloat(string(s.data[start:s.i]), 64)
-	return f, err == nil && !math.IsInf(f, 0)
+	return f, err == nil // out of range is an error, as in encoding/json
 }
 
 // Raw reads any value and returns its bytes, as a json.RawMessage field keeps them: a slice
 // of the text, capped so that an append cannot write into the text.
 func (s *Scanner) Raw() []byte {
-	s.space()
+	c := s.Peek()
 	start := s.i
-	switch s.Peek() {
+	switch c {
 	case '"':
 		s.skipString()
 	case '{', '[':

@@ -89,3 +89,14 @@ func TestScannerReadsObjectsAndArrays(t *testing.T) {
 		}
 	}
 }
+
+func TestSeenRefusesARepeatedKey(t *testing.T) {
+	t.Parallel()
+	var k Seen
+	if !k.First(0) || !k.First(63) || k.Has(1) {
+		t.Fatal("new keys were not taken as first")
+	}
+	if k.First(0) || k.First(63) || !k.Has(63) {
+		t.Error("a repeated key was taken as first")
+	}
+}
