@@ -13,6 +13,12 @@ package billing
 // saturation it is the gateway's own busy core, not the database work, that an answer's end
 // waits for. A journal also needs an orphan rule for the charges of a replica that dies
 // before settling them, and a vacuum every second or so.
+//
+// One group commits at a time. A second group committing beside the first (once it had 16
+// charges, waiting in the database for the first's lock on the profile) was also measured,
+// in three paired runs: throughput and the gateway's busy share did not change, the wait p50
+// rose by about 1 ms (the lock wait lengthened each transaction) and transactions per
+// request rose from 0.07 to 0.084.
 
 import (
 	"context"
