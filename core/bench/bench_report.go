@@ -109,6 +109,32 @@ func (b *bench) printPassthrough(w io.Writer, res [2]phaseResult) {
 	fmt.Fprintf(w, "  gateway/bare: CPU per request %.2fx (target <= 1.2x: %s); throughput %.2fx (target >= 0.9x: %s); p99 %+.2fms (target <= +2ms: %s)\n",
 		cpu, verdict(cpu <= 1.2), thr, verdict(thr >= 0.9), float64(gap.Microseconds())/1000, verdict(gap <= 2*time.Millisecond))
 	printSpread(w, res, "CPU per request", roundResult.cpuPerReq)
+	printThroughputParts(w, res)
+}
+
+// throughputParts splits the throughput ratio of the rounds into its two factors: requests
+// per second are the proxy's busy share of a core over its CPU time per request, so
+// gateway/bare throughput = (gateway busy / bare busy) x (bare CPU / gateway CPU per request).
+// The first factor is the time the gateway's core stood idle while every client waited (at
+// an answer's end for the durable charge, or on the load generator); the second is the cost
+// of each request. Both come from the rounds alone (not the wider window of the CPU ratio),
+// so that their product is the rounds' throughput ratio exactly.
+func throughputParts(res [2]phaseResult) (busy, cpu float64) {
+	if res[0].cpu <= 0 || res[1].requests == 0 || res[0].requests == 0 {
+		return 0, 0
+	}
+	busy = res[1].pct(res[1].cpu) / res[0].pct(res[0].cpu)
+	cpu = (res[0].cpu.Seconds() / float64(res[0].requests)) / (res[1].cpu.Seconds() / float64(res[1].requests))
+	return busy, cpu
+}
+
+func printThroughputParts(w io.Writer, res [2]phaseResult) {
+	busy, cpu := throughputParts(res)
+	if busy == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  throughput %.2fx = busy share %.2f (gateway %.0f%%, bare %.0f%% of its core: the rest, every client waited) x %.2f (bare/gateway CPU per request in the rounds)\n",
+		busy*cpu, busy, res[1].pct(res[1].cpu), res[0].pct(res[0].cpu), cpu)
 }
 
 // printSpread prints how the gateway/bare ratios of the rounds measured side by side (round
@@ -163,6 +189,7 @@ func (b *bench) printStreams(w io.Writer, res [2]phaseResult) {
 	fmt.Fprintf(w, "  gateway/bare: CPU per chunk %.2fx (target <= 1.3x: %s); CPU per request %.2fx; throughput %.2fx\n",
 		chunk, verdict(chunk <= 1.3), res[1].cpuPerReq()/res[0].cpuPerReq(), thr)
 	printSpread(w, res, "CPU per chunk", roundResult.cpuPerChunk)
+	printThroughputParts(w, res)
 }
 
 func (b *bench) printRSS(w io.Writer, res [2]phaseResult) {
