@@ -120,7 +120,7 @@ func (b *bench) printPassthrough(w io.Writer, res [2]phaseResult) {
 // of each request. Both come from the rounds alone (not the wider window of the CPU ratio),
 // so that their product is the rounds' throughput ratio exactly.
 func throughputParts(res [2]phaseResult) (busy, cpu float64) {
-	if res[0].cpu <= 0 || res[1].requests == 0 || res[0].requests == 0 {
+	if res[0].cpu <= 0 || res[1].cpu <= 0 || res[0].requests == 0 || res[1].requests == 0 {
 		return 0, 0
 	}
 	busy = res[1].pct(res[1].cpu) / res[0].pct(res[0].cpu)

@@ -464,7 +464,9 @@ func TestThroughputPartsMultiplyToTheRatio(t *testing.T) {
 	if want := "throughput 0.60x = busy share 0.88 (gateway 87%, bare 99% of its core"; !strings.Contains(out.String(), want) {
 		t.Errorf("printed %q, want it to contain %q", out.String(), want)
 	}
-	if busy, cpu := throughputParts([2]phaseResult{{}, res[1]}); busy != 0 || cpu != 0 {
-		t.Errorf("without a measured bare proxy: %v, %v", busy, cpu)
+	for i, r := range [][2]phaseResult{{{}, res[1]}, {res[0], {}}, {res[0], phase(600, 0)}} {
+		if busy, cpu := throughputParts(r); busy != 0 || cpu != 0 {
+			t.Errorf("case %d, a proxy without requests or CPU measured: %v, %v", i, busy, cpu)
+		}
 	}
 }
