@@ -11,6 +11,7 @@ tool (
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/fullstorydev/grpchan v1.1.2
+	github.com/go-json-experiment/json v1.27.2
 	github.com/go-telegram/bot v1.19.0
 	github.com/golang-migrate/migrate/v4 v4.20.1
 	github.com/google/go-cmp v0.7.0

@@ -20,7 +20,9 @@ func TestRealtimeModelSwitchSpellings(t *testing.T) {
 		{"another model is refused", `{"type":"session.update","session":{"model":"other"}}`, true, ""},
 		{"an escaped key does not hide a switch", `{"type":"session.update","session":{"mod\u0065l":"other"}}`, true, ""},
 		{"an escaped type does not hide a switch", `{"type":"session.upd\u0061te","session":{"model":"other"}}`, true, ""},
-		{"the last of duplicate keys is the one checked", `{"type":"session.update","session":{"model":"rt","model":"other"}}`, true, ""},
+		{"duplicate keys are refused", `{"type":"session.update","session":{"model":"rt","model":"other"}}`, true, ""},
+		{"duplicate keys are refused whatever they name", `{"type":"session.update","session":{"model":"rt","instructions":"a","instructions":"b"}}`, true, ""},
+		{"a case variant is another member", `{"type":"session.update","session":{"model":"rt","MODEL":"other"}}`, false, `"MODEL":"other"`},
 		{"an audio append passes untouched", `{"type":"input_audio_buffer.append","audio":"AAAA"}`, false, `"audio":"AAAA"`},
 		{"a different event that mentions a model passes", `{"type":"response.create","response":{"metadata":{"model":"x"}}}`, false, `"model":"x"`},
 	}

@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/strictjson"
 )
 
-// A string content reads as encoding/json reads it, on the fast path and off it, and a
-// malformed one is refused with encoding/json's message.
-func TestStringContentMatchesEncodingJSON(t *testing.T) {
+// A string content reads as the strict reader reads it, on the fast path and off it, and a
+// malformed one is refused with its message.
+func TestStringContentMatchesTheStrictReader(t *testing.T) {
 	t.Parallel()
 	for _, raw := range []string{
 		`"hello #sim:input=20000"`, `""`, `"a\"b \\ \/ \n\t"`, `"\u00e9t\u00e9 \ud83d\ude00"`, `"日本語"`,
@@ -26,7 +27,7 @@ func TestStringContentMatchesEncodingJSON(t *testing.T) {
 	}
 	for _, raw := range []string{`"unterminated`, "\"raw\ncontrol\"", `"bad \x escape"`, `"a" "b"`} {
 		var s string
-		want := json.Unmarshal([]byte(raw), &s)
+		want := strictjson.Unmarshal([]byte(raw), &s)
 		if _, apiErr := content(json.RawMessage(raw), 3); apiErr == nil || apiErr.Message != "messages[3].content: "+want.Error() {
 			t.Errorf("%q: %v, want the message of %v", raw, apiErr, want)
 		}

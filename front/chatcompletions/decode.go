@@ -12,6 +12,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/strictjson"
 	"modelgateway/front/relay"
 )
 
@@ -148,7 +149,7 @@ func decodeToolChoice(raw json.RawMessage) (*corev1.ToolChoice, *apierror.Error)
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := strictjson.Unmarshal(raw, &s); err != nil {
 			return nil, invalid("tool_choice: %v", err)
 		}
 		if m, ok := choiceModes[s]; ok {
@@ -157,7 +158,7 @@ func decodeToolChoice(raw json.RawMessage) (*corev1.ToolChoice, *apierror.Error)
 		return nil, invalid("tool_choice must be none, auto, required or an object, not %q", s)
 	}
 	var obj chatwire.ToolChoiceObject
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	if err := strictjson.Unmarshal(raw, &obj); err != nil {
 		return nil, invalid("tool_choice: %v", err)
 	}
 	switch obj.Type {

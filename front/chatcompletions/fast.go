@@ -5,13 +5,15 @@ import (
 
 	"modelgateway/core/wire/chatwire"
 	"modelgateway/core/wire/jsontext"
+	"modelgateway/core/wire/strictjson"
 )
 
-// decodeRequest is json.Unmarshal(body, in), in one pass without reflection for the requests
-// most clients send: a model, messages of a role and a content, and scalar options. Any other
-// body, and any body the fast pass is not sure to read as encoding/json does (an unknown or
-// repeated key, a null, a number of another form, tools, a stop list), goes through
-// encoding/json: the same result, and the same error text.
+// decodeRequest is strictjson.Unmarshal(body, in), in one pass without reflection for the
+// requests most clients send: a model, messages of a role and a content, and scalar options.
+// Any other body, and any body the fast pass is not sure to read as the strict reader does (an
+// unknown or repeated key, a null, a number of another form, tools, a stop list), goes through
+// strictjson: the same result, and the same error text. Like the strict reader, the fast pass
+// matches names exactly; the body has passed strictjson.Check (relay.ReadJSON).
 func decodeRequest(body []byte, in *chatwire.Request) error {
 	if json.Valid(body) {
 		var fast chatwire.Request
@@ -20,11 +22,11 @@ func decodeRequest(body []byte, in *chatwire.Request) error {
 			return nil
 		}
 	}
-	return json.Unmarshal(body, in)
+	return strictjson.Unmarshal(body, in)
 }
 
-// Fields of a request, numbered for jsontext.Seen: a key seen twice is left to encoding/json
-// (whose last value wins, or whose case-folding may match another key to the same field).
+// Fields of a request, numbered for jsontext.Seen: a key seen twice is left to the strict
+// reader, which refuses it.
 const (
 	fModel = iota
 	fMessages

@@ -9,6 +9,7 @@ import (
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
 	"modelgateway/core/wire/jsontext"
+	"modelgateway/core/wire/strictjson"
 )
 
 // decodeMessages hoists system and developer messages into one system text (translation.md §1:
@@ -85,13 +86,13 @@ func content(raw json.RawMessage, i int) ([]chatwire.ContentPart, *apierror.Erro
 			return []chatwire.ContentPart{{Type: chatwire.PartText, Text: s}}, nil
 		}
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := strictjson.Unmarshal(raw, &s); err != nil {
 			return nil, invalid("messages[%d].content: %v", i, err)
 		}
 		return []chatwire.ContentPart{{Type: chatwire.PartText, Text: s}}, nil
 	}
 	var parts []chatwire.ContentPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	if err := strictjson.Unmarshal(raw, &parts); err != nil {
 		return nil, invalid("messages[%d].content must be a string or an array of content parts: %v", i, err)
 	}
 	return parts, nil

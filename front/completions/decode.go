@@ -4,13 +4,13 @@
 package completions
 
 import (
-	"encoding/json"
 	"net/http"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/strictjson"
 	"modelgateway/front/relay"
 )
 
@@ -26,7 +26,7 @@ var _ relay.Protocol = Protocol{}
 // upstream kind can answer it.
 func (Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest, *apierror.Error) {
 	var in chatwire.CompletionRequest
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := strictjson.Unmarshal(body, &in); err != nil {
 		return nil, invalid("the body is not a valid completions request: %v", err)
 	}
 	if in.Model == "" {
@@ -39,7 +39,7 @@ func (Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest, *
 		return nil, apierror.New(apierror.UnsupportedPromptShape, "prompt must be a string; batch and token-id prompts are not supported")
 	}
 	var prompt string
-	if err := json.Unmarshal(in.Prompt, &prompt); err != nil {
+	if err := strictjson.Unmarshal(in.Prompt, &prompt); err != nil {
 		return nil, invalid("prompt: %v", err)
 	}
 	if in.Stream != nil && *in.Stream {

@@ -10,6 +10,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/geminiwire"
+	"modelgateway/core/wire/strictjson"
 )
 
 // emptySchema is the argument schema of a function declared without parameters.
@@ -177,7 +178,7 @@ func (cv *converter) answer(match func(pendingCall) bool) (pendingCall, bool) {
 // isErrorResponse recognises the {"error": ...} convention for a failed function.
 func isErrorResponse(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	if strictjson.Unmarshal(raw, &m) != nil {
 		return false
 	}
 	_, hasErr := m["error"]

@@ -8,6 +8,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/geminiwire"
+	"modelgateway/core/wire/strictjson"
 	"modelgateway/front/relay"
 )
 
@@ -24,7 +25,7 @@ func (CountProtocol) Decode(r *http.Request, body []byte) (*corev1.GenerateReque
 		return nil, apierror.New(apierror.InvalidRequest, "%s is not a token-counting path; use /v1beta/models/{model}:countTokens", r.URL.Path)
 	}
 	var c geminiwire.CountTokensRequest
-	if err := json.Unmarshal(body, &c); err != nil {
+	if err := strictjson.Unmarshal(body, &c); err != nil {
 		return nil, bodyError(err)
 	}
 	g := c.GenerateContentRequest

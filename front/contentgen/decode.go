@@ -1,7 +1,6 @@
 package contentgen
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/geminiwire"
+	"modelgateway/core/wire/strictjson"
 	"modelgateway/front/relay"
 )
 
@@ -25,7 +25,7 @@ func (Protocol) Decode(r *http.Request, body []byte) (*corev1.GenerateRequest, *
 		return nil, apierror.New(apierror.InvalidRequest, "%s is not a content-generation path; use /v1beta/models/{model}:generateContent or :streamGenerateContent", r.URL.Path)
 	}
 	var g geminiwire.GenerateContentRequest
-	if err := json.Unmarshal(body, &g); err != nil {
+	if err := strictjson.Unmarshal(body, &g); err != nil {
 		return nil, bodyError(err)
 	}
 	req, apiErr := decodeGenerate(&g, model)
@@ -57,14 +57,13 @@ func decodeGenerate(g *geminiwire.GenerateContentRequest, model string) (*corev1
 
 func bodyError(err error) *apierror.Error {
 	var both *geminiwire.ErrBothSpellings
-	var syntax *json.SyntaxError
 	switch {
 	case errors.As(err, &both), errors.Is(err, geminiwire.ErrCountBothForms):
 		return apierror.New(apierror.InvalidRequest, "invalid request body: %v", err)
-	case errors.As(err, &syntax):
-		return apierror.New(apierror.InvalidRequest, "the request body is not valid JSON: %v", err)
+	case errors.Is(err, strictjson.ErrSyntax):
+		return apierror.New(apierror.InvalidRequest, "the request body is %v", err)
 	}
-	return apierror.New(apierror.InvalidRequest, "invalid request body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	return apierror.New(apierror.InvalidRequest, "invalid request body: %v", err)
 }
 
 // parameters lists the spec 2.6 names of the optional parameters the request uses, in the

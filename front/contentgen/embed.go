@@ -21,7 +21,7 @@ type EmbedHandler struct {
 
 func (h *EmbedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := relay.OutgoingContext(r)
-	body, apiErr := relay.ReadBody(r, h.Limit)
+	body, apiErr := relay.ReadJSON(r, h.Limit)
 	var req *corev1.EmbedRequest
 	if apiErr == nil {
 		req, apiErr = decodeEmbed(r.URL.Path, body)

@@ -1,7 +1,6 @@
 package contentgen
 
 import (
-	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/geminiwire"
+	"modelgateway/core/wire/strictjson"
 )
 
 // Endpoint family and path actions of the embed routes (contract.md).
@@ -39,7 +39,7 @@ func (e *embedContentRequest) UnmarshalJSON(b []byte) error {
 		OutputDimensionality  *int64              `json:"outputDimensionality"`
 		OutputDimensionalityS *int64              `json:"output_dimensionality"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	task, err := oneSpelling("taskType", "task_type", w.TaskType, w.TaskTypeS)
@@ -90,13 +90,13 @@ func decodeEmbed(path string, body []byte) (*corev1.EmbedRequest, *apierror.Erro
 	var names []string // where each request is in the body, for messages
 	if action == ActionEmbed {
 		var one embedContentRequest
-		if err := json.Unmarshal(body, &one); err != nil {
+		if err := strictjson.Unmarshal(body, &one); err != nil {
 			return nil, bodyError(err)
 		}
 		bodyModel, reqs, names = one.Model, []embedContentRequest{one}, []string{""}
 	} else {
 		var batch batchEmbedContentsRequest
-		if err := json.Unmarshal(body, &batch); err != nil {
+		if err := strictjson.Unmarshal(body, &batch); err != nil {
 			return nil, bodyError(err)
 		}
 		if len(batch.Requests) == 0 {

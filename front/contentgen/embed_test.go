@@ -121,7 +121,7 @@ func TestDecodeEmbedErrors(t *testing.T) {
 	cases := []struct{ name, path, body, message string }{
 		{"another action", "/v1beta/models/text-embed:generateContent", `{}`,
 			"/v1beta/models/text-embed:generateContent is not an embed path; use /v1beta/models/{model}:embedContent or :batchEmbedContents"},
-		{"not JSON", pathEmbed, `{`, "the request body is not valid JSON: unexpected end of JSON input"},
+		{"not JSON", pathEmbed, `{`, "the request body is not valid JSON: unexpected EOF at byte 1"},
 		{"another body model", pathEmbed, `{"model":"models/other",` + text + `}`,
 			`the body's model "models/other" does not match the model "text-embed" in the path`},
 		{"no content", pathEmbed, `{"taskType":"CLUSTERING"}`, "content is required"},

@@ -12,6 +12,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/geminiwire"
+	"modelgateway/core/wire/strictjson"
 )
 
 func toolOf(fd geminiwire.FunctionDeclaration) (*corev1.Tool, error) {
@@ -55,7 +56,7 @@ func compactObject(raw json.RawMessage) (string, error) {
 // its type names are enum values ("OBJECT", "STRING") where JSON Schema wants lower case.
 func openAPIToJSONSchema(raw json.RawMessage) (string, error) {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := strictjson.Unmarshal(raw, &v); err != nil {
 		return "", err
 	}
 	if _, ok := v.(map[string]any); !ok {

@@ -8,6 +8,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/strictjson"
 )
 
 // maxInputs is the most array items one request may embed (the OpenAI API's limit).
@@ -31,7 +32,7 @@ type decoded struct {
 
 func decode(body []byte) (*decoded, *apierror.Error) {
 	var in request
-	if err := json.Unmarshal(body, &in); err != nil {
+	if err := strictjson.Unmarshal(body, &in); err != nil {
 		return nil, invalid("the body is not a valid embeddings request: %v", err)
 	}
 	if in.Model == "" {
@@ -81,7 +82,7 @@ func decodeInput(raw json.RawMessage) (texts []string, tokens bool, _ *apierror.
 	switch raw[0] {
 	case '"':
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := strictjson.Unmarshal(raw, &s); err != nil {
 			return nil, false, invalid("input: %v", err)
 		}
 		if s == "" {
@@ -93,7 +94,7 @@ func decodeInput(raw json.RawMessage) (texts []string, tokens bool, _ *apierror.
 		return nil, false, badShape()
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	if err := strictjson.Unmarshal(raw, &items); err != nil {
 		return nil, false, invalid("input: %v", err)
 	}
 	switch {
@@ -106,7 +107,7 @@ func decodeInput(raw json.RawMessage) (texts []string, tokens bool, _ *apierror.
 	case '"':
 		texts = make([]string, len(items))
 		for i, item := range items {
-			if item[0] != '"' || json.Unmarshal(item, &texts[i]) != nil {
+			if item[0] != '"' || strictjson.Unmarshal(item, &texts[i]) != nil {
 				return nil, false, badShape()
 			}
 			if texts[i] == "" {
@@ -117,7 +118,7 @@ func decodeInput(raw json.RawMessage) (texts []string, tokens bool, _ *apierror.
 	case '[':
 		for i, item := range items {
 			var ids []json.RawMessage
-			if item[0] != '[' || json.Unmarshal(item, &ids) != nil || !tokenIDs(ids) {
+			if item[0] != '[' || strictjson.Unmarshal(item, &ids) != nil || !tokenIDs(ids) {
 				return nil, false, badShape()
 			}
 			if len(ids) == 0 {

@@ -25,7 +25,7 @@ type Handler struct {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := relay.OutgoingContext(r)
-	body, apiErr := relay.ReadBody(r, h.Limit)
+	body, apiErr := relay.ReadJSON(r, h.Limit)
 	var in *decoded
 	if apiErr == nil {
 		in, apiErr = decode(body)

@@ -127,10 +127,10 @@ func TestDecodeErrors(t *testing.T) {
 	shape := "input must be a string, an array of strings, an array of token ids (non-negative integers) or an array of token-id arrays"
 	many := `["x"` + strings.Repeat(`,"x"`, maxInputs) + `]`
 	cases := []struct{ name, body, message string }{
-		{"not JSON", `{"model":`, "the body is not a valid embeddings request: unexpected end of JSON input"},
-		{"not an object", `[]`, "the body is not a valid embeddings request: json: cannot unmarshal array into Go value of type embeddings.request"},
+		{"not JSON", `{"model":`, "the body is not a valid embeddings request: not valid JSON: unexpected EOF at byte 9 (in model)"},
+		{"not an object", `[]`, "the body is not a valid embeddings request: the body must be an object, not an array"},
 		{"no model", `{"input":"a"}`, "model is required"},
-		{"model not a string", `{"model":1,"input":"a"}`, "the body is not a valid embeddings request: json: cannot unmarshal number into Go struct field request.model of type string"},
+		{"model not a string", `{"model":1,"input":"a"}`, "the body is not a valid embeddings request: model must be a string, not a number"},
 		{"no input", `{"model":"m"}`, "input is required"},
 		{"null input", `{"model":"m","input":null}`, "input is required"},
 		{"empty string", `{"model":"m","input":""}`, "input must not be an empty string"},

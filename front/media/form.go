@@ -6,6 +6,7 @@ import (
 	"mime/multipart"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
@@ -49,6 +50,8 @@ type form struct {
 	sawRequired   bool
 	parts         int   // parts read so far
 	fieldBytes    int64 // bytes of plain fields read so far
+	fieldNames    map[string]bool
+	headDone      bool // readHead has returned: core has decided on model, stream and user
 	data          *corev1.ForwardRequest_Data
 	dataMsg       *corev1.ForwardRequest
 }
@@ -128,6 +131,7 @@ func (f *form) readHead() (*corev1.ForwardHead, error) {
 		}
 	}
 	head.BodySize = f.bodySize()
+	f.headDone = true
 	return head, nil
 }
 
@@ -291,7 +295,37 @@ func (f *form) readField(p *multipart.Part) (*corev1.FormPart, error) {
 		}
 		return nil, invalid("the form field %q is larger than %d bytes", p.FormName(), maxField)
 	}
+	if err := f.once(p.FormName()); err != nil {
+		return nil, err
+	}
 	return &corev1.FormPart{Name: p.FormName(), Value: v}, nil
+}
+
+// decided are the plain fields whose value core acts on, read in the head (readHead). "user"
+// is read there too, but only as a parameter name for the capability check, and the SDKs
+// send it after the files (their object order): it may come later.
+var decided = map[string]bool{"model": true, "stream": true}
+
+// once refuses a form the gateway and the upstream could read differently (contract: one
+// reading of a body): a plain field given twice, of which the head would take the first and
+// the upstream's form parser the last, and a field core decides on that arrives after the
+// head, which core never saw (a "stream" after the file would stream an answer priced as
+// whole). Names ending in "[]" are lists by the SDKs' convention and repeat.
+func (f *form) once(name string) error {
+	if strings.HasSuffix(name, "[]") {
+		return nil
+	}
+	if f.fieldNames[name] {
+		return invalid("the form field %q appears twice; a field may appear once", name)
+	}
+	if f.headDone && decided[name] {
+		return invalid("the form field %q must come before the form's files", name)
+	}
+	if f.fieldNames == nil {
+		f.fieldNames = map[string]bool{}
+	}
+	f.fieldNames[name] = true
+	return nil
 }
 
 func partMessage(p *corev1.FormPart) *corev1.ForwardRequest {

@@ -65,7 +65,7 @@ func (h *Handler) open(r *http.Request, req *request) *apierror.Error {
 		return tooLarge(h.Limit)
 	}
 	if !h.Multipart {
-		body, apiErr := relay.ReadBody(r, h.Limit)
+		body, apiErr := relay.ReadJSON(r, h.Limit)
 		if apiErr != nil {
 			return apiErr
 		}

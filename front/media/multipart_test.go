@@ -3,6 +3,7 @@ package media
 import (
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -119,6 +120,17 @@ func TestMultipartRejects(t *testing.T) {
 		{"plain fields above 2 MiB together", "audio.transcriptions",
 			formString(t, field("a", bigField[:maxField]), field("b", bigField[:maxField]), field("c", "x"), field("model", "whisper-1")), goodKey,
 			400, "invalid_request_error", "plain fields together are larger than", false},
+		// One reading (contract): the upstream's form parser takes the last of two fields, the
+		// head the first; a field core decides on after the files was never seen by core.
+		{"a field given twice before the head", "audio.transcriptions",
+			formString(t, field("model", "whisper-1"), field("language", "en"), field("language", "fr"), file("file", "a.mp3", "audio/mpeg", 10, 1)), goodKey,
+			400, "invalid_request_error", `"language" appears twice`, false},
+		{"the model given twice around the file", "audio.transcriptions",
+			formString(t, field("model", "whisper-1"), file("file", "a.mp3", "audio/mpeg", 10, 1), field("model", "gpt-4o-transcribe")), goodKey,
+			400, "invalid_request_error", `"model" appears twice`, true},
+		{"stream after the file, unseen by core", "audio.transcriptions",
+			formString(t, field("model", "whisper-1"), file("file", "a.mp3", "audio/mpeg", 10, 1), field("stream", "true")), goodKey,
+			400, "invalid_request_error", `"stream" must come before`, true},
 		{"a bad key wins over a bad form (spec 5 rule 2)", "images.edits", formString(t, field("prompt", "p")), "Bearer sk-bad",
 			401, "invalid_key", "not valid", false},
 	}
@@ -142,7 +154,7 @@ func TestMultipartRejects(t *testing.T) {
 func tinyFields(n int) []part {
 	out := make([]part, n)
 	for i := range out {
-		out[i] = field("f", "x")
+		out[i] = field("f"+strconv.Itoa(i), "x")
 	}
 	return out
 }

@@ -10,13 +10,14 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	mw "modelgateway/core/wire/messageswire"
+	"modelgateway/core/wire/strictjson"
 )
 
 // decode parses a messages body into the canonical request. generation is true for
 // /v1/messages, where max_tokens is required (spec 8 rule 4); the count route has none.
 func decode(body []byte, generation bool) (*corev1.GenerateRequest, *apierror.Error) {
 	var w mw.Request
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := strictjson.Unmarshal(body, &w); err != nil {
 		return nil, jsonError(err)
 	}
 	if w.Model == "" {
@@ -285,15 +286,11 @@ func invalid(format string, args ...any) *apierror.Error {
 	return apierror.New(apierror.InvalidRequest, format, args...)
 }
 
-// jsonError names the field a type mismatch is in, as the API's own messages do.
+// jsonError names the field a fault is in, as the API's own messages do (strictjson's
+// messages name it).
 func jsonError(err error) *apierror.Error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return invalid("%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return invalid("the body is not valid JSON: %v", err)
+	if errors.Is(err, strictjson.ErrSyntax) {
+		return invalid("the body is %v", err)
 	}
 	return invalid("the body is not a messages request: %v", err)
 }

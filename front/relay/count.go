@@ -27,7 +27,7 @@ type CountHandler struct {
 
 func (h *CountHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := OutgoingContext(r)
-	body, apiErr := ReadBody(r, h.Limit)
+	body, apiErr := ReadJSON(r, h.Limit)
 	var req *corev1.GenerateRequest
 	if apiErr == nil {
 		req, apiErr = h.Proto.Decode(r, body)

@@ -74,7 +74,7 @@ type Handler struct {
 // ServeHTTP expects the key already normalised into Authorization: Bearer and the request id
 // set (front.Server does both).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, apiErr := ReadBody(r, h.Limit)
+	body, apiErr := ReadJSON(r, h.Limit)
 	var req *corev1.GenerateRequest
 	if apiErr == nil {
 		req, apiErr = h.Proto.Decode(r, body)

@@ -10,6 +10,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	rw "modelgateway/core/wire/responseswire"
+	"modelgateway/core/wire/strictjson"
 )
 
 // Decode implements relay.Protocol. It fills the canonical request for translation; the raw
@@ -20,7 +21,7 @@ func (p Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest,
 		return nil, invalid("the request body must be a JSON object")
 	}
 	var w rw.Request
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := strictjson.Unmarshal(body, &w); err != nil {
 		return nil, invalid("the request body does not match the responses request: %v", err)
 	}
 	if w.Model == "" {
@@ -116,7 +117,7 @@ func instructions(raw json.RawMessage) ([]string, *apierror.Error) {
 		return nil, nil
 	case rw.InputString:
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := strictjson.Unmarshal(raw, &s); err != nil {
 			return nil, invalid("instructions: %v", err)
 		}
 		if s == "" {
@@ -192,7 +193,7 @@ func toolChoice(raw json.RawMessage) (*corev1.ToolChoice, *apierror.Error) {
 		return nil, nil
 	case rw.InputString:
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := strictjson.Unmarshal(raw, &s); err != nil {
 			return nil, invalid("tool_choice: %v", err)
 		}
 		mode, ok := choiceModes[s]
@@ -202,7 +203,7 @@ func toolChoice(raw json.RawMessage) (*corev1.ToolChoice, *apierror.Error) {
 		return &corev1.ToolChoice{Mode: mode}, nil
 	}
 	var o rw.ToolChoiceObject
-	if err := json.Unmarshal(raw, &o); err != nil {
+	if err := strictjson.Unmarshal(raw, &o); err != nil {
 		return nil, invalid("tool_choice: %v", err)
 	}
 	switch o.Type {

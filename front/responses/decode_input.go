@@ -10,6 +10,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	rw "modelgateway/core/wire/responseswire"
+	"modelgateway/core/wire/strictjson"
 )
 
 // Opaque values the gateway itself puts into a reasoning item's encrypted_content when the
@@ -47,14 +48,14 @@ func (d *inputDecoder) decode(w *rw.Request) *apierror.Error {
 		return nil
 	case rw.InputString:
 		var s string
-		if err := json.Unmarshal(w.Input, &s); err != nil {
+		if err := strictjson.Unmarshal(w.Input, &s); err != nil {
 			return invalid("input: %v", err)
 		}
 		d.messages = append(d.messages, &corev1.Message{Role: corev1.Role_ROLE_USER, Parts: []*corev1.Part{textPart(s)}})
 		return nil
 	case rw.InputItems:
 		var items []rw.InputItem
-		if err := json.Unmarshal(w.Input, &items); err != nil {
+		if err := strictjson.Unmarshal(w.Input, &items); err != nil {
 			return invalid("input: %v", err)
 		}
 		for i := range items {
@@ -291,11 +292,11 @@ func toolOutput(raw json.RawMessage) (string, error) {
 		return "", nil
 	case rw.InputString:
 		var s string
-		err := json.Unmarshal(raw, &s)
+		err := strictjson.Unmarshal(raw, &s)
 		return s, err
 	case rw.InputItems:
 		var parts []rw.ContentPart
-		if err := json.Unmarshal(raw, &parts); err != nil {
+		if err := strictjson.Unmarshal(raw, &parts); err != nil {
 			return "", err
 		}
 		var texts []string

@@ -7,6 +7,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	rw "modelgateway/core/wire/responseswire"
+	"modelgateway/core/wire/strictjson"
 )
 
 // echo is the part of the request a Response object repeats back. It is read from the raw
@@ -40,7 +41,7 @@ var (
 // tool that was declared inside one, keyed by the canonical (flattened) name.
 func baseResponse(req *corev1.GenerateRequest, id, model string, created int64) (*rw.Response, map[string]namespaced) {
 	var ec echo
-	_ = json.Unmarshal(req.GetRawBody(), &ec) // Decode has accepted this body
+	_ = strictjson.Unmarshal(req.GetRawBody(), &ec) // Decode has accepted this body
 	r := &rw.Response{
 		ID: id, Object: rw.ObjectResponse, CreatedAt: created, Status: rw.StatusInProgress, Model: model,
 		Instructions: stringOrNull(ec.Instructions), MaxOutputTokens: ec.MaxOutputTokens,
@@ -70,7 +71,7 @@ func namespaces(raw json.RawMessage) map[string]namespaced {
 		return nil
 	}
 	var tools []rw.Tool
-	if json.Unmarshal(raw, &tools) != nil {
+	if strictjson.Unmarshal(raw, &tools) != nil {
 		return nil
 	}
 	m := make(map[string]namespaced)

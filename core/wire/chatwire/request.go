@@ -7,7 +7,11 @@
 // an upstream parameters the client never set.
 package chatwire
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"modelgateway/core/wire/strictjson"
+)
 
 // Present reports a raw field that is there and not null.
 func Present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
@@ -162,14 +166,14 @@ func (s *StringList) UnmarshalJSON(b []byte) error {
 	}
 	if len(b) > 0 && b[0] == '"' {
 		var one string
-		if err := json.Unmarshal(b, &one); err != nil {
+		if err := strictjson.Unmarshal(b, &one); err != nil {
 			return err
 		}
 		*s = StringList{one}
 		return nil
 	}
 	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
+	if err := strictjson.Unmarshal(b, &many); err != nil {
 		return err
 	}
 	*s = many

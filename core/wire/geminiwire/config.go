@@ -1,6 +1,10 @@
 package geminiwire
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"modelgateway/core/wire/strictjson"
+)
 
 // GenerationConfig holds the sampling and output options.
 type GenerationConfig struct {
@@ -61,7 +65,7 @@ func (g *GenerationConfig) UnmarshalJSON(b []byte) error {
 		MediaResolution     *string          `json:"mediaResolution"`
 		MediaResolutionS    *string          `json:"media_resolution"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling
@@ -113,7 +117,7 @@ func (t *ThinkingConfig) UnmarshalJSON(b []byte) error {
 		ThinkingLevel    *string `json:"thinkingLevel"`
 		ThinkingLevelS   *string `json:"thinking_level"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling

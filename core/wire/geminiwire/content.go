@@ -1,6 +1,10 @@
 package geminiwire
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"modelgateway/core/wire/strictjson"
+)
 
 // Roles of a Content.
 const (
@@ -57,7 +61,7 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 		VideoMetadata        *json.RawMessage  `json:"videoMetadata"`
 		VideoMetadataS       *json.RawMessage  `json:"video_metadata"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling
@@ -89,7 +93,7 @@ func (b *Blob) UnmarshalJSON(data []byte) error {
 		MimeTypeS *string `json:"mime_type"`
 		Data      string  `json:"data"`
 	}
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := strictjson.Unmarshal(data, &w); err != nil {
 		return err
 	}
 	var s spelling
@@ -111,7 +115,7 @@ func (f *FileData) UnmarshalJSON(data []byte) error {
 		FileURI   *string `json:"fileUri"`
 		FileURIS  *string `json:"file_uri"`
 	}
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := strictjson.Unmarshal(data, &w); err != nil {
 		return err
 	}
 	var s spelling

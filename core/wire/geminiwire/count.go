@@ -3,6 +3,7 @@ package geminiwire
 import (
 	"encoding/json"
 	"errors"
+	"modelgateway/core/wire/strictjson"
 )
 
 // CountTokensRequest is the body of :countTokens: either Contents alone, or a whole
@@ -22,7 +23,7 @@ func (c *CountTokensRequest) UnmarshalJSON(b []byte) error {
 		GenerateContentRequest  *GenerateContentRequest `json:"generateContentRequest"`
 		GenerateContentRequestS *GenerateContentRequest `json:"generate_content_request"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling

@@ -1,6 +1,10 @@
 package geminiwire
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"modelgateway/core/wire/strictjson"
+)
 
 // GenerateContentRequest is the body of :generateContent and :streamGenerateContent. The
 // model is in the URL; Model is the optional body copy ("models/x" or "x").
@@ -32,7 +36,7 @@ func (r *GenerateContentRequest) UnmarshalJSON(b []byte) error {
 		CachedContent      *string           `json:"cachedContent"`
 		CachedContentS     *string           `json:"cached_content"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling
@@ -88,7 +92,7 @@ func (t *Tool) UnmarshalJSON(b []byte) error {
 		ComputerUse            *json.RawMessage       `json:"computerUse"`
 		ComputerUseS           *json.RawMessage       `json:"computer_use"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling
@@ -130,7 +134,7 @@ func (f *FunctionDeclaration) UnmarshalJSON(b []byte) error {
 		ResponseJSONSchemaS   *json.RawMessage `json:"response_json_schema"`
 		Behavior              string           `json:"behavior"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling
@@ -155,7 +159,7 @@ func (t *ToolConfig) UnmarshalJSON(b []byte) error {
 		FunctionCallingConfig  *FunctionCallingConfig `json:"functionCallingConfig"`
 		FunctionCallingConfigS *FunctionCallingConfig `json:"function_calling_config"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling
@@ -184,7 +188,7 @@ func (f *FunctionCallingConfig) UnmarshalJSON(b []byte) error {
 		AllowedFunctionNames  *[]string `json:"allowedFunctionNames"`
 		AllowedFunctionNamesS *[]string `json:"allowed_function_names"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := strictjson.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	var s spelling

@@ -3,6 +3,7 @@ package messageswire
 import (
 	"bytes"
 	"encoding/json"
+	"modelgateway/core/wire/strictjson"
 )
 
 // Block types.
@@ -25,7 +26,7 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimLeft(b, " \t\r\n")
 	if len(b) > 0 && b[0] == '"' {
 		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := strictjson.Unmarshal(b, &s); err != nil {
 			return err
 		}
 		*c = Content{{Type: BlockText, Text: s}}
@@ -36,7 +37,7 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var blocks []ContentBlock
-	if err := json.Unmarshal(b, &blocks); err != nil {
+	if err := strictjson.Unmarshal(b, &blocks); err != nil {
 		return err
 	}
 	*c = blocks

@@ -7,6 +7,7 @@ package responseswire
 import (
 	"bytes"
 	"encoding/json"
+	"modelgateway/core/wire/strictjson"
 )
 
 // Request is the body of POST /v1/responses; the compact route takes a subset of it.
@@ -119,13 +120,13 @@ func ContentParts(raw json.RawMessage) ([]ContentPart, error) {
 		return nil, nil
 	case InputString:
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := strictjson.Unmarshal(raw, &s); err != nil {
 			return nil, err
 		}
 		return []ContentPart{{Type: PartInputText, Text: s}}, nil
 	}
 	var parts []ContentPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	if err := strictjson.Unmarshal(raw, &parts); err != nil {
 		return nil, err
 	}
 	return parts, nil
