@@ -1,9 +1,11 @@
 package simulator
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // exchange is one request being answered.
@@ -16,9 +18,12 @@ type exchange struct {
 	proto protocol
 }
 
-// decode parses the body into v, answering 400 with the protocol's error body on failure.
+// decode parses the body into v as the providers' parsers do, answering 400 with the
+// protocol's error body on failure: member names match exactly (a case variant is an unknown
+// member), and of two members of one name the last wins. The gateway must read every body
+// the same way (its one-reading tests run against this).
 func (x *exchange) decode(v any) bool {
-	if err := json.Unmarshal(x.body, v); err != nil {
+	if err := json.Unmarshal(x.body, v, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
 		writeError(x.w, x.proto, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return false
 	}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/tidwall/gjson"
+)
+
+// Issue 30, one reading of a body: the simulator reads bodies as providers do (exact names,
+// the last of two equal names wins). A case variant of the output limit no longer sizes the
+// hold: the hold is what the upstream will be asked for, so a balance that covers one token
+// but not 3,000 is refused before anything reaches the upstream; the same body from a
+// profile that can pay is served with max_tokens 3000 upstream.
+func TestACaseVariantDoesNotSizeTheHold(t *testing.T) {
+	t.Parallel()
+	g := startGen(t)
+	before := len(g.up.all())
+	for i, body := range []string{
+		// m-money: output at 1000 per 1M tokens; a 1-token hold is 0.001, 3,000 tokens 3.
+		`{"model":"m-money","MAX_TOKENS":1,"max_tokens":3000,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m-money","max_tokens":3000,"Max_Completion_Tokens":1,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m-money","Max_Tokens":1,"messages":[{"role":"user","content":"hi"}]}`, // no limit upstream: the default is held
+	} {
+		// The positive case: a profile that can pay is served, and the upstream got the
+		// limit the gateway held for (or none).
+		rich, richPID := g.newProfile(t, fmt.Sprintf("rich-%d", i), "10")
+		status, _, raw := g.postAs(t, rich, "/v1/chat/completions", nil, body)
+		if status != 200 {
+			t.Fatalf("%s from a profile that can pay: %d %s", body, status, raw)
+		}
+		calls := g.up.all()
+		sent := calls[len(calls)-1].Body
+		if got := gjson.GetBytes(sent, "max_tokens"); strings.Contains(body, `"max_tokens":3000`) && got.Int() != 3000 {
+			t.Fatalf("%s: the upstream got max_tokens %s", body, got.Raw)
+		}
+		g.checkMoney(t, richPID)
+
+		poor, poorPID := g.newProfile(t, fmt.Sprintf("poor-%d", i), "1")
+		n := len(g.up.all())
+		status, _, raw = g.postAs(t, poor, "/v1/chat/completions", nil, body)
+		if code, _, _ := envelope(t, raw); status != http.StatusPaymentRequired || code != "insufficient_balance" {
+			t.Fatalf("%s from a profile that can pay one token: %d %s, want 402 insufficient_balance", body, status, raw)
+		}
+		if got := len(g.up.all()); got != n {
+			t.Fatalf("%s: a refused request reached the upstream", body)
+		}
+		if b := g.checkMoney(t, poorPID); !b.Equal(decimal.NewFromInt(1)) {
+			t.Fatalf("%s: balance %s after a refusal", body, b)
+		}
+	}
+	if len(g.up.all()) == before {
+		t.Fatal("nothing reached the upstream")
+	}
+}
+
+// A body with a member name twice, in any object, on any JSON route, is 400
+// invalid_request_error with the request id echoed; nothing reaches the upstream and no money
+// moves. Each route first serves the same body without the duplicate.
+func TestADuplicateMemberIsRefusedOnEveryRoute(t *testing.T) {
+	t.Parallel()
+	g := startGen(t)
+	key, pid := g.newProfile(t, "dups", "100")
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	cases := []struct {
+		name, path, good, dup string
+	}{
+		{"chat stream_options twice", "/v1/chat/completions",
+			`{"model":"m-openai","stream":true,"stream_options":{"include_usage":true},` + msgs + `}`,
+			`{"model":"m-openai","stream":true,"stream_options":{"include_usage":true},"stream_options":{"include_usage":false},` + msgs + `}`},
+		{"chat model twice, escaped", "/v1/chat/completions",
+			`{"model":"m-openai",` + msgs + `}`,
+			`{"model":"m-openai","mod\u0065l":"m-anthropic",` + msgs + `}`},
+		{"chat a message's content twice", "/v1/chat/completions",
+			`{"model":"m-openai","messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"m-openai","messages":[{"role":"user","content":"hi","content":"again"}]}`},
+		{"completions max_tokens twice", "/v1/completions",
+			`{"model":"m-openai","prompt":"hi","max_tokens":5}`,
+			`{"model":"m-openai","prompt":"hi","max_tokens":5,"max_tokens":3000}`},
+		{"responses max_output_tokens twice", "/v1/responses",
+			`{"model":"m-openai","input":"hi","max_output_tokens":16}`,
+			`{"model":"m-openai","input":"hi","max_output_tokens":16,"max_output_tokens":3000}`},
+		{"messages stream twice", "/v1/messages",
+			`{"model":"m-anthropic","max_tokens":5,` + msgs + `}`,
+			`{"model":"m-anthropic","max_tokens":5,"stream":false,"stream":true,` + msgs + `}`},
+		{"messages count_tokens, a nested duplicate", "/v1/messages/count_tokens",
+			`{"model":"m-anthropic",` + msgs + `}`,
+			`{"model":"m-anthropic","messages":[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]}`},
+		{"content generation, generationConfig twice", "/v1beta/models/m-gemini:generateContent",
+			`{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":5}}`,
+			`{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":5},"generationConfig":{"maxOutputTokens":3000}}`},
+	}
+	charges := 0
+	for i, c := range cases {
+		status, _, raw := g.postAs(t, key, c.path, anthropicVersion, c.good)
+		if status != 200 {
+			t.Fatalf("%s without the duplicate: %d %s", c.name, status, raw)
+		}
+		if !strings.Contains(c.path, "count_tokens") {
+			charges++
+			g.settled(t, pid, charges)
+		}
+		n := len(g.up.all())
+		bal, _, _ := g.ledgerOf(t, pid)
+		id := "dup-" + string(rune('a'+i))
+		status, hdr, raw := g.postAs(t, key, c.path, map[string]string{"Anthropic-Version": "2023-06-01", "X-Request-Id": id}, c.dup)
+		code, msg, rid := envelope(t, raw)
+		if status != 400 || code != "invalid_request_error" || !strings.Contains(msg, "appears twice") {
+			t.Errorf("%s: %d %s, want 400 invalid_request_error naming the duplicate", c.name, status, raw)
+		}
+		if rid != id || hdr.Get("X-Request-Id") != id {
+			t.Errorf("%s: request id %q / %q, want %q echoed", c.name, rid, hdr.Get("X-Request-Id"), id)
+		}
+		if len(g.up.all()) != n {
+			t.Errorf("%s: the refused body reached the upstream", c.name)
+		}
+		if b := g.checkMoney(t, pid); !b.Equal(bal) {
+			t.Errorf("%s: balance %s, was %s", c.name, b, bal)
+		}
+	}
+}
