@@ -225,6 +225,8 @@ func chat(model string, rawBytes int, maxTokens *int64, stream bool) *corev1.Gen
 
 func ptr[T any](v T) *T { return &v }
 
+func withN(r *corev1.GenerateRequest, n int32) *corev1.GenerateRequest { r.N = &n; return r }
+
 // generate runs a Generate call to its end: the events, or the error.
 func generate(ctx context.Context, e *coreEnv, req *corev1.GenerateRequest) ([]*corev1.GenerateEvent, error) {
 	s, err := e.core.Generate(ctx, req)
@@ -265,6 +267,9 @@ func TestGenerationHoldIsTheWorstCase(t *testing.T) {
 		{"the model's output limit", chat("m-limited", 10000, nil, false), 10000/2 + 64, 100},
 		{"the request's limit under the model's", chat("m-limited", 10000, ptr[int64](7), false), 10000/2 + 64, 7},
 		{"the structured request when larger", big, int64(proto.Size(big)-100)/2 + 64, 8192},
+		// Each of n answers may reach the limit, and the upstream bills them all.
+		{"n answers of 5 tokens", withN(chat("m-a", 10000, ptr[int64](5), false), 3), 10000/2 + 64, 15},
+		{"n answers of the model's limit", withN(chat("m-limited", 10000, nil, false), 4), 10000/2 + 64, 400},
 	}
 	for _, c := range cases {
 		_, err := generate(as(key, ""), e, c.req)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"time"
 
@@ -164,15 +165,23 @@ func upstreamSize(req *corev1.GenerateRequest) int {
 }
 
 // outputLimit is the output side of a hold: the request's limit, else the model's, else the
-// default the translating adapters also send.
+// default the translating adapters also send; times the number of answers asked for (n,
+// candidateCount), each of which may reach the limit and all of which the upstream bills.
 func outputLimit(m *snapshot.Model, req *corev1.GenerateRequest) int64 {
+	limit := int64(billing.DefaultOutputTokens)
 	switch {
 	case req.MaxOutputTokens != nil:
-		return req.GetMaxOutputTokens()
+		limit = req.GetMaxOutputTokens()
 	case m.OutputTokenLimit != nil:
-		return int64(*m.OutputTokenLimit)
+		limit = int64(*m.OutputTokenLimit)
 	}
-	return billing.DefaultOutputTokens
+	if n := int64(req.GetN()); n > 1 {
+		if limit > math.MaxInt64/n {
+			return math.MaxInt64 // priced as more than any balance (billing.WorstCase)
+		}
+		limit *= n
+	}
+	return limit
 }
 
 // open tries the model's routes for the family in order and returns the first stream that
