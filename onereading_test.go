@@ -1,13 +1,23 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
 	"github.com/tidwall/gjson"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apistatus"
 )
 
 // Issue 30, one reading of a body: the simulator reads bodies as providers do (exact names,
@@ -120,5 +130,83 @@ func TestADuplicateMemberIsRefusedOnEveryRoute(t *testing.T) {
 		if b := g.checkMoney(t, pid); !b.Equal(bal) {
 			t.Errorf("%s: balance %s, was %s", c.name, b, bal)
 		}
+	}
+}
+
+// The gRPC listener's callers build the canonical request themselves: the raw body (what an
+// upstream of the client's protocol reads) must say what the fields core decides on say.
+// One raw body asks for 3,000 tokens while the fields hold for one: refused before the
+// upstream. The same request with agreeing fields is served and charged.
+func TestGRPCRawBodyMustAgreeWithItsFields(t *testing.T) {
+	t.Parallel()
+	g := startGen(t)
+	key, pid := g.newProfile(t, "grpc-raw", "10")
+	conn, err := grpc.NewClient(g.g.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := corev1.NewCoreServiceClient(conn)
+	gen := func(id string, req *corev1.GenerateRequest) (int, error) {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key, "x-request-id", id)
+		s, err := client.Generate(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for {
+			ev, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			if err != nil {
+				return n, err
+			}
+			if ev.GetError() != nil {
+				return n, fmt.Errorf("%s", ev.GetError().GetMessage())
+			}
+			n++
+		}
+	}
+	chat := func(raw string, limit int64, stream bool) *corev1.GenerateRequest {
+		return &corev1.GenerateRequest{EndpointFamily: "chat.completions", Protocol: corev1.Protocol_PROTOCOL_CHAT_COMPLETIONS,
+			Model: "m-money", Stream: stream, RawBody: []byte(raw), MaxOutputTokens: &limit,
+			Messages: []*corev1.Message{{Role: corev1.Role_ROLE_USER, Parts: []*corev1.Part{{Kind: &corev1.Part_Text{Text: "hi"}}}}}}
+	}
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	if n, err := gen("grpc-ok", chat(`{"model":"m-money","max_tokens":12,`+msgs+`}`, 12, false)); err != nil || n == 0 {
+		t.Fatalf("agreeing raw body and fields: %d events, %v", n, err)
+	}
+	g.settled(t, pid, 1)
+	before := len(g.up.all())
+	bal := g.checkMoney(t, pid)
+	for i, c := range []struct {
+		name   string
+		req    *corev1.GenerateRequest
+		reason string
+	}{
+		{"a larger limit in the raw body", chat(`{"model":"m-money","max_tokens":3000,`+msgs+`}`, 1, false), "max_completion_tokens"},
+		{"a limit only in the raw body", chat(`{"model":"m-money","max_completion_tokens":3000,`+msgs+`}`, 1, false), "max_completion_tokens"},
+		{"another model in the raw body", chat(`{"model":"m-openai","max_tokens":1,`+msgs+`}`, 1, false), "model"},
+		{"a stream in the raw body only", chat(`{"model":"m-money","max_tokens":1,"stream":true,`+msgs+`}`, 1, false), "stream"},
+		{"n in the raw body only", chat(`{"model":"m-money","max_tokens":1,"n":8,`+msgs+`}`, 1, false), "n"},
+		{"a duplicate in the raw body", chat(`{"model":"m-money","max_tokens":1,"max_tokens":3000,`+msgs+`}`, 1, false), "appears twice"},
+	} {
+		_, err := gen(fmt.Sprintf("grpc-bad-%d", i), c.req)
+		if ae := apistatus.FromError(err); ae.Code != "invalid_request_error" || !strings.Contains(ae.Message, c.reason) {
+			t.Errorf("%s: %v, want invalid_request_error naming %s", c.name, err, c.reason)
+		}
+	}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key)
+	_, err = client.CountTokens(ctx, &corev1.CountTokensRequest{Request: &corev1.GenerateRequest{EndpointFamily: "messages.count_tokens",
+		Protocol: corev1.Protocol_PROTOCOL_MESSAGES, Model: "m-anthropic", RawBody: []byte(`{"model":"m-anthropic","model":"m-money",` + msgs + `}`)}})
+	if ae := apistatus.FromError(err); ae.Code != "invalid_request_error" {
+		t.Errorf("count with a duplicate model: %v", err)
+	}
+	if len(g.up.all()) != before {
+		t.Error("a refused request reached the upstream")
+	}
+	if b := g.checkMoney(t, pid); !b.Equal(bal) {
+		t.Errorf("balance %s after refusals, was %s", b, bal)
 	}
 }

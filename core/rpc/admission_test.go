@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -213,9 +214,17 @@ func TestGetBalanceLessWhatIsHeld(t *testing.T) {
 	}
 }
 
-// chat is a chat-completions request of the model with a raw body of rawBytes bytes.
+// chat is a chat-completions request of the model with a raw body of rawBytes bytes that says
+// what its fields say (the listener checks that they agree: external.go).
 func chat(model string, rawBytes int, maxTokens *int64, stream bool) *corev1.GenerateRequest {
-	head := `{"model":"` + model + `","messages":[{"role":"user","content":"hi`
+	head := `{"model":"` + model + `",`
+	if maxTokens != nil {
+		head += fmt.Sprintf(`"max_tokens":%d,`, *maxTokens)
+	}
+	if stream {
+		head += `"stream":true,`
+	}
+	head += `"messages":[{"role":"user","content":"hi`
 	tail := `"}]}`
 	raw := head + strings.Repeat(" ", max(0, rawBytes-len(head)-len(tail))) + tail
 	return &corev1.GenerateRequest{EndpointFamily: "chat.completions", Protocol: corev1.Protocol_PROTOCOL_CHAT_COMPLETIONS,
@@ -225,7 +234,16 @@ func chat(model string, rawBytes int, maxTokens *int64, stream bool) *corev1.Gen
 
 func ptr[T any](v T) *T { return &v }
 
-func withN(r *corev1.GenerateRequest, n int32) *corev1.GenerateRequest { r.N = &n; return r }
+// withN asks for n answers, in the fields and the raw body alike; the body keeps its size
+// (the padding of its content gives way).
+func withN(r *corev1.GenerateRequest, n int32) *corev1.GenerateRequest {
+	r.N = &n
+	field := fmt.Sprintf(`"n":%d,`, n)
+	body := strings.TrimSuffix(string(r.RawBody), `"}]}`)
+	body = body[:len(body)-len(field)]
+	r.RawBody = []byte(`{` + field + body[1:] + `"}]}`)
+	return r
+}
 
 // generate runs a Generate call to its end: the events, or the error.
 func generate(ctx context.Context, e *coreEnv, req *corev1.GenerateRequest) ([]*corev1.GenerateEvent, error) {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/apistatus"
 	"modelgateway/core/wire/callmd"
 )
 
@@ -91,10 +92,15 @@ func untrusted(ctx context.Context) context.Context {
 
 // ExternalUnary is the first interceptor of the gRPC listener: see untrusted.
 func ExternalUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	return handler(untrusted(ctx), req)
+	ctx = untrusted(ctx)
+	if e := checkExternal(req); e != nil { // external.go
+		return nil, apistatus.ToStatus(e, RequestID(ctx))
+	}
+	return handler(ctx, req)
 }
 
-// ExternalStream is ExternalUnary for streaming RPCs.
+// ExternalStream is ExternalUnary for streaming RPCs: its messages are checked as they are
+// read (externalStream.RecvMsg).
 func ExternalStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	return handler(srv, &externalStream{ServerStream: ss, ctx: untrusted(ss.Context())})
 }
