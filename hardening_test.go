@@ -263,6 +263,33 @@ func TestRequestFramingAnswers(t *testing.T) {
 	}
 }
 
+// A wrong admin token is answered from the headers: its body, up to the admin limit, is never
+// waited for, read or decoded, while the right token's body is.
+func TestAdminWrongTokenIsRefusedBeforeItsBody(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	head := func(token string) string {
+		return "POST /admin/v1/profiles HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer " + token +
+			"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+	}
+	// The right token: the gateway waits for the body (no answer while it is missing)...
+	c, br := rawRequest(t, e.g.HTTPAddr, head(adminToken))
+	if resp, body := readAnswerOrNil(c, br, 500*time.Millisecond); resp != nil {
+		t.Fatalf("right token, body not sent: answered %d %s before the body", resp.StatusCode, body)
+	}
+	// ...and a wrong one is refused at once, the body never sent.
+	for _, token := range []string{"wrong", adminToken + "x"} {
+		c, br := rawRequest(t, e.g.HTTPAddr, head(token))
+		resp, body := readAnswer(t, c, br, 5*time.Second)
+		if resp.StatusCode != 401 {
+			t.Fatalf("wrong token %q, body not sent: %d %s, want 401 at once", token, resp.StatusCode, body)
+		}
+		if code, _, _ := envelope(t, body); code != "invalid_admin_token" {
+			t.Fatalf("wrong token %q: code %s, want invalid_admin_token", token, code)
+		}
+	}
+}
+
 // Issue 16, finding 7: the admin API on a listener of its own, the bearer scheme in any case,
 // and failed authentications limited per address without ever refusing the right token.
 func TestAdminListenerAndAuthentication(t *testing.T) {

@@ -38,13 +38,20 @@ func (s *Server) AdminHandler() http.Handler {
 	})
 }
 
-// serveAdmin runs an admin route. The token is compared by core's admin service (rpc.AdminAuth),
-// whatever this client's failures so far: the right token always passes, even from an
-// address a guesser shares with the operator behind an ingress. Only a wrong token is
-// counted against the client's address (throttleAdminFailure).
+// serveAdmin runs an admin route. The token is compared first (Config.AdminTokenOK, then
+// again by core's admin service, rpc.AdminAuth), whatever this client's failures so far: the
+// right token always passes, even from an address a guesser shares with the operator behind
+// an ingress. Only a wrong token is counted against the client's address
+// (throttleAdminFailure).
 func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if s.adminMux == nil {
 		relay.WriteError(w, r, apierror.New(apierror.NotFound, "the admin API is disabled: GATEWAY_ADMIN_TOKEN is not set"))
+		return
+	}
+	// A wrong token costs no body: up to maxAdminBody would otherwise be read and decoded for
+	// every attempt, throttled or not, before core's check refuses it.
+	if ok := s.cfg.AdminTokenOK; ok != nil && !ok(bearerToken(r)) {
+		relay.WriteError(w, r, s.throttleAdminFailure(r, apierror.New(apierror.InvalidAdminToken, "the admin token is missing or wrong")))
 		return
 	}
 	if r.ContentLength > maxAdminBody {
@@ -73,6 +80,16 @@ func (s *Server) throttleAdminFailure(r *http.Request, e *apierror.Error) *apier
 			Message: "too many failed admin authentications from this address; retry later"}
 	}
 	return e
+}
+
+// bearerToken is the request's bearer token; the scheme is case-insensitive (RFC 7235), as
+// core reads it (rpc's bearer).
+func bearerToken(r *http.Request) string {
+	v := r.Header.Get("Authorization")
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
 }
 
 func clientHost(addr string) string {
