@@ -67,3 +67,41 @@ func TestUnsetProviderKeysAreWarnedAbout(t *testing.T) {
 		t.Errorf("start-up log does not warn about exactly the unset key:\n%s", out)
 	}
 }
+
+// A catalogue may not name one of the gateway's own variables as a provider's key: its value
+// would be sent to the provider's base_url. The whole document is refused with 400 naming
+// the provider and the variable, never the value, and nothing of it is applied.
+func TestCatalogNamingAGatewayVariableIsRefused(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) {
+		c.Env = func(name string) string {
+			return map[string]string{"HAVE_KEY": "sk-real", "GATEWAY_ADMIN_TOKEN": adminToken}[name]
+		}
+	})
+	doc := func(keyEnv, model string) string {
+		return `{"families":[{"id":"f"}],"providers":[
+		  {"id":"up","kind":"openai","base_url":"http://127.0.0.1:1/v1","api_key_env":"` + keyEnv + `"}],
+		  "models":[{"id":"` + model + `","family":"f","routes":[{"endpoint_families":["chat.completions"],"provider":"up"}]}]}`
+	}
+	// The same document with a provider's own variable is applied.
+	e.admin("POST", "/admin/v1/catalog:apply", doc("HAVE_KEY", "m1"))
+
+	for _, name := range []string{"GATEWAY_ADMIN_TOKEN", "DATABASE_URL", "PGPASSWORD", "TELEGRAM_BOT_TOKEN"} {
+		status, _, out := e.do("POST", "/admin/v1/catalog:apply", map[string]string{"Authorization": "Bearer " + adminToken}, doc(name, "m2"))
+		errObj, _ := out["error"].(map[string]any)
+		msg, _ := errObj["message"].(string)
+		if status != 400 || code(out) != "invalid_request_error" || !strings.Contains(msg, name) || !strings.Contains(msg, `"up"`) {
+			t.Fatalf("api_key_env %s: %d %v, want 400 invalid_request_error naming up and %s", name, status, out, name)
+		}
+		if strings.Contains(msg, adminToken) {
+			t.Fatalf("the refusal shows the admin token's value: %q", msg)
+		}
+	}
+	cat, err := e.g.Store.LoadCatalog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Providers) != 1 || cat.Providers[0].APIKeyEnv != "HAVE_KEY" || len(cat.Models) != 1 || cat.Models[0].ID != "m1" {
+		t.Fatalf("after the refusals the catalogue holds %+v and %d models, want only the first document", cat.Providers, len(cat.Models))
+	}
+}

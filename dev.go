@@ -123,7 +123,7 @@ func cmdDev(ctx context.Context, args []string) error {
 }
 
 // demoKeyEnv is the api_key_env of the demo catalogue's providers.
-const demoKeyEnv = "GATEWAY_SIMULATOR_KEY"
+const demoKeyEnv = simulator.KeyEnv
 
 // demoRates are made-up FX rates (units per 1 RUB, the demo billing currency), so that
 // /v1/catalog?currency=USD shows prices on `make run`; stamped now on every run.

@@ -263,8 +263,35 @@ func TestRequestFramingAnswers(t *testing.T) {
 	}
 }
 
+// A wrong admin token is answered from the headers: its body, up to the admin limit, is never
+// waited for, read or decoded, while the right token's body is.
+func TestAdminWrongTokenIsRefusedBeforeItsBody(t *testing.T) {
+	t.Parallel()
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	head := func(token string) string {
+		return "POST /admin/v1/profiles HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer " + token +
+			"\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+	}
+	// The right token: the gateway waits for the body (no answer while it is missing)...
+	c, br := rawRequest(t, e.g.HTTPAddr, head(adminToken))
+	if resp, body := readAnswerOrNil(c, br, 500*time.Millisecond); resp != nil {
+		t.Fatalf("right token, body not sent: answered %d %s before the body", resp.StatusCode, body)
+	}
+	// ...and a wrong one is refused at once, the body never sent.
+	for _, token := range []string{"wrong", adminToken + "x"} {
+		c, br := rawRequest(t, e.g.HTTPAddr, head(token))
+		resp, body := readAnswer(t, c, br, 5*time.Second)
+		if resp.StatusCode != 401 {
+			t.Fatalf("wrong token %q, body not sent: %d %s, want 401 at once", token, resp.StatusCode, body)
+		}
+		if code, _, _ := envelope(t, body); code != "invalid_admin_token" {
+			t.Fatalf("wrong token %q: code %s, want invalid_admin_token", token, code)
+		}
+	}
+}
+
 // Issue 16, finding 7: the admin API on a listener of its own, the bearer scheme in any case,
-// and failed authentications limited per address.
+// and failed authentications limited per address without ever refusing the right token.
 func TestAdminListenerAndAuthentication(t *testing.T) {
 	t.Parallel()
 	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) { c.AdminHTTPAddr = "127.0.0.1:0" })
@@ -282,16 +309,26 @@ func TestAdminListenerAndAuthentication(t *testing.T) {
 	if status, _, _ := admin.do("GET", "/v1/models", bearer("x"), ""); status != 404 {
 		t.Fatalf("client route on the admin listener: %d, want 404", status)
 	}
-	// Ten wrong tokens are answered 401; the eleventh attempt from the address is refused
-	// before its token is looked at, even the right one.
+	// Ten wrong tokens are answered 401 and the eleventh 429; the right token from the same
+	// address still passes at once (issue 30: behind an ingress every client has one
+	// address, and a guesser must not lock the operator out), and wrong ones stay throttled.
+	profile := "/admin/v1/profiles/" + body["id"].(string)
 	for i := range 10 {
-		if status, _, body := admin.do("GET", "/admin/v1/profiles/"+body["id"].(string), bearer(fmt.Sprint("wrong-", i)), ""); status != 401 {
+		if status, _, body := admin.do("GET", profile, bearer(fmt.Sprint("wrong-", i)), ""); status != 401 {
 			t.Fatalf("wrong token %d: %d %v", i, status, body)
 		}
 	}
-	status, hdr, out := admin.do("GET", "/admin/v1/profiles/"+body["id"].(string), bearer(adminToken), "")
+	status, hdr, out := admin.do("GET", profile, bearer("wrong-10"), "")
 	if status != 429 || code(out) != "rate_limited" || hdr.Get("Retry-After") == "" {
-		t.Fatalf("after ten failures: %d %v retry-after %q, want 429 rate_limited", status, out, hdr.Get("Retry-After"))
+		t.Fatalf("eleventh wrong token: %d %v retry-after %q, want 429 rate_limited", status, out, hdr.Get("Retry-After"))
+	}
+	for i := range 3 {
+		if status, _, out := admin.do("GET", profile, bearer(adminToken), ""); status != 200 || out["id"] != body["id"] {
+			t.Fatalf("right token after the failures (%d): %d %v, want 200", i, status, out)
+		}
+	}
+	if status, _, out := admin.do("GET", profile, nil, ""); status != 429 || code(out) != "rate_limited" {
+		t.Fatalf("no token after the right one: %d %v, want still 429 rate_limited", status, out)
 	}
 
 	// The gRPC listener limits its callers the same way, by their address.
@@ -314,7 +351,13 @@ func TestAdminListenerAndAuthentication(t *testing.T) {
 			t.Fatalf("gRPC wrong token %d: %v", i, e)
 		}
 	}
-	if e := apistatus.FromError(get(adminToken)); e.Code != "rate_limited" || e.RetryAfter < 1 {
-		t.Fatalf("gRPC after ten failures: %+v, want rate_limited", e)
+	if e := apistatus.FromError(get("wrong-10")); e.Code != "rate_limited" || e.RetryAfter < 1 {
+		t.Fatalf("gRPC eleventh wrong token: %+v, want rate_limited", e)
+	}
+	if err := get(adminToken); err != nil {
+		t.Fatalf("gRPC right token after the failures: %v", err)
+	}
+	if e := apistatus.FromError(get("wrong-11")); e.Code != "rate_limited" {
+		t.Fatalf("gRPC wrong token after the right one: %+v, want still rate_limited", e)
 	}
 }

@@ -270,6 +270,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	}
 	if cfg.AdminToken != "" {
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)
+		fcfg.AdminTokenOK = func(token string) bool { return rpc.AdminTokenMatches(token, cfg.AdminToken) }
 	}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	closers = append(closers, stop)

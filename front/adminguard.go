@@ -38,16 +38,20 @@ func (s *Server) AdminHandler() http.Handler {
 	})
 }
 
-// serveAdmin runs an admin route behind the failed-authentication limit of its client.
+// serveAdmin runs an admin route. The token is compared first (Config.AdminTokenOK, then
+// again by core's admin service, rpc.AdminAuth), whatever this client's failures so far: the
+// right token always passes, even from an address a guesser shares with the operator behind
+// an ingress. Only a wrong token is counted against the client's address
+// (throttleAdminFailure).
 func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if s.adminMux == nil {
 		relay.WriteError(w, r, apierror.New(apierror.NotFound, "the admin API is disabled: GATEWAY_ADMIN_TOKEN is not set"))
 		return
 	}
-	src := clientHost(r.RemoteAddr)
-	if wait := s.adminFailures.wait(src, time.Now()); wait > 0 {
-		relay.WriteError(w, r, &apierror.Error{Code: apierror.RateLimited, RetryAfter: int(math.Ceil(wait.Seconds())),
-			Message: "too many failed admin authentications from this address; retry later"})
+	// A wrong token costs no body: up to maxAdminBody would otherwise be read and decoded for
+	// every attempt, throttled or not, before core's check refuses it.
+	if ok := s.cfg.AdminTokenOK; ok != nil && !ok(bearerToken(r)) {
+		relay.WriteError(w, r, s.throttleAdminFailure(r, apierror.New(apierror.InvalidAdminToken, "the admin token is missing or wrong")))
 		return
 	}
 	if r.ContentLength > maxAdminBody {
@@ -61,11 +65,31 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rec := &statusRecorder{ResponseWriter: w}
-	s.adminMux.ServeHTTP(rec, r)
-	if rec.status == http.StatusUnauthorized {
-		s.adminFailures.fail(src, time.Now())
+	s.adminMux.ServeHTTP(w, r)
+}
+
+// throttleAdminFailure is the admin mux's error mapping: a wrong or missing token counts
+// against the client's address, and past the address's burst it is answered 429 with
+// Retry-After instead of 401.
+func (s *Server) throttleAdminFailure(r *http.Request, e *apierror.Error) *apierror.Error {
+	if e.Code != apierror.InvalidAdminToken {
+		return e
 	}
+	if wait := s.adminFailures.fail(clientHost(r.RemoteAddr), time.Now()); wait > 0 {
+		return &apierror.Error{Code: apierror.RateLimited, RetryAfter: int(math.Ceil(wait.Seconds())),
+			Message: "too many failed admin authentications from this address; retry later"}
+	}
+	return e
+}
+
+// bearerToken is the request's bearer token; the scheme is case-insensitive (RFC 7235), as
+// core reads it (rpc's bearer).
+func bearerToken(r *http.Request) string {
+	v := r.Header.Get("Authorization")
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
 }
 
 func clientHost(addr string) string {
@@ -75,24 +99,10 @@ func clientHost(addr string) string {
 	return addr
 }
 
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
 // failureLimiter is a token bucket of failed authentications per client address: Burst
-// failures at once, then one more every Every. While a client's bucket is empty its attempts
-// are refused before the token is compared, so guessing runs at one try per Every at best;
-// other addresses, the operator's among them, are unaffected.
+// failures at once, then one more every Every. It decides only how a wrong token is answered
+// (401 within the burst, 429 past it); a right token is never refused, so what stops a
+// guesser is the token's length.
 type failureLimiter struct {
 	Burst float64
 	Every time.Duration
@@ -116,23 +126,9 @@ func (l *failureLimiter) refill(b *failBucket, now time.Time) {
 	b.at = now
 }
 
-// wait is how long src must wait before its next attempt; 0: go ahead.
-func (l *failureLimiter) wait(src string, now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.m[src]
-	if b == nil {
-		return 0
-	}
-	l.refill(b, now)
-	if b.tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1 - b.tokens) * float64(l.Every))
-}
-
-// fail spends one of src's tokens.
-func (l *failureLimiter) fail(src string, now time.Time) {
+// fail records a failure of src: 0 while src is within its burst, else how long until its
+// bucket has a token again.
+func (l *failureLimiter) fail(src string, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
@@ -150,6 +146,9 @@ func (l *failureLimiter) fail(src string, now time.Time) {
 		b = &failBucket{tokens: l.Burst, at: now}
 		l.m[src] = b
 	}
-	l.refill(b, now)
-	b.tokens = max(0, b.tokens-1)
+	if l.refill(b, now); b.tokens >= 1 {
+		b.tokens--
+		return 0
+	}
+	return time.Duration((1 - b.tokens) * float64(l.Every))
 }

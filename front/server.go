@@ -38,6 +38,10 @@ type Config struct {
 	Realtime realtime.SessionFunc
 	Catalog  catalogv1.CatalogServiceClient
 	Admin    adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
+	// AdminTokenOK checks a presented admin token (rpc.AdminTokenMatches against the configured
+	// one), so that a wrong one is answered before its body is read; nil leaves the check to
+	// core's admin service alone.
+	AdminTokenOK func(token string) bool
 	// Ready reports whether the process can serve (migrations run, snapshot loaded, database up).
 	Ready func(context.Context) error
 	Log   *slog.Logger
@@ -79,7 +83,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.limits = cfg.Limits.withDefaults()
 	s.adminFailures = &failureLimiter{Burst: adminFailureBurst, Every: adminFailureEvery}
 	s.budget = &relay.Budget{Total: s.limits.BodyBudget, PerKey: s.limits.KeyBodyBudget}
-	s.coreMux = newGatewayMux()
+	s.coreMux = newGatewayMux(nil)
 	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
 		return nil, err
 	}
@@ -87,7 +91,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cfg.Admin != nil {
-		s.adminMux = newGatewayMux()
+		s.adminMux = newGatewayMux(s.throttleAdminFailure)
 		if err := adminv1.RegisterAdminServiceHandlerClient(ctx, s.adminMux, cfg.Admin); err != nil {
 			return nil, err
 		}
@@ -95,7 +99,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func newGatewayMux() *runtime.ServeMux {
+// newGatewayMux builds a grpc-gateway mux; mapErr, when set, may replace the error a call
+// returned before it is written.
+func newGatewayMux(mapErr func(*http.Request, *apierror.Error) *apierror.Error) *runtime.ServeMux {
 	return runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
@@ -109,7 +115,11 @@ func newGatewayMux() *runtime.ServeMux {
 			return "", false
 		}),
 		runtime.WithErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-			relay.WriteError(w, r, apistatus.FromError(err))
+			e := apistatus.FromError(err)
+			if mapErr != nil {
+				e = mapErr(r, e)
+			}
+			relay.WriteError(w, r, e)
 		}),
 		runtime.WithRoutingErrorHandler(func(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, status int) {
 			if status == http.StatusMethodNotAllowed {

@@ -295,6 +295,14 @@ func TestParseRejects(t *testing.T) {
 			[]string{`providers[0].api_key_env: is required (the name of the environment variable holding the key)`}},
 		{"api_key_env must be an environment variable name", `providers: [{id: p, kind: openai, base_url: "https://h/v1", api_key_env: sk-123}]`,
 			[]string{`providers[0].api_key_env: "sk-123" is not an environment variable name`}},
+		{"api_key_env must not name the gateway's admin token", `providers: [{id: evil, kind: openai, base_url: "https://h/v1", api_key_env: GATEWAY_ADMIN_TOKEN}]`,
+			[]string{`providers[0].api_key_env: "GATEWAY_ADMIN_TOKEN" of provider "evil" is a variable the gateway itself reads (GATEWAY_*), and its value would be sent to the provider; name a variable that holds only this provider's key`}},
+		{"api_key_env must not name the database URL", `providers: [{id: p, kind: anthropic, base_url: "https://h", api_key_env: DATABASE_URL}]`,
+			[]string{`providers[0].api_key_env: "DATABASE_URL" of provider "p" is a variable the gateway itself reads (DATABASE_URL), and its value would be sent to the provider; name a variable that holds only this provider's key`}},
+		{"api_key_env must not name a libpq variable, in any case", `providers: [{id: p, kind: gemini, base_url: "https://h", api_key_env: pgpassword}]`,
+			[]string{`providers[0].api_key_env: "pgpassword" of provider "p" is a variable the gateway itself reads (PG*), and its value would be sent to the provider; name a variable that holds only this provider's key`}},
+		{"api_key_env must not name a gateway variable even for the simulator", `providers: [{id: p, kind: simulator, api_key_env: TELEGRAM_BOT_TOKEN}]`,
+			[]string{`providers[0].api_key_env: "TELEGRAM_BOT_TOKEN" of provider "p" is a variable the gateway itself reads (TELEGRAM_*), and its value would be sent to the provider; name a variable that holds only this provider's key`}},
 		{"a timeout must be a Go duration", "providers: [" + provider + `, timeout: {first_byte: 60}}]`,
 			[]string{`providers[0].timeout.first_byte: "60" is not a duration (write it like "60s")`}},
 		{"a timeout must be positive", "providers: [" + provider + `, timeout: {idle: 0s}}]`,
@@ -633,5 +641,70 @@ func TestIsCountTokensFamily(t *testing.T) {
 	}
 	if IsEndpointFamily("*") || !IsEndpointFamily("realtime") {
 		t.Error("IsEndpointFamily disagrees with EndpointFamilies")
+	}
+}
+
+// A provider's key is sent to the base_url the catalogue names, so a variable the gateway
+// reads for itself must never be one: its value would leave with every request.
+func TestGatewayEnvRefusesTheGatewaysOwnVariablesOnly(t *testing.T) {
+	tests := []struct {
+		name string
+		own  bool
+		rule string
+	}{
+		{"GATEWAY_ADMIN_TOKEN", true, "GATEWAY_*"},
+		{"GATEWAY_DATABASE_URL", true, "GATEWAY_*"},
+		{"GATEWAY_BOT_TOKEN", true, "GATEWAY_*"},
+		{"GATEWAY_SIMULATOR_KEY", true, "GATEWAY_*"},
+		{"gateway_admin_token", true, "GATEWAY_*"},
+		{"DATABASE_URL", true, "DATABASE_URL"},
+		{"TEST_DATABASE_URL", true, "TEST_DATABASE_URL"},
+		{"PGPASSWORD", true, "PG*"},
+		{"PGSSLKEY", true, "PG*"},
+		{"TELEGRAM_BOT_TOKEN", true, "TELEGRAM_*"},
+		{"TELEGRAM_PAYMENT_PROVIDER_TOKEN", true, "TELEGRAM_*"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", true, "OTEL_*"},
+		{"PATH", true, "PATH"},
+		{"HOME", true, "HOME"},
+		{"HTTPS_PROXY", true, "HTTPS_PROXY"},
+		{"http_proxy", true, "HTTP_PROXY"},
+		{"GODEBUG", true, "GODEBUG"},
+
+		{"OPENAI_API_KEY", false, ""},
+		{"ANTHROPIC_API_KEY", false, ""},
+		{"GOOGLE_API_KEY", false, ""}, // GO... is not the Go runtime's
+		{"GEMINI_API_KEY", false, ""},
+		{"SIMULATOR_API_KEY", false, ""},
+		{"BENCH_UPSTREAM_KEY", false, ""},
+		{"MY_GATEWAY_KEY", false, ""}, // the prefix, not a substring
+		{"PATH_KEY", false, ""},
+		{"HOMEGROWN_KEY", false, ""},
+		{"K", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rule, own := GatewayEnv(tt.name)
+			if own != tt.own || rule != tt.rule {
+				t.Errorf("GatewayEnv(%q) = %q, %v; want %q, %v", tt.name, rule, own, tt.rule, tt.own)
+			}
+			doc := `providers: [{id: p, kind: openai, base_url: "https://h/v1", api_key_env: ` + tt.name + `}]`
+			_, err := Parse([]byte(doc))
+			if (err != nil) != tt.own {
+				t.Errorf("Parse with api_key_env %s: %v, want refused %v", tt.name, err, tt.own)
+			}
+		})
+	}
+}
+
+// The refusal names the variable, never its value: the value is the secret it protects.
+func TestGatewayEnvRefusalNeverShowsTheValue(t *testing.T) {
+	const secret = "adm-0123456789abcdef-secret"
+	t.Setenv("GATEWAY_ADMIN_TOKEN", secret)
+	_, err := Parse([]byte(`providers: [{id: p, kind: openai, base_url: "https://h/v1", api_key_env: GATEWAY_ADMIN_TOKEN}]`))
+	if err == nil {
+		t.Fatal("Parse accepted GATEWAY_ADMIN_TOKEN as api_key_env")
+	}
+	if msg := err.Error(); strings.Contains(msg, secret) || !strings.Contains(msg, "GATEWAY_ADMIN_TOKEN") || !strings.Contains(msg, `"p"`) {
+		t.Errorf("error %q: want the variable and the provider named, and not its value", msg)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/catalog"
 	"modelgateway/core/provider"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
@@ -46,7 +47,9 @@ func Upstream(m *snapshot.Model, p *store.Provider, route *store.Route, env func
 		PublicModel: m.ID, UpstreamModel: route.UpstreamModel, BaseURL: p.BaseURL,
 		Timeouts: provider.Timeouts{FirstByte: p.FirstByteTimeout, Idle: p.IdleTimeout},
 	}
-	if p.APIKeyEnv != "" {
+	// A catalogue stored before catalog.GatewayEnv was enforced may still name one of the
+	// gateway's own variables; its value must not leave for the provider's address.
+	if _, own := catalog.GatewayEnv(p.APIKeyEnv); p.APIKeyEnv != "" && !own {
 		if env == nil {
 			env = os.Getenv
 		}

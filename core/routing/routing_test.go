@@ -60,6 +60,30 @@ func TestUpstreamTakesTheCredentialFromTheEnvironmentAndDefaultsTheModelName(t *
 	}
 }
 
+// A provider stored before the catalogue refused the gateway's own variables may still name
+// one; its value must not be sent, while a provider's own variable still is.
+func TestUpstreamNeverSendsAGatewayVariable(t *testing.T) {
+	t.Parallel()
+	m := &snapshot.Model{Model: store.Model{ID: "m"}}
+	env := func(name string) string {
+		return map[string]string{"OPENAI_API_KEY": "sk-provider", "GATEWAY_ADMIN_TOKEN": "adm-secret", "DATABASE_URL": "postgres://u:pw@db/gw"}[name]
+	}
+	tests := []struct{ env, want string }{
+		{"OPENAI_API_KEY", "sk-provider"},
+		{"GATEWAY_ADMIN_TOKEN", ""},
+		{"DATABASE_URL", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Parallel()
+			u := Upstream(m, &store.Provider{BaseURL: "http://up", APIKeyEnv: tc.env}, &store.Route{}, env)
+			if u.APIKey != tc.want {
+				t.Errorf("APIKey from %s = %q, want %q", tc.env, u.APIKey, tc.want)
+			}
+		})
+	}
+}
+
 func TestCallPrefersTheModelsOutputLimit(t *testing.T) {
 	t.Parallel()
 	limit := int32(77)

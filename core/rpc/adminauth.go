@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"math"
 	"net"
@@ -17,29 +18,45 @@ import (
 	"modelgateway/core/wire/apierror"
 )
 
-// AdminAuth guards the admin service with the operator token, compared in constant time.
-// Callers over the gRPC socket are limited in their failed attempts per address (the HTTP
-// front limits its own clients the same way, by their address, before calling in process).
+// AdminAuth guards the admin service with the operator token. The right token always passes,
+// whatever failed before from any address: behind an ingress every client shares one
+// address, and a guesser there must not lock the operator out. Wrong tokens from a gRPC
+// socket are throttled per address (the HTTP front throttles its clients the same way, by
+// their address, when the in-process call comes back unauthenticated): past the burst they
+// are answered 429 with Retry-After instead of 401. Since the right token is compared even
+// then, what stops guessing is the token's length, not the throttle.
 func AdminAuth(token string) grpc.UnaryServerInterceptor {
-	want := []byte(token)
 	failures := &adminFailures{}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if !strings.HasPrefix(info.FullMethod, "/"+adminv1.AdminService_ServiceDesc.ServiceName+"/") {
 			return handler(ctx, req)
 		}
-		src := socketPeer(ctx)
-		if wait := failures.wait(src, time.Now()); wait > 0 {
-			return nil, &apierror.Error{Code: apierror.RateLimited, RetryAfter: int(math.Ceil(wait.Seconds())),
-				Message: "too many failed admin authentications from this address; retry later"}
-		}
 		// The scheme is case-insensitive (RFC 7235); bearer() reads it so.
-		got := []byte(bearer(ctx))
-		if len(got) == 0 || subtle.ConstantTimeCompare(got, want) != 1 {
-			failures.fail(src, time.Now())
-			return nil, apierror.New(apierror.InvalidAdminToken, "the admin token is missing or wrong")
+		if AdminTokenMatches(bearer(ctx), token) {
+			return handler(ctx, req)
 		}
-		return handler(ctx, req)
+		if wait := failures.fail(socketPeer(ctx), time.Now()); wait > 0 {
+			return nil, AdminThrottled(wait)
+		}
+		return nil, apierror.New(apierror.InvalidAdminToken, "the admin token is missing or wrong")
 	}
+}
+
+// AdminTokenMatches compares a presented admin token with the configured one in time that
+// depends on neither: both are hashed first, because subtle.ConstantTimeCompare returns at
+// once on a length mismatch and would tell a guesser the token's length.
+func AdminTokenMatches(got, want string) bool {
+	if got == "" || want == "" {
+		return false
+	}
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// AdminThrottled is the answer to a wrong admin token from an address past its burst.
+func AdminThrottled(wait time.Duration) *apierror.Error {
+	return &apierror.Error{Code: apierror.RateLimited, RetryAfter: int(math.Ceil(wait.Seconds())),
+		Message: "too many failed admin authentications from this address; retry later"}
 }
 
 // socketPeer is the IP of a caller over a network socket; "" for the in-process front.
@@ -55,7 +72,7 @@ func socketPeer(ctx context.Context) string {
 }
 
 // adminFailures is a token bucket of failed attempts per address: 10 at once, then one
-// every 6 s; while empty, attempts are refused before the token is compared.
+// every 6 s. It only decides how a wrong token is answered; it never stops a right one.
 type adminFailures struct {
 	mu sync.Mutex
 	m  map[string]*failureBucket
@@ -76,25 +93,12 @@ func (b *failureBucket) refill(now time.Time) {
 	b.at = now
 }
 
-func (f *adminFailures) wait(src string, now time.Time) time.Duration {
+// fail records a failed attempt from src and returns 0 while src is within its burst, else
+// how long until its bucket has a token again. The in-process front (src "") is not counted
+// here: it counts its own clients by their address.
+func (f *adminFailures) fail(src string, now time.Time) time.Duration {
 	if src == "" {
 		return 0
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	b := f.m[src]
-	if b == nil {
-		return 0
-	}
-	if b.refill(now); b.tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1 - b.tokens) * float64(adminFailureEvery))
-}
-
-func (f *adminFailures) fail(src string, now time.Time) {
-	if src == "" {
-		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -113,6 +117,9 @@ func (f *adminFailures) fail(src string, now time.Time) {
 		b = &failureBucket{tokens: adminFailureBurst, at: now}
 		f.m[src] = b
 	}
-	b.refill(now)
-	b.tokens = max(0, b.tokens-1)
+	if b.refill(now); b.tokens >= 1 {
+		b.tokens--
+		return 0
+	}
+	return time.Duration((1 - b.tokens) * float64(adminFailureEvery))
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 
+	"modelgateway/core/catalog"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 )
@@ -19,6 +20,11 @@ func UnsetCredentials(providers []store.Provider, env func(string) string) []str
 	}
 	var out []string
 	for _, p := range providers {
+		if _, own := catalog.GatewayEnv(p.APIKeyEnv); p.Active && own {
+			// Stored before the catalogue refused such names: routing sends it no key.
+			out = append(out, fmt.Sprintf("provider %s (%s): %s is a variable the gateway itself reads, so it is sent no key; apply the catalogue with a variable of its own", p.ID, p.Kind, p.APIKeyEnv))
+			continue
+		}
 		if p.Active && p.APIKeyEnv != "" && env(p.APIKeyEnv) == "" {
 			out = append(out, fmt.Sprintf("provider %s (%s): %s is not set in this replica's environment; requests routed to it will fail upstream", p.ID, p.Kind, p.APIKeyEnv))
 		}

@@ -13,7 +13,7 @@ import (
 
 // KeyEnv is the credential variable of the demo catalogue's providers; the simulator accepts
 // any key, so make run sets a placeholder when the variable is empty.
-const KeyEnv = "GATEWAY_SIMULATOR_KEY"
+const KeyEnv = "SIMULATOR_API_KEY"
 
 // Serve starts the upstream simulator on addr and returns its base URL; it stops when ctx
 // ends.

@@ -122,7 +122,7 @@ func env(c corev1.Container) map[string]corev1.EnvVar {
 func TestDefaultsRenderTheGatewayOnly(t *testing.T) {
 	t.Parallel()
 	objs := mustRender(t, "")
-	want := []string{"Deployment/gw-gateway", "PodDisruptionBudget/gw-gateway", "Service/gw-gateway", "ServiceAccount/gw-gateway"}
+	want := []string{"Deployment/gw-gateway", "PodDisruptionBudget/gw-gateway", "Service/gw-gateway", "Service/gw-gateway-admin", "ServiceAccount/gw-gateway"}
 	if got := slices.Sorted(maps.Keys(objs)); !slices.Equal(got, want) {
 		t.Fatalf("objects %v, want %v", got, want)
 	}
@@ -171,13 +171,87 @@ func TestDefaultsRenderTheGatewayOnly(t *testing.T) {
 	if *d.Spec.Replicas != 2 {
 		t.Errorf("replicas %d, want 2", *d.Spec.Replicas)
 	}
-	svc := objs["Service/gw-gateway"].(*corev1.Service)
+	if got := servicePorts(objs["Service/gw-gateway"].(*corev1.Service)); !maps.Equal(got, map[string]int32{"http": 8080, "metrics": 9464}) {
+		t.Errorf("public service ports %v", got)
+	}
+	if got := servicePorts(objs["Service/gw-gateway-admin"].(*corev1.Service)); !maps.Equal(got, map[string]int32{"admin": 8081, "grpc": 9090}) {
+		t.Errorf("admin service ports %v", got)
+	}
+}
+
+// servicePorts maps a Service's port names to their ports, after checking that each one
+// targets the container port of its own name.
+func servicePorts(svc *corev1.Service) map[string]int32 {
 	ports := map[string]int32{}
 	for _, p := range svc.Spec.Ports {
+		if p.TargetPort.String() != p.Name {
+			return map[string]int32{"target of " + p.Name + ": " + p.TargetPort.String(): p.Port}
+		}
 		ports[p.Name] = p.Port
 	}
-	if ports["http"] != 8080 || ports["grpc"] != 9090 || ports["metrics"] != 9464 {
-		t.Errorf("service ports %v", ports)
+	return ports
+}
+
+// Issue 30: behind an ingress the admin API must not share the client's Service. The admin
+// HTTP routes get a listener of their own (GATEWAY_ADMIN_HTTP_ADDR) on a port that only the
+// admin Service, a ClusterIP, carries; so does gRPC, which serves the admin service too. The
+// public Service, which an ingress points at, reaches neither, and the bot uses the admin one.
+func TestAdminAPIIsOffThePublicService(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name           string
+		values         string
+		adminAddr      string           // GATEWAY_ADMIN_HTTP_ADDR; "" = unset
+		containerPorts []string         // the gateway container's named ports
+		adminService   map[string]int32 // the admin Service's ports
+	}{
+		{"admin token set (the default)", "", "0.0.0.0:8081",
+			[]string{"http", "admin", "grpc", "metrics"}, map[string]int32{"admin": 8081, "grpc": 9090}},
+		{"another admin port", "ports: {admin: 7000}\nbot: {enabled: true}", "0.0.0.0:7000",
+			[]string{"http", "admin", "grpc", "metrics"}, map[string]int32{"admin": 7000, "grpc": 9090}},
+		{"admin API off", `admin: {secretName: ""}`, "",
+			[]string{"http", "grpc", "metrics"}, map[string]int32{"grpc": 9090}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			objs := mustRender(t, tt.values)
+			d := objs["Deployment/gw-gateway"].(*appsv1.Deployment)
+			c := d.Spec.Template.Spec.Containers[0]
+			if got := env(c)["GATEWAY_ADMIN_HTTP_ADDR"]; got.Value != tt.adminAddr {
+				t.Errorf("GATEWAY_ADMIN_HTTP_ADDR = %q, want %q", got.Value, tt.adminAddr)
+			}
+			var names []string
+			for _, p := range c.Ports {
+				names = append(names, p.Name)
+			}
+			if !slices.Equal(names, tt.containerPorts) {
+				t.Errorf("container ports %v, want %v", names, tt.containerPorts)
+			}
+			public := objs["Service/gw-gateway"].(*corev1.Service)
+			if got := servicePorts(public); !maps.Equal(got, map[string]int32{"http": 8080, "metrics": 9464}) {
+				t.Errorf("public service ports %v, want http and metrics only", got)
+			}
+			admin, ok := objs["Service/gw-gateway-admin"].(*corev1.Service)
+			if !ok {
+				t.Fatal("no admin Service")
+			}
+			if got := servicePorts(admin); !maps.Equal(got, tt.adminService) {
+				t.Errorf("admin service ports %v, want %v", got, tt.adminService)
+			}
+			if admin.Spec.Type != corev1.ServiceTypeClusterIP || !maps.Equal(admin.Spec.Selector, public.Spec.Selector) {
+				t.Errorf("admin service type %s selector %v, want a ClusterIP over the gateway pods %v", admin.Spec.Type, admin.Spec.Selector, public.Spec.Selector)
+			}
+			// The ServiceMonitor selects Services by the gateway's labels: not the admin one.
+			if admin.Labels["app.kubernetes.io/component"] == public.Labels["app.kubernetes.io/component"] {
+				t.Errorf("admin service component label %q is the public one's", admin.Labels["app.kubernetes.io/component"])
+			}
+			if bot, ok := objs["Deployment/gw-gateway-bot"].(*appsv1.Deployment); ok {
+				if got := env(bot.Spec.Template.Spec.Containers[0])["GATEWAY_ADMIN_ADDR"].Value; got != "gw-gateway-admin:9090" {
+					t.Errorf("bot GATEWAY_ADMIN_ADDR %q, want the admin Service", got)
+				}
+			}
+		})
 	}
 }
 
@@ -214,7 +288,7 @@ terminationGracePeriodSeconds: 90
 		t.Errorf("bot: replicas %d, strategy %s, args %v; want one replica, Recreate, bot", *bot.Spec.Replicas, bot.Spec.Strategy.Type, bc.Args)
 	}
 	be := env(bc)
-	if be["GATEWAY_ADMIN_ADDR"].Value != "gw-gateway:9090" || be["GATEWAY_BOT_OPERATORS"].Value != "42" {
+	if be["GATEWAY_ADMIN_ADDR"].Value != "gw-gateway-admin:9090" || be["GATEWAY_BOT_OPERATORS"].Value != "42" {
 		t.Errorf("bot env %+v", be)
 	}
 	for _, name := range []string{"TELEGRAM_BOT_TOKEN", "GATEWAY_ADMIN_TOKEN", "TELEGRAM_PAYMENT_PROVIDER_TOKEN"} {
@@ -244,6 +318,7 @@ func TestRefusals(t *testing.T) {
 		"grace not above drain and pause": "terminationGracePeriodSeconds: 35",
 		"bot without the admin token":     "bot: {enabled: true}\nadmin: {secretName: \"\"}",
 		"no database secret":              "database: {secretName: \"\"}",
+		"the old adminHTTPAddr value":     "adminHTTPAddr: 0.0.0.0:8081",
 	} {
 		if _, err := render(t, values); err == nil {
 			t.Errorf("%s: rendered", name)

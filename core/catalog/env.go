@@ -1,0 +1,43 @@
+package catalog
+
+import "strings"
+
+// The gateway sends the value of a provider's api_key_env to that provider's base_url, which
+// the catalogue author chooses. A variable the gateway (or the Go runtime under it) reads for
+// itself would hand the gateway's own secrets to that address: the database password, the
+// admin token, the bot token, an OTLP header, a proxy's credentials. GatewayEnv names them,
+// so that no catalogue can point a provider at one (contract.md, "Catalog document").
+
+// gatewayEnvPrefixes are the families of variables the gateway reads. PG covers libpq's
+// (PGPASSWORD, PGSSLKEY, ...), which pgx honours beside DATABASE_URL.
+var gatewayEnvPrefixes = []string{"GATEWAY_", "TELEGRAM_", "OTEL_", "PG"}
+
+// gatewayEnvNames are single variables read by the gateway, its tests' harness or the Go
+// runtime and standard library it runs on.
+var gatewayEnvNames = []string{
+	"DATABASE_URL", "TEST_DATABASE_URL",
+	"PATH", "HOME", "USER", "SHELL", "PWD", "TMPDIR", "TZ", "SOURCE_DATE_EPOCH",
+	// net/http's proxy settings may carry credentials (http://user:pass@proxy).
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "REQUEST_METHOD",
+	"SSL_CERT_FILE", "SSL_CERT_DIR",
+	"GODEBUG", "GOGC", "GOMAXPROCS", "GOMEMLIMIT", "GOTRACEBACK",
+}
+
+// GatewayEnv reports whether name is a variable the gateway itself reads, and so may never
+// be a provider's api_key_env; the second result is the rule it falls under, for messages.
+// Names are compared without regard to case: lower-case proxy variables are read too, and
+// on a system whose environment ignores case they are the same variable.
+func GatewayEnv(name string) (string, bool) {
+	upper := strings.ToUpper(name)
+	for _, p := range gatewayEnvPrefixes {
+		if strings.HasPrefix(upper, p) {
+			return p + "*", true
+		}
+	}
+	for _, n := range gatewayEnvNames {
+		if upper == n {
+			return n, true
+		}
+	}
+	return "", false
+}
