@@ -64,10 +64,21 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	if err := b.checkParameters(req.GetParameters()); err != nil {
 		return err
 	}
+	input, limit := billing.InputEstimate(upstreamSize(req))+mediaEstimate(req), outputLimit(m, req)
 	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
-		return p.WorstCase(billing.InputEstimate(upstreamSize(req)), outputLimit(m, req))
+		return p.WorstCase(input, limit)
 	}); err != nil {
 		return err
+	}
+	// A streamed answer's usage is counted as it passes, and its hold grows ahead of it
+	// (running.go). A non-streamed one reaches nobody before its charge is durable: its
+	// events wait in held until then, so that an answer the balance cannot pay is not
+	// delivered at all (the HTTP fronts hold it too; a gRPC caller would not).
+	var run *running
+	var held []*corev1.GenerateEvent
+	var cut error // the answer ended before anything was sent
+	if req.GetStream() {
+		run = b.newRunning(input, limit)
 	}
 
 	stream, head, err := s.open(b, req)
@@ -95,6 +106,27 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		}
 		return true
 	}
+	deliver := func(ev *corev1.GenerateEvent) bool {
+		if out.FirstByteTime.IsZero() {
+			out.FirstByteTime = time.Now()
+		}
+		if err := srv.Send(ev); err != nil {
+			// Gone before the terminal usage was delivered: nothing may be charged.
+			b.uncharged("cancelled", "client went away: "+err.Error())
+			return false
+		}
+		return true
+	}
+	// release sends what a non-streamed answer held back, once its charge is durable.
+	release := func() bool {
+		for _, ev := range held {
+			if !deliver(ev) {
+				return false
+			}
+		}
+		held = nil
+		return true
+	}
 	send := func(ev *corev1.GenerateEvent) bool {
 		if u := ev.GetUsage(); u != nil {
 			// Only the stream's last event carries usage; price it for the client's headers,
@@ -108,20 +140,30 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 				return false
 			}
 			u.Cost, u.Currency = b.costString()
+			return release() && deliver(ev)
 		}
-		if out.FirstByteTime.IsZero() {
-			out.FirstByteTime = time.Now()
+		if !req.GetStream() {
+			held = append(held, ev)
+			return true
 		}
-		if err := srv.Send(ev); err != nil {
-			// Gone before the terminal usage was delivered: nothing may be charged.
-			b.uncharged("cancelled", "client went away: "+err.Error())
+		if err := run.pass(ev); err != nil {
+			// The profile cannot pay for this event: the answer ends before it, cut and
+			// uncharged (spec 8: an answer without its usage is not charged). Before Start
+			// has gone it is a plain error, which the front answers with its status.
+			ae := upstreamError(err)
+			b.uncharged(ae.Code, ae.Message)
+			if out.FirstByteTime.IsZero() {
+				cut = ae
+				return false
+			}
+			_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
 			return false
 		}
-		return true
+		return deliver(ev)
 	}
 	for _, ev := range head {
 		if !send(ev) {
-			return nil
+			return cut
 		}
 	}
 	for {
@@ -135,7 +177,9 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			b.charge(stream.Usage())
 			if err := b.settle(); err != nil {
 				unavailable(err)
+				return nil
 			}
+			release()
 			return nil
 		}
 		if err != nil {
@@ -150,7 +194,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			return nil
 		}
 		if !send(ev) {
-			return nil
+			return cut
 		}
 	}
 }
