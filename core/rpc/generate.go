@@ -76,6 +76,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	// delivered at all (the HTTP fronts hold it too; a gRPC caller would not).
 	var run *running
 	var held []*corev1.GenerateEvent
+	var sent bool // an event has gone to the caller
 	var cut error // the answer ended before anything was sent
 	if req.GetStream() {
 		run = b.newRunning(input, limit)
@@ -89,10 +90,18 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	defer stream.Close()
 	s.Deps.startInput(req, head) // startinput.go
 
-	// unavailable ends an answer whose charge could not be made durable: its end is not
-	// delivered, so it stays a cut answer and is not charged.
-	unavailable := func(err error) {
+	// fail ends an answer that cannot go on: its charge could not be made durable, the
+	// profile cannot pay for more of it, or the upstream failed. Its end is not delivered, so
+	// it stays a cut answer and is not charged. Once Start has gone the front renders the
+	// protocol's error event; before (nothing sent yet: a non-streamed answer is held until
+	// its charge is durable) it is the call's own error, which the front answers with its
+	// status.
+	fail := func(err error) {
 		ae := upstreamError(err)
+		if !sent {
+			cut = ae
+			return
+		}
 		_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
 	}
 	// A streamed answer's events are flushed when the gateway waits (core/wire/lazyflush):
@@ -110,6 +119,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		if out.FirstByteTime.IsZero() {
 			out.FirstByteTime = time.Now()
 		}
+		sent = true
 		if err := srv.Send(ev); err != nil {
 			// Gone before the terminal usage was delivered: nothing may be charged.
 			b.uncharged("cancelled", "client went away: "+err.Error())
@@ -136,7 +146,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			}
 			b.charge(stream.Usage())
 			if err := b.settle(); err != nil {
-				unavailable(err)
+				fail(err)
 				return false
 			}
 			u.Cost, u.Currency = b.costString()
@@ -148,15 +158,9 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		}
 		if err := run.pass(ev); err != nil {
 			// The profile cannot pay for this event: the answer ends before it, cut and
-			// uncharged (spec 8: an answer without its usage is not charged). Before Start
-			// has gone it is a plain error, which the front answers with its status.
-			ae := upstreamError(err)
-			b.uncharged(ae.Code, ae.Message)
-			if out.FirstByteTime.IsZero() {
-				cut = ae
-				return false
-			}
-			_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
+			// uncharged (spec 8: an answer without its usage is not charged).
+			b.uncharged(err.Code, err.Message)
+			fail(err)
 			return false
 		}
 		return deliver(ev)
@@ -176,8 +180,8 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			}
 			b.charge(stream.Usage())
 			if err := b.settle(); err != nil {
-				unavailable(err)
-				return nil
+				fail(err)
+				return cut
 			}
 			release()
 			return nil
@@ -188,10 +192,8 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 				return nil
 			}
 			b.uncharged("upstream_error", "stream failed: "+err.Error())
-			ae := upstreamError(err)
-			// The status line has gone: the front renders this as the protocol's error event.
-			_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
-			return nil
+			fail(err)
+			return cut
 		}
 		if !send(ev) {
 			return cut

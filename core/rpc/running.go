@@ -53,7 +53,7 @@ func (b *billed) newRunning(input, output int64) *running {
 
 // pass counts ev as delivered and makes the hold cover it: nil when the client may be sent
 // ev, else the insufficient_balance (or unavailable) error that ends the answer before it.
-func (r *running) pass(ev *corev1.GenerateEvent) error {
+func (r *running) pass(ev *corev1.GenerateEvent) *apierror.Error {
 	if r == nil {
 		return nil
 	}
@@ -77,7 +77,7 @@ func (r *running) pass(ev *corev1.GenerateEvent) error {
 // grow makes the hold cover the usage counted so far and, unless money is tight, as much
 // again: first twice the output (at least growStep beyond it), then, when the profile cannot
 // pay that, exactly what has been delivered with this event.
-func (r *running) grow() error {
+func (r *running) grow() *apierror.Error {
 	in := max(r.input, r.coverIn)
 	if !r.tight {
 		ahead := max(2*r.coverOut, r.output+growStep)
