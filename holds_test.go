@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
 	"github.com/tidwall/gjson"
 	"google.golang.org/grpc"
@@ -298,4 +300,58 @@ func TestNonStreamedAnswersAreNotDeliveredUnpaid(t *testing.T) {
 	if b := g.checkMoney(t, poorID); !b.Equal(decimal.RequireFromString("0.5")) {
 		t.Fatalf("balance %s, want 0.5", b)
 	}
+}
+
+// A realtime response's deltas count toward its reserve as they pass: a 20000-word answer
+// (about 140 KB of text deltas, against a reserve for 4096 output tokens) is delivered whole
+// and charged where the balance pays (1000); on a balance of 100 the session closes with
+// insufficient_balance before the deltas outrun what 100 pays for (the reserve's input side,
+// 32768 tokens at 800 per 1M, and then 1600 per 1M for each byte of delta: at most 46116
+// bytes), with no response.done and nothing charged.
+func TestRealtimeDeltasCountTowardTheReserve(t *testing.T) {
+	t.Parallel()
+	g := startMedia(t)
+	run := func(credit string) (text int, done bool, closeErr error, pid string) {
+		key, pid := g.newProfile(t, "rt-"+credit, credit)
+		c, _, err := g.dialRealtime(t, "rt", http.Header{"Authorization": {"Bearer " + key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		until(t, c, "session.created")
+		ask(t, c, "#sim:words=20000 go on")
+		for {
+			_, data, err := c.ReadMessage()
+			if err != nil {
+				return text, done, err, pid
+			}
+			switch gjson.GetBytes(data, "type").String() {
+			case "response.output_text.delta":
+				text += len(gjson.GetBytes(data, "delta").String())
+			case "response.done":
+				return text, true, nil, pid
+			}
+		}
+	}
+	text, done, err, pid := run("1000")
+	if !done || err != nil || text < 20000*4 {
+		t.Fatalf("with 1000 on the balance: done %v, %v, %d bytes of text", done, err, text)
+	}
+	if b := g.settled(t, pid, 1); !b.LessThan(decimal.NewFromInt(1000)) {
+		t.Fatalf("balance %s after the whole answer: not charged", b)
+	}
+	g.checkMoney(t, pid)
+
+	text, done, err, pid = run("100")
+	var ce *websocket.CloseError
+	if done || !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "insufficient_balance") {
+		t.Fatalf("with 100 on the balance: done %v, %v after %d bytes", done, err, text)
+	}
+	if text > 46116 || text == 0 {
+		t.Fatalf("with 100 on the balance, %d bytes of text were delivered, want 0 < n <= 46116", text)
+	}
+	if b := g.checkMoney(t, pid); !b.Equal(decimal.NewFromInt(100)) {
+		t.Fatalf("balance %s after the cut response, want 100", b)
+	}
+	t.Logf("realtime cut after %d bytes of text", text)
 }

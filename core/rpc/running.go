@@ -62,12 +62,22 @@ func (r *running) pass(ev *corev1.GenerateEvent) *apierror.Error {
 		// first chunk) may exceed the estimate: images, files, provider-side prompts.
 		r.input = max(r.input, st.GetInputTokens())
 	} else {
-		r.output += outputBound(ev)
 		if n := ev.GetNative(); n != nil && !r.native {
 			r.native = true
 			r.input = max(r.input, nativeInput(n.GetData()))
 		}
+		return r.add(outputBound(ev))
 	}
+	return r.add(0)
+}
+
+// add counts output tokens as delivered and makes the hold cover them (pass, for answers
+// that are not GenerateEvents: realtime responses).
+func (r *running) add(output int64) *apierror.Error {
+	if r == nil {
+		return nil
+	}
+	r.output += output
 	if r.input <= r.coverIn && r.output <= r.coverOut {
 		return nil
 	}
