@@ -302,12 +302,13 @@ func TestNonStreamedAnswersAreNotDeliveredUnpaid(t *testing.T) {
 	}
 }
 
-// A realtime response's deltas count toward its reserve as they pass: a 20000-word answer
-// (about 140 KB of text deltas, against a reserve for 4096 output tokens) is delivered whole
-// and charged where the balance pays (1000); on a balance of 100 the session closes with
-// insufficient_balance before the deltas outrun what 100 pays for (the reserve's input side,
-// 32768 tokens at 800 per 1M, and then 1600 per 1M for each byte of delta: at most 46116
-// bytes), with no response.done and nothing charged.
+// A realtime response's deltas count toward its reserve as they pass: a 100000-word answer
+// (about 700 KB of text deltas, 100000 output tokens at 400 per 1M: 40, against a reserve of
+// 32.77 for 4096 output tokens) is delivered whole and charged where the balance pays (10000: the 700 KB bound is 1120);
+// on a balance of 35 the session closes with insufficient_balance before the deltas outrun
+// what 35 pays for (the reserve's input side, 32768 tokens at 800 per 1M, and then 1600 per
+// 1M for each byte of delta: at most 5491 bytes), with no response.done and nothing charged.
+// (Before, all 700 KB went out, then the close: the whole answer free.)
 func TestRealtimeDeltasCountTowardTheReserve(t *testing.T) {
 	t.Parallel()
 	g := startMedia(t)
@@ -319,7 +320,7 @@ func TestRealtimeDeltasCountTowardTheReserve(t *testing.T) {
 		}
 		defer c.Close()
 		until(t, c, "session.created")
-		ask(t, c, "#sim:words=20000 go on")
+		ask(t, c, "#sim:words=100000 go on")
 		for {
 			_, data, err := c.ReadMessage()
 			if err != nil {
@@ -333,25 +334,25 @@ func TestRealtimeDeltasCountTowardTheReserve(t *testing.T) {
 			}
 		}
 	}
-	text, done, err, pid := run("1000")
-	if !done || err != nil || text < 20000*4 {
-		t.Fatalf("with 1000 on the balance: done %v, %v, %d bytes of text", done, err, text)
+	text, done, err, pid := run("10000")
+	if !done || err != nil || text < 100000*4 {
+		t.Fatalf("with 10000 on the balance: done %v, %v, %d bytes of text", done, err, text)
 	}
-	if b := g.settled(t, pid, 1); !b.LessThan(decimal.NewFromInt(1000)) {
+	if b := g.settled(t, pid, 1); !b.LessThan(decimal.NewFromInt(10000)) {
 		t.Fatalf("balance %s after the whole answer: not charged", b)
 	}
 	g.checkMoney(t, pid)
 
-	text, done, err, pid = run("100")
+	text, done, err, pid = run("35")
 	var ce *websocket.CloseError
 	if done || !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "insufficient_balance") {
-		t.Fatalf("with 100 on the balance: done %v, %v after %d bytes", done, err, text)
+		t.Fatalf("with 35 on the balance: done %v, %v after %d bytes", done, err, text)
 	}
-	if text > 46116 || text == 0 {
-		t.Fatalf("with 100 on the balance, %d bytes of text were delivered, want 0 < n <= 46116", text)
+	if text > 5491 || text == 0 {
+		t.Fatalf("with 35 on the balance, %d bytes of text were delivered, want 0 < n <= 5491", text)
 	}
-	if b := g.checkMoney(t, pid); !b.Equal(decimal.NewFromInt(100)) {
-		t.Fatalf("balance %s after the cut response, want 100", b)
+	if b := g.checkMoney(t, pid); !b.Equal(decimal.NewFromInt(35)) {
+		t.Fatalf("balance %s after the cut response, want 35", b)
 	}
 	t.Logf("realtime cut after %d bytes of text", text)
 }
