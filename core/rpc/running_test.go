@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/provider"
 )
 
 // The output bound of a passthrough chunk counts its content's bytes and nothing of its
@@ -97,5 +99,26 @@ func BenchmarkNativeContent(b *testing.B) {
 		if nativeContent("", data) != 6 {
 			b.Fatal("wrong count")
 		}
+	}
+}
+
+// BenchmarkRunningPass is the meter's cost per streamed event where the hold covers it
+// (nearly every event): a passthrough chat chunk and a translated text delta.
+func BenchmarkRunningPass(b *testing.B) {
+	chunk := provider.NativeEvent("", []byte(`{"id":"chatcmpl-AbCdEfGhIjKlMnOpQrStUvWxYz","object":"chat.completion.chunk","created":1732700000,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0123456789","choices":[{"index":0,"delta":{"content":" alpha"},"logprobs":null,"finish_reason":null}]}`))
+	text := provider.TextEvent(" alpha")
+	for _, c := range []struct {
+		name string
+		ev   *corev1.GenerateEvent
+	}{{"native", chunk}, {"text", text}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := &running{native: true, coverOut: 1 << 62}
+			b.ReportAllocs()
+			for b.Loop() {
+				if r.pass(c.ev) != nil {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }
