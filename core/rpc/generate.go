@@ -108,6 +108,10 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	// before the wait for the durable charge, what the client has not yet been sent goes out,
 	// all but the end of the answer. A client that has gone is not charged.
 	flush := lazyflush.From(ctx)
+	if run != nil {
+		// A flush that fails (the client has gone) is seen by the next send.
+		run.beforeGrow = func() { _ = flush.BeforeWait() }
+	}
 	flushed := func() bool {
 		if err := flush.BeforeWait(); err != nil {
 			b.uncharged("cancelled", "client went away: "+err.Error())

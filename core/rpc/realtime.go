@@ -302,7 +302,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 			// charged (the ledger gives back what a capped commit took).
 			o.Status, o.Cost, o.Usage = apierror.InsufficientBalance, decimal.NullDecimal{}, metering.Unreliable("the balance cannot pay for the response's usage")
 			b.finishWith(b.hold, &o)
-			b.hold = nil
+			b.hold, x.run = nil, nil
 			return true, err
 		case err != nil:
 			if errors.Is(err, billing.ErrUnavailable) {
@@ -317,7 +317,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	} else {
 		b.finishWith(b.hold, &o)
 	}
-	b.hold = nil
+	b.hold, x.run = nil, nil
 	input := int64(realtimeReserveInput)
 	if u.Reliable {
 		input += u.Input + u.Output

@@ -37,6 +37,9 @@ type running struct {
 	// native: a passthrough event has been counted (only the first is read for an input
 	// count).
 	native bool
+	// beforeGrow, when set, runs before the ledger is asked: a growth may wait for the
+	// database, and what the client has been written goes out before any wait (lazyflush).
+	beforeGrow func()
 }
 
 // growStep is the least output, in tokens, a growth covers beyond what has been delivered.
@@ -88,6 +91,9 @@ func (r *running) add(output int64) *apierror.Error {
 // again: first twice the output (at least growStep beyond it), then, when the profile cannot
 // pay that, exactly what has been delivered with this event.
 func (r *running) grow() *apierror.Error {
+	if r.beforeGrow != nil {
+		r.beforeGrow()
+	}
 	in := max(r.input, r.coverIn)
 	if !r.tight {
 		ahead := max(2*r.coverOut, r.output+growStep)
