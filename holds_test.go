@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
@@ -321,6 +322,8 @@ func TestRealtimeDeltasCountTowardTheReserve(t *testing.T) {
 		defer c.Close()
 		until(t, c, "session.created")
 		ask(t, c, "#sim:words=100000 go on")
+		// 100000 deltas take a while on a loaded machine.
+		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
 		for {
 			_, data, err := c.ReadMessage()
 			if err != nil {
