@@ -62,12 +62,17 @@ func unlimited() *httptest.Server {
 const holdsCatalog = `{"currency":"RUB","families":[{"id":"fam"}],
   "providers":[
     {"id":"o","kind":"openai","base_url":"{{UP}}/v1","api_key_env":"UP_KEY"},
-    {"id":"a","kind":"anthropic","base_url":"{{UP}}","api_key_env":"UP_KEY"}],
+    {"id":"a","kind":"anthropic","base_url":"{{UP}}","api_key_env":"UP_KEY"},
+    {"id":"m","kind":"gemini","base_url":"{{UP}}","api_key_env":"UP_KEY"}],
   "models":[
     {"id":"h-openai","family":"fam","routes":[{"endpoint_families":["chat.completions","responses","messages"],"provider":"o","upstream_model":"up-gpt"}],
      "prices":[{"endpoint_families":["chat.completions","responses","messages"],"billing_mode":"per_token","input":"0","output":"1000"}]},
     {"id":"h-anthropic","family":"fam","routes":[{"endpoint_families":["chat.completions","responses","messages"],"provider":"a","upstream_model":"up-claude"}],
      "prices":[{"endpoint_families":["chat.completions","responses","messages"],"billing_mode":"per_token","input":"0","output":"1000"}]},
+    {"id":"h-gemini","family":"fam","routes":[{"endpoint_families":["content.generate"],"provider":"m","upstream_model":"up-gemini"}],
+     "prices":[{"endpoint_families":["content.generate"],"billing_mode":"per_token","input":"0","output":"1000"}]},
+    {"id":"h-gemini-openai","family":"fam","routes":[{"endpoint_families":["content.generate"],"provider":"o","upstream_model":"up-gpt"}],
+     "prices":[{"endpoint_families":["content.generate"],"billing_mode":"per_token","input":"0","output":"1000"}]},
     {"id":"h-input","family":"fam","routes":[{"endpoint_families":["chat.completions","messages"],"provider":"a","upstream_model":"up-claude"}],
      "prices":[{"endpoint_families":["chat.completions","messages"],"billing_mode":"per_token","input":"1000","output":"1000"}]}]}`
 
@@ -91,7 +96,7 @@ func delivered(raw []byte) (content, errCode string) {
 		if name == "" {
 			name = gjson.GetBytes(d, "type").String()
 		}
-		for _, p := range []string{"error.code", "response.error.code"} {
+		for _, p := range []string{"error.details.0.reason", "error.code", "response.error.code"} {
 			if c := gjson.GetBytes(d, p); c.Exists() && errCode == "" {
 				errCode = c.String()
 			}
@@ -109,6 +114,7 @@ func delivered(raw []byte) (content, errCode string) {
 		default:
 			b.WriteString(gjson.GetBytes(d, "choices.0.delta.content").String())
 			b.WriteString(gjson.GetBytes(d, "choices.0.delta.tool_calls.0.function.arguments").String())
+			b.WriteString(gjson.GetBytes(d, "candidates.0.content.parts.0.text").String())
 		}
 	}
 	return b.String(), errCode
@@ -117,7 +123,7 @@ func delivered(raw []byte) (content, errCode string) {
 var anthHeaders = map[string]string{"anthropic-version": "2023-06-01"}
 
 // A streamed answer of 2000 words (about 14 KB, 2000 tokens) to a request held for 20 output
-// tokens, in each client protocol, passthrough and translated: with enough balance it is
+// tokens, in each client protocol (content generation too), passthrough and translated: with enough balance it is
 // delivered whole and charged its full cost (the hold grew: the first hold covered 20 bytes of
 // content); on a balance of 0.5 (500 tokens' worth) it ends with insufficient_balance after
 // at most 500 bytes of content, and is not charged (spec 8: no usage, no charge).
@@ -134,6 +140,8 @@ func TestStreamsEndWhereTheBalanceEnds(t *testing.T) {
 		{"messages translated", "/v1/messages", `{"model":"h-openai","stream":true,"max_tokens":20,"messages":[{"role":"user","content":"` + prompt + `"}]}`},
 		{"responses passthrough", "/v1/responses", `{"model":"h-openai","stream":true,"max_output_tokens":20,"input":"` + prompt + `"}`},
 		{"responses translated", "/v1/responses", `{"model":"h-anthropic","stream":true,"max_output_tokens":20,"input":"` + prompt + `"}`},
+		{"content generation passthrough", "/v1beta/models/h-gemini:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"` + prompt + `"}]}],"generationConfig":{"maxOutputTokens":20}}`},
+		{"content generation translated", "/v1beta/models/h-gemini-openai:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"` + prompt + `"}]}],"generationConfig":{"maxOutputTokens":20}}`},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
