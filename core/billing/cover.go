@@ -39,3 +39,18 @@ func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount d
 	h.Amount = amount
 	return h, nil
 }
+
+// Grow makes h cover amount (nothing happens when it covers that already): a streamed
+// answer whose running usage outgrows its hold takes more of the profile's money as it
+// goes. The part beyond the hold is taken exactly as Charge's cover takes it, from what the
+// replica's lease has free or after a lease growth checked against the balance less every
+// replica's holds, so that replicas together never hold more than the balance.
+// ErrInsufficient when the balance cannot cover it (h is then unchanged), ErrUnavailable
+// when the database cannot be reached for the growth.
+func (l *Ledger) Grow(ctx context.Context, h *Hold, amount decimal.Decimal) error {
+	if h == nil {
+		return fmt.Errorf("grow: no hold")
+	}
+	_, err := l.cover(ctx, h, h.Profile, amount)
+	return err
+}

@@ -126,6 +126,23 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 	return ae
 }
 
+// growHold makes the request's hold cover amount, taking the part beyond it from the
+// profile's available balance with the same guarantees as the first hold (billing.Ledger.Grow):
+// insufficient_balance when the balance cannot cover it (the hold is then unchanged),
+// unavailable when the database cannot be reached for it. Every growth of a hold goes through
+// here, so that a limit beside the balance (a key's budget) is checked in one place.
+func (b *billed) growHold(amount decimal.Decimal) *apierror.Error {
+	err := b.s.Deps.Ledger.Grow(b.ctx, b.hold, amount)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, billing.ErrInsufficient):
+		return apierror.New(apierror.InsufficientBalance, "the balance cannot pay for more of this answer (up to %s %s); the answer ends here and is not charged",
+			amount, b.snap.Currency)
+	}
+	return unavailable("grow hold", err)
+}
+
 // unavailable is the answer to a request that cannot be decided because the database cannot
 // be reached (contract: 503 unavailable).
 func unavailable(what string, err error) *apierror.Error {

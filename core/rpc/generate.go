@@ -65,10 +65,22 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	if err := b.checkParameters(req.GetParameters()); err != nil {
 		return err
 	}
+	input, limit := billing.InputEstimate(upstreamSize(req))+mediaEstimate(req), outputLimit(m, req)
 	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
-		return p.WorstCase(billing.InputEstimate(upstreamSize(req)), outputLimit(m, req))
+		return p.WorstCase(input, limit)
 	}); err != nil {
 		return err
+	}
+	// A streamed answer's usage is counted as it passes, and its hold grows ahead of it
+	// (running.go). A non-streamed one reaches nobody before its charge is durable: its
+	// events wait in held until then, so that an answer the balance cannot pay is not
+	// delivered at all (the HTTP fronts hold it too; a gRPC caller would not).
+	var run *running
+	var held []*corev1.GenerateEvent
+	var sent bool // an event has gone to the caller
+	var cut error // the answer ended before anything was sent
+	if req.GetStream() {
+		run = b.newRunning(input, limit)
 	}
 
 	stream, head, err := s.open(b, req)
@@ -79,21 +91,55 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	defer stream.Close()
 	s.Deps.startInput(req, head) // startinput.go
 
-	// unavailable ends an answer whose charge could not be made durable: its end is not
-	// delivered, so it stays a cut answer and is not charged.
-	unavailable := func(err error) {
+	// fail ends an answer that cannot go on: its charge could not be made durable, the
+	// profile cannot pay for more of it, or the upstream failed. Its end is not delivered, so
+	// it stays a cut answer and is not charged. Once Start has gone the front renders the
+	// protocol's error event; before (nothing sent yet: a non-streamed answer is held until
+	// its charge is durable) it is the call's own error, which the front answers with its
+	// status.
+	fail := func(err error) {
 		ae := upstreamError(err)
+		if !sent {
+			cut = ae
+			return
+		}
 		_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
 	}
 	// A streamed answer's events are flushed when the gateway waits (core/wire/lazyflush):
 	// before the wait for the durable charge, what the client has not yet been sent goes out,
 	// all but the end of the answer. A client that has gone is not charged.
 	flush := lazyflush.From(ctx)
+	if run != nil {
+		// A flush that fails (the client has gone) is seen by the next send.
+		run.beforeGrow = func() { _ = flush.BeforeWait() }
+	}
 	flushed := func() bool {
 		if err := flush.BeforeWait(); err != nil {
 			b.uncharged("cancelled", "client went away: "+err.Error())
 			return false
 		}
+		return true
+	}
+	deliver := func(ev *corev1.GenerateEvent) bool {
+		if out.FirstByteTime.IsZero() {
+			out.FirstByteTime = time.Now()
+		}
+		sent = true
+		if err := srv.Send(ev); err != nil {
+			// Gone before the terminal usage was delivered: nothing may be charged.
+			b.uncharged("cancelled", "client went away: "+err.Error())
+			return false
+		}
+		return true
+	}
+	// release sends what a non-streamed answer held back, once its charge is durable.
+	release := func() bool {
+		for _, ev := range held {
+			if !deliver(ev) {
+				return false
+			}
+		}
+		held = nil
 		return true
 	}
 	send := func(ev *corev1.GenerateEvent) bool {
@@ -105,24 +151,28 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			}
 			b.charge(stream.Usage())
 			if err := b.settle(); err != nil {
-				unavailable(err)
+				fail(err)
 				return false
 			}
 			u.Cost, u.Currency = b.costString()
+			return release() && deliver(ev)
 		}
-		if out.FirstByteTime.IsZero() {
-			out.FirstByteTime = time.Now()
+		if !req.GetStream() {
+			held = append(held, ev)
+			return true
 		}
-		if err := srv.Send(ev); err != nil {
-			// Gone before the terminal usage was delivered: nothing may be charged.
-			b.uncharged("cancelled", "client went away: "+err.Error())
+		if err := run.pass(ev); err != nil {
+			// The profile cannot pay for this event: the answer ends before it, cut and
+			// uncharged (spec 8: an answer without its usage is not charged).
+			b.uncharged(err.Code, err.Message)
+			fail(err)
 			return false
 		}
-		return true
+		return deliver(ev)
 	}
 	for _, ev := range head {
 		if !send(ev) {
-			return nil
+			return cut
 		}
 	}
 	for {
@@ -135,8 +185,10 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			}
 			b.charge(stream.Usage())
 			if err := b.settle(); err != nil {
-				unavailable(err)
+				fail(err)
+				return cut
 			}
+			release()
 			return nil
 		}
 		if err != nil {
@@ -145,13 +197,11 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 				return nil
 			}
 			b.uncharged("upstream_error", "stream failed: "+err.Error())
-			ae := upstreamError(err)
-			// The status line has gone: the front renders this as the protocol's error event.
-			_ = srv.Send(&corev1.GenerateEvent{Event: &corev1.GenerateEvent_Error{Error: &corev1.StreamError{Code: ae.Code, Message: ae.Message}}})
-			return nil
+			fail(err)
+			return cut
 		}
 		if !send(ev) {
-			return nil
+			return cut
 		}
 	}
 }

@@ -94,6 +94,7 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 		upstreamModel = route.UpstreamModel
 	}
 	x := &session{b: b, srv: srv, up: up, upstreamModel: upstreamModel, reserve: reserve(b.price), started: time.Now()}
+	x.run = b.newRunning(realtimeReserveInput, realtimeReserveOutput)
 	if err := x.toClient(&corev1.RealtimeResponse{Msg: &corev1.RealtimeResponse_Opened{Opened: &corev1.RealtimeOpened{SessionId: b.out.RequestID}}}); err != nil {
 		return nil
 	}
@@ -112,6 +113,8 @@ type session struct {
 	up            *websocket.Conn
 	upstreamModel string
 	reserve       decimal.Decimal
+	// run counts the current response's output as its deltas pass (realtime_running.go).
+	run *running
 	// started is when the current response began to be metered (the previous one's end).
 	started time.Time
 
@@ -245,7 +248,7 @@ func (x *session) fromUpstream() {
 // upstreamEvent meters response.done and shows the public model in session events. It
 // reports whether the balance can no longer pay for another response.
 func (x *session) upstreamEvent(data []byte) ([]byte, bool, error) {
-	switch gjson.GetBytes(data, "type").String() {
+	switch typ := gjson.GetBytes(data, "type").String(); typ {
 	case "response.done":
 		exhausted, err := x.charge(data)
 		return data, exhausted, err
@@ -254,6 +257,13 @@ func (x *session) upstreamEvent(data []byte) ([]byte, bool, error) {
 			if out, err := sjson.SetBytes(data, "session.model", x.b.m.ID); err == nil {
 				return out, false, nil
 			}
+		}
+	default:
+		if err := x.run.add(realtimeOutputBound(typ, data)); err != nil {
+			if err.Code == apierror.InsufficientBalance {
+				return nil, false, billing.ErrInsufficient
+			}
+			return nil, false, err
 		}
 	}
 	return data, false, nil
@@ -292,7 +302,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 			// charged (the ledger gives back what a capped commit took).
 			o.Status, o.Cost, o.Usage = apierror.InsufficientBalance, decimal.NullDecimal{}, metering.Unreliable("the balance cannot pay for the response's usage")
 			b.finishWith(b.hold, &o)
-			b.hold = nil
+			b.hold, x.run = nil, nil
 			return true, err
 		case err != nil:
 			if errors.Is(err, billing.ErrUnavailable) {
@@ -307,15 +317,18 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	} else {
 		b.finishWith(b.hold, &o)
 	}
-	b.hold = nil
+	b.hold, x.run = nil, nil
+	input := int64(realtimeReserveInput)
 	if u.Reliable {
-		x.reserve = b.price.WorstCase(u.Input+u.Output+realtimeReserveInput, realtimeReserveOutput)
+		input += u.Input + u.Output
+		x.reserve = b.price.WorstCase(input, realtimeReserveOutput)
 	}
 	b.hold, err = b.s.Deps.Ledger.Hold(b.ctx, b.k.ProfileID, x.reserve)
 	if err != nil {
 		b.hold = nil
 		return true, nil
 	}
+	x.run = b.newRunning(input, realtimeReserveOutput)
 	return false, nil
 }
 

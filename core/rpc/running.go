@@ -1,0 +1,294 @@
+package rpc
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/wire/apierror"
+)
+
+// running counts a streamed answer's usage as it passes, so that no answer delivers more
+// than its profile can pay for (contract: "Where spec.md leaves a choice"). Until the upstream
+// reports its usage at the end, the output is bounded from above by the bytes of content
+// delivered: no tokenizer makes a token of less than one byte of the text it decodes to, so
+// the bytes of text, reasoning, tool names and arguments delivered are at least the tokens
+// they cost. Before an event goes to the client, the hold must cover the input it was sized
+// for and the output with that event; when it does not, the hold grows (billed.growHold) in
+// steps, and when the profile cannot pay for the next step the answer ends there with
+// insufficient_balance, the event not delivered.
+//
+// The check on each event is integer arithmetic on token counts; the ledger is asked only when
+// the count passes what the hold covers, and a growth covers twice the output at least
+// (growAhead), so that a long answer grows its hold a few times, not once per chunk.
+type running struct {
+	b *billed
+	// input is the input the hold is sized for: the request's estimate, or the upstream's
+	// own count at the start when that is larger.
+	input int64
+	// output is the upper bound of the output delivered so far, in tokens.
+	output int64
+	// coverIn, coverOut: the usage the hold covers at the price's worst-case rates.
+	coverIn, coverOut int64
+	// tight: a growth ahead was refused; later growths ask for the next step only.
+	tight bool
+	// native: a passthrough event has been counted (only the first is read for an input
+	// count).
+	native bool
+	// beforeGrow, when set, runs before the ledger is asked: a growth may wait for the
+	// database, and what the client has been written goes out before any wait (lazyflush).
+	beforeGrow func()
+}
+
+// growStep is the least output, in tokens, a growth covers beyond what has been delivered.
+const growStep = 256
+
+// newRunning starts the count of an answer whose hold covers input and output tokens.
+// Nil (nothing counted) for an answer whose price does not depend on its length.
+func (b *billed) newRunning(input, output int64) *running {
+	if b.hold == nil || b.price.PerRequest {
+		return nil
+	}
+	return &running{b: b, input: input, coverIn: input, coverOut: output}
+}
+
+// pass counts ev as delivered and makes the hold cover it: nil when the client may be sent
+// ev, else the insufficient_balance (or unavailable) error that ends the answer before it.
+func (r *running) pass(ev *corev1.GenerateEvent) *apierror.Error {
+	if r == nil {
+		return nil
+	}
+	if st := ev.GetStart(); st != nil {
+		// The upstream's count at the start (messages' message_start, content generation's
+		// first chunk) may exceed the estimate: images, files, provider-side prompts.
+		r.input = max(r.input, st.GetInputTokens())
+	} else {
+		if n := ev.GetNative(); n != nil && !r.native {
+			r.native = true
+			r.input = max(r.input, nativeInput(n.GetData()))
+		}
+		return r.add(outputBound(ev))
+	}
+	return r.add(0)
+}
+
+// add counts output tokens as delivered and makes the hold cover them (pass, for answers
+// that are not GenerateEvents: realtime responses).
+func (r *running) add(output int64) *apierror.Error {
+	if r == nil {
+		return nil
+	}
+	r.output += output
+	if r.input <= r.coverIn && r.output <= r.coverOut {
+		return nil
+	}
+	return r.grow()
+}
+
+// grow makes the hold cover the usage counted so far and, unless money is tight, as much
+// again: first twice the output (at least growStep beyond it), then, when the profile cannot
+// pay that, exactly what has been delivered with this event.
+func (r *running) grow() *apierror.Error {
+	if r.beforeGrow != nil {
+		r.beforeGrow()
+	}
+	in := max(r.input, r.coverIn)
+	if !r.tight {
+		ahead := max(2*r.coverOut, r.output+growStep)
+		err := r.b.growHold(r.b.price.WorstCase(in, ahead))
+		if err == nil {
+			r.coverIn, r.coverOut = in, ahead
+			return nil
+		}
+		if err.Code != apierror.InsufficientBalance {
+			return err
+		}
+		r.tight = true
+	}
+	next := max(r.output, r.coverOut) + growStep
+	if err := r.b.growHold(r.b.price.WorstCase(in, next)); err == nil {
+		r.coverIn, r.coverOut = in, next
+		return nil
+	}
+	out := max(r.output, r.coverOut)
+	if err := r.b.growHold(r.b.price.WorstCase(in, out)); err != nil {
+		return err
+	}
+	r.coverIn, r.coverOut = in, out
+	return nil
+}
+
+// nativeInput is the input count a passthrough answer's first event reports, 0 when none:
+// messages' message_start (input, cache reads and writes), content generation's first chunk.
+func nativeInput(data []byte) int64 {
+	r := gjson.GetManyBytes(data, "message.usage.input_tokens", "message.usage.cache_read_input_tokens",
+		"message.usage.cache_creation_input_tokens", "usageMetadata.promptTokenCount")
+	return max(r[0].Int()+r[1].Int()+r[2].Int(), r[3].Int())
+}
+
+// outputBound is an upper bound of the output tokens an event delivers: its content's bytes.
+func outputBound(ev *corev1.GenerateEvent) int64 {
+	switch e := ev.GetEvent().(type) {
+	case *corev1.GenerateEvent_Text:
+		return int64(len(e.Text.GetText()))
+	case *corev1.GenerateEvent_Reasoning:
+		// The signature and redacted data stand for reasoning the upstream charges as output.
+		r := e.Reasoning
+		return int64(len(r.GetText()) + len(r.GetSignature()) + len(r.GetRedactedData()))
+	case *corev1.GenerateEvent_ToolCall:
+		tc := e.ToolCall
+		return int64(len(tc.GetName()) + len(tc.GetSignature()))
+	case *corev1.GenerateEvent_ToolArguments:
+		return int64(len(e.ToolArguments.GetArguments()))
+	case *corev1.GenerateEvent_Native:
+		return nativeContent(e.Native.GetEvent(), e.Native.GetData())
+	}
+	return 0
+}
+
+// nativeContent bounds the output tokens of an upstream chunk passed through in the client's
+// protocol: the bytes of its content members (contentKey) as they appear in the JSON, escapes
+// included, which are at least the bytes of the content they decode to. The envelope around
+// them (ids, model, object and type names, indexes, usage numbers) is not output. Named events
+// that only repeat what deltas delivered, or carry no content, count nothing: responses'
+// *.added and *.done events and response.completed (its usage is the answer's own report),
+// messages' message_start, content_block_stop, message_delta (usage) and message_stop.
+func nativeContent(name string, data []byte) int64 {
+	if name != "" && !countedEvent(name) {
+		return 0
+	}
+	return contentBytes(data)
+}
+
+// countedEvent tells whether a named passthrough event can deliver new content.
+func countedEvent(name string) bool {
+	switch name {
+	case "message_start", "content_block_stop", "message_delta", "message_stop", "ping", "error":
+		return false
+	}
+	for _, s := range [...]string{".added", ".done", ".created", ".in_progress", ".completed", ".incomplete", ".failed", ".queued"} {
+		if strings.HasSuffix(name, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// contentKey tells the members whose values are output in the passthrough protocols: chat's
+// delta content, refusal, reasoning and tool call names and arguments; messages' text,
+// thinking, signature, redacted data and partial JSON; responses' delta strings; content
+// generation's text, thought signatures, inline data, and functionCall args (an object, counted
+// whole); messages' tool_use input at its block start (an object).
+func contentKey(name []byte) bool {
+	switch string(name) { // compiled to a search on length and bytes: no allocation, no hash
+	case "content", "text", "delta", "arguments", "name", "refusal", "reasoning", "reasoning_content",
+		"transcript", "partial_json", "thinking", "signature", "data", "thoughtSignature", "args", "input",
+		"partial_image_b64":
+		return true
+	}
+	return false
+}
+
+// contentBytes is the number of bytes, in data's JSON, of the string values of contentKey
+// members, and of the whole object values of those that hold tool arguments (wholeValue);
+// other object values (chat and messages' delta, content generation's content) are read into
+// for the content members they hold. One pass, no allocation; JSON that does not close counts
+// every byte from where it opens.
+func contentBytes(data []byte) int64 {
+	var n int64
+	for i := 0; i < len(data); i++ {
+		if data[i] != '"' {
+			continue
+		}
+		end := stringEnd(data, i)
+		if end < 0 {
+			return n + int64(len(data)-i)
+		}
+		colon := skipSpace(data, end)
+		if colon >= len(data) || data[colon] != ':' {
+			i = end - 1 // a value no content member owns
+			continue
+		}
+		name := data[i+1 : end-1]
+		i = colon
+		if !contentKey(name) {
+			continue
+		}
+		v := skipSpace(data, colon+1)
+		switch {
+		case v >= len(data):
+		case data[v] == '"':
+			e := stringEnd(data, v)
+			if e < 0 {
+				return n + int64(len(data)-v)
+			}
+			n += int64(e - v - 2)
+			i = e - 1
+		case (data[v] == '{' || data[v] == '[') && wholeValue(name):
+			e := valueEnd(data, v)
+			if e < 0 {
+				return n + int64(len(data)-v)
+			}
+			n += int64(e - v)
+			i = e - 1
+		}
+	}
+	return n
+}
+
+// wholeValue: the object values of these members are output as a whole (tool arguments
+// as JSON objects); the others (delta, content) hold content members of their own.
+func wholeValue(name []byte) bool {
+	switch string(name) {
+	case "args", "input", "arguments":
+		return true
+	}
+	return false
+}
+
+// stringEnd is the index after the closing quote of the string opening at data[i], -1 when
+// it does not close.
+func stringEnd(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd is the index after the object or array opening at data[i], -1 when it does not
+// close.
+func valueEnd(data []byte, i int) int {
+	depth := 0
+	for j := i; j < len(data); j++ {
+		switch data[j] {
+		case '"':
+			e := stringEnd(data, j)
+			if e < 0 {
+				return -1
+			}
+			j = e - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		}
+	}
+	return -1
+}
