@@ -481,13 +481,14 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 		return u
 	}
 	m = h.tg.mark()
-	payID := h.tg.push(paid())
+	payment := paid()
+	payID := h.tg.push(payment)
 	r = h.tg.waitCall(m, "sendMessage", ann.toMe)
 	mustContain(t, "payment reply", r.Fields["text"], "Payment received: 150.5 RUB")
 	after := e.profileByRef("tg:101")["balance"].(string)
 	m = h.tg.mark()
-	h.tg.push(paid())             // Telegram delivering the payment again under a new update id
-	h.tg.redeliver(payID, paid()) // and the same update again
+	h.tg.redeliver(payID, payment) // the same update again: skipped
+	h.tg.push(paid())              // another message with the same charge: credited once
 	h.tg.waitCall(m, "sendMessage", ann.toMe)
 	ann.say("/balance")
 	final := e.profileByRef("tg:101")["balance"].(string)

@@ -88,6 +88,33 @@ func (f *fakeTelegram) push(update map[string]any) int64 {
 	return f.nextID
 }
 
+// renumber makes the next update ids start again at next, as Telegram does after a week
+// without updates (it then picks the next id at random, so possibly below the last one).
+func (f *fakeTelegram) renumber(next int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID = next - 1
+}
+
+// renumberQueue gives the updates not yet confirmed new ids from next on, as a Telegram that
+// renumbered would deliver them.
+func (f *fakeTelegram) renumberQueue(next int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, raw := range f.queue {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			f.t.Fatal(err)
+		}
+		m["update_id"] = json.RawMessage(fmt.Sprint(next))
+		f.queue[i], _ = json.Marshal(m)
+		f.queueID[i] = next
+		next++
+	}
+	f.nextID = next - 1
+	f.notify()
+}
+
 // redeliver queues an update again under an id it already had, as Telegram does when it did
 // not see the bot confirm it.
 func (f *fakeTelegram) redeliver(id int64, update map[string]any) {
@@ -237,11 +264,14 @@ func (f *fakeTelegram) getUpdates(w http.ResponseWriter, r *http.Request, fields
 			f.apiError(w, fl[0].code, fmt.Sprintf("Too Many Requests: retry after %d", fl[0].retryAfter), fl[0].retryAfter)
 			return
 		}
-		// The offset confirms every update before it: those are forgotten.
+		// The offset confirms every update before it: those are forgotten. An offset far
+		// above the newest id is one of an earlier numbering (the Bot API server's queue
+		// refuses a from_id "in the future"): it confirms nothing, and the queue is answered
+		// from its head.
 		var keep []json.RawMessage
 		var keepID []int64
 		for i, id := range f.queueID {
-			if id >= offset {
+			if id >= offset || offset > f.nextID+10 {
 				keep, keepID = append(keep, f.queue[i]), append(keepID, id)
 			}
 		}

@@ -102,8 +102,8 @@ type Bot struct {
 	gw     *gateway
 	limits *limiter
 
-	// offset is the last update handled and recorded in the gateway.
-	offset int64
+	// done is the record of handled updates as saved in the gateway; nil until read.
+	done *handled
 	// told holds the updates whose user was already told the gateway is unreachable.
 	told map[int64]bool
 
@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		return err
 	}
 	defer gw.conn.Close()
-	b := &Bot{cfg: cfg, log: log, tg: tg, gw: gw, limits: newLimiter(), told: map[int64]bool{}, offset: -1}
+	b := &Bot{cfg: cfg, log: log, tg: tg, gw: gw, limits: newLimiter(), told: map[int64]bool{}}
 	// The deletion loop ends with the bot, also when the bot stops on an error.
 	loopCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -148,8 +148,8 @@ func (b *Bot) poll(ctx context.Context) error {
 		if backoff > 0 {
 			_ = sleep(ctx, backoff)
 		}
-		if b.offset < 0 {
-			off, err := b.gw.offset(ctx)
+		if b.done == nil {
+			h, err := b.gw.handled(ctx)
 			if err := misconfigured(err); err != nil {
 				return err
 			}
@@ -158,10 +158,12 @@ func (b *Bot) poll(ctx context.Context) error {
 				backoff = nextBackoff(backoff)
 				continue
 			}
-			b.offset = off
-			b.log.Info("polling", "offset", off)
+			b.done = h
+			b.log.Info("polling", "offset", h.Last)
 		}
-		ups, err := b.tg.getUpdates(ctx, b.offset+1, b.cfg.PollTimeout)
+		// The offset confirms the last batch. It follows the last update's id down as well
+		// as up: after a renumbering, an offset above the new ids would confirm none of them.
+		ups, err := b.tg.getUpdates(ctx, b.done.Last+1, b.cfg.PollTimeout)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -190,9 +192,9 @@ func (b *Bot) poll(ctx context.Context) error {
 		backoff = 0
 		b.polled(ctx)
 		for _, u := range ups {
-			if u.ID <= b.offset {
-				// Delivered again (a replay, or Telegram before it saw our offset).
-				b.log.Info("update", "update_id", u.ID, "outcome", "replay_skipped")
+			if b.replay(u) {
+				// Confirmed with the batch; the record need not change (it was handled).
+				b.done = &handled{Last: u.ID, Recent: b.done.Recent}
 				continue
 			}
 			if !b.handleDurably(ctx, u) {
@@ -215,18 +217,20 @@ func misconfigured(err error) error {
 	return nil
 }
 
+// nextBackoff doubles from a quarter second to 30 s: a brief failure (a connection reset, a
+// gateway restarting) costs the user well under a second, a long outage few calls.
 func nextBackoff(d time.Duration) time.Duration {
 	switch {
 	case d == 0:
-		return 500 * time.Millisecond
+		return 250 * time.Millisecond
 	case d >= 15*time.Second:
 		return 30 * time.Second
 	}
 	return 2 * d
 }
 
-// handleDurably handles an update and records it as handled, retrying while the gateway is
-// unreachable; false only when ctx ended first.
+// handleDurably handles an update and records it as handled, retrying with backoff until it
+// is; false only when ctx ended first.
 func (b *Bot) handleDurably(ctx context.Context, u *models.Update) bool {
 	var backoff time.Duration
 	for !b.attempt(ctx, u) {
@@ -238,17 +242,29 @@ func (b *Bot) handleDurably(ctx context.Context, u *models.Update) bool {
 	return true
 }
 
-// attempt handles an update once and records it as handled; false when the gateway could not
-// be reached, after telling the user (once per update) to try again.
+// replay says whether an update was handled already (Telegram delivering it again, under its
+// id or a new one), and logs it when so.
+func (b *Bot) replay(u *models.Update) bool {
+	if !b.done.seen(fingerprint(u)) {
+		return false
+	}
+	b.log.Info("update", "update_id", u.ID, "outcome", "replay_skipped")
+	return true
+}
+
+// attempt handles an update once and records it as handled; false when it must be tried
+// again (the gateway could not be reached or failed), after telling the user once per update.
+// Only a recorded update counts as handled: the polling offset and the webhook's 200 wait for
+// the record, so an update whose handling did not finish is delivered again.
 func (b *Bot) attempt(ctx context.Context, u *models.Update) bool {
 	err := b.handle(ctx, u)
 	if err == nil {
-		err = b.gw.saveOffset(ctx, u.ID)
-	}
-	if err == nil {
-		b.offset = u.ID
-		delete(b.told, u.ID)
-		return true
+		next := b.done.with(u.ID, fingerprint(u))
+		if err = b.gw.saveHandled(ctx, next); err == nil {
+			b.done = next
+			delete(b.told, u.ID)
+			return true
+		}
 	}
 	if ctx.Err() != nil {
 		return false
@@ -256,7 +272,12 @@ func (b *Bot) attempt(ctx context.Context, u *models.Update) bool {
 	b.log.Warn("update", "update_id", u.ID, "outcome", "gateway_unavailable", "error", grpcCode(err))
 	if chat := chatOf(u); chat != 0 && !b.told[u.ID] {
 		b.told[u.ID] = true
-		_, _ = b.tg.send(ctx, chat, msgUnavailable, nil, false)
+		msg := msgUnavailable
+		if u.Message != nil && u.Message.SuccessfulPayment != nil {
+			// Paying again would pay twice: this one is kept and credited.
+			msg = msgPaymentKept
+		}
+		_, _ = b.tg.send(ctx, chat, msg, nil, false)
 	}
 	return false
 }

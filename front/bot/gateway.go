@@ -58,16 +58,29 @@ func unavailable(err error) bool {
 	return false
 }
 
+// definitive tells a gateway answer that refuses a call for good (the same call would be
+// refused again whatever is retried) from every other failure: unreachable, timed out,
+// internal, rate limited, an error from the network or the transport. Money is moved only
+// through calls retried until they are answered, so only these answers end the retries.
+func definitive(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.FailedPrecondition, codes.OutOfRange:
+		return true
+	}
+	return false
+}
+
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 
 // Names of the bot's state values (letters, digits, '.', '_', '-' only).
 const (
-	stateOffset   = "offset"
-	prefixSession = "s."   // s.<update id>: a key being created or edited with keyboards
-	prefixDelete  = "del." // del.<chat>.<message>: a secret message to delete at a time
+	stateOffset   = "offset" // read only: see stateHandled
+	prefixSession = "s."     // s.<update id>: a key being created or edited with keyboards
+	prefixDelete  = "del."   // del.<chat>.<message>: a secret message to delete at a time
+	prefixPayment = "pay."   // pay.<sha256 of the charge id>: a Telegram payment, kept for good
 )
 
-// offset is the last handled update id; 0 before the first.
+// offset is the last handled update id as earlier versions kept it; 0 before the first.
 func (g *gateway) offset(ctx context.Context) (int64, error) {
 	st, err := g.admin.GetBotState(ctx, &adminv1.GetBotStateRequest{Key: stateOffset})
 	if isNotFound(err) {
@@ -81,11 +94,6 @@ func (g *gateway) offset(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("stored offset %q: %w", st.GetValue(), err)
 	}
 	return n, nil
-}
-
-func (g *gateway) saveOffset(ctx context.Context, id int64) error {
-	_, err := g.admin.PutBotState(ctx, &adminv1.PutBotStateRequest{Key: stateOffset, Value: strconv.FormatInt(id, 10)})
-	return err
 }
 
 // put stores a JSON value until expire.

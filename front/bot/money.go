@@ -2,6 +2,9 @@ package bot
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -95,31 +98,107 @@ func (b *Bot) preCheckout(ctx context.Context, c *call) error {
 	return nil
 }
 
-// payment credits a successful payment. The credit's idempotency key is Telegram's charge
-// id, so a payment delivered twice credits once.
+// paymentRecord is a Telegram payment as the bot keeps it in the gateway (pay.<sha256 of the
+// charge id>, never expiring), written before the credit. The first delivery fixes the
+// profile and the amount, so every later delivery of the same charge credits the same profile
+// the same amount under the same idempotency key: once, whatever failed in between. A payment
+// that cannot be credited stays here as "pending" for the operator.
+type paymentRecord struct {
+	Charge         string `json:"charge"`
+	ProviderCharge string `json:"provider_charge"`
+	User           int64  `json:"user"`
+	Profile        string `json:"profile"`
+	Currency       string `json:"currency"`
+	Amount         string `json:"amount"`
+	// State is "crediting" (recorded, credit not known to be done), "credited" or "pending"
+	// (refused for good; Why says by what).
+	State string `json:"state"`
+	Why   string `json:"why,omitempty"`
+}
+
+// paymentKey names a payment's record. Charge ids are Telegram's strings, not bound to the
+// characters a state key allows, so the key is their hash.
+func paymentKey(charge string) string {
+	s := sha256.Sum256([]byte(charge))
+	return prefixPayment + hex.EncodeToString(s[:16])
+}
+
+// payment credits a successful payment, exactly once per Telegram charge id. Every failure is
+// returned for a retry except a definitive refusal, which leaves the payment pending and tells
+// the operators: the update counts as handled only when the credit, or the pending record, is
+// in the gateway, and the user hears of it only then.
 func (b *Bot) payment(ctx context.Context, c *call) error {
 	sp := c.u.Message.SuccessfulPayment
 	if c.from == nil || sp.TelegramPaymentChargeID == "" {
+		// Telegram always sends both; without them there is nothing to key a credit on.
 		c.outcome = "payment_unattributable"
+		b.log.Error("payment not credited: no payer or charge id", "update_id", c.u.ID)
 		return nil
 	}
 	p, err := b.profile(ctx, c)
 	if err != nil {
-		return b.failed(ctx, c, err)
+		return fmt.Errorf("payer's profile: %w", err)
 	}
-	if sp.Currency != p.GetCurrency() {
-		c.outcome = "payment_currency_mismatch"
-		return b.reply(ctx, c, "Your payment arrived in another currency than your balance; the operator will credit it by hand. Please contact them.")
+	rec := &paymentRecord{
+		Charge: sp.TelegramPaymentChargeID, ProviderCharge: sp.ProviderPaymentChargeID, User: c.from.ID, Profile: p.GetId(),
+		Currency: sp.Currency, Amount: decimal.New(int64(sp.TotalAmount), -minorDigits).String(), State: "crediting",
 	}
-	amount := decimal.New(int64(sp.TotalAmount), -minorDigits)
-	p, err = b.gw.admin.CreditProfile(ctx, &adminv1.CreditProfileRequest{
-		Id: p.GetId(), Amount: amount.String(), Reason: "Telegram payment", IdempotencyKey: "tg-payment:" + sp.TelegramPaymentChargeID,
-	})
+	raw, _ := json.Marshal(rec)
+	key := paymentKey(rec.Charge)
+	put, err := b.gw.admin.PutBotState(ctx, &adminv1.PutBotStateRequest{Key: key, Value: string(raw), OnlyIfAbsent: true})
 	if err != nil {
-		return b.failed(ctx, c, err)
+		return fmt.Errorf("record payment: %w", err)
+	}
+	if !put.GetCreated() {
+		var first paymentRecord
+		if err := json.Unmarshal([]byte(put.GetState().GetValue()), &first); err == nil && first.Charge == rec.Charge {
+			rec = &first
+		}
+	}
+	switch {
+	case rec.State == "pending":
+		c.outcome = "payment_pending"
+		return b.reply(ctx, c, msgPaymentPending)
+	case rec.Currency != p.GetCurrency():
+		return b.pendPayment(ctx, c, key, rec, "currency "+rec.Currency+" is not the balance's "+p.GetCurrency())
+	}
+	p, err = b.gw.admin.CreditProfile(ctx, &adminv1.CreditProfileRequest{
+		Id: rec.Profile, Amount: rec.Amount, Reason: "Telegram payment " + rec.Charge, IdempotencyKey: "tg-payment:" + rec.Charge,
+	})
+	switch {
+	case err != nil && definitive(err):
+		return b.pendPayment(ctx, c, key, rec, "credit refused: "+grpcCode(err))
+	case err != nil:
+		return fmt.Errorf("credit payment: %w", err)
+	}
+	if rec.State != "credited" {
+		rec.State = "credited"
+		raw, _ = json.Marshal(rec)
+		if _, err := b.gw.admin.PutBotState(ctx, &adminv1.PutBotStateRequest{Key: key, Value: string(raw)}); err != nil {
+			// Retried: the credit replays under its key and moves nothing.
+			return fmt.Errorf("record payment credited: %w", err)
+		}
 	}
 	c.outcome = "credited"
-	return b.reply(ctx, c, fmt.Sprintf("Payment received: %s %s.\n%s", amount, esc(p.GetCurrency()), balanceText(p)))
+	return b.reply(ctx, c, fmt.Sprintf("Payment received: %s %s.\n%s", rec.Amount, esc(p.GetCurrency()), balanceText(p)))
+}
+
+// pendPayment keeps a payment the gateway refused for good: recorded as pending, logged as an
+// error, told to the operators and to the payer. Retrying would not change the answer and
+// would hold up every later update.
+func (b *Bot) pendPayment(ctx context.Context, c *call, key string, rec *paymentRecord, why string) error {
+	rec.State, rec.Why = "pending", why
+	raw, _ := json.Marshal(rec)
+	if _, err := b.gw.admin.PutBotState(ctx, &adminv1.PutBotStateRequest{Key: key, Value: string(raw)}); err != nil {
+		return fmt.Errorf("record payment pending: %w", err)
+	}
+	c.outcome = "payment_pending"
+	b.log.Error("payment not credited: kept pending for the operator", "update_id", c.u.ID, "record", key, "why", why)
+	for op := range b.cfg.Operators {
+		_, _ = b.tg.send(ctx, op, fmt.Sprintf("⚠️ A payment could not be credited (%s).\nPayer: <code>%d</code>, amount %s %s, charge <code>%s</code>, record <code>%s</code>.\nCredit it by hand with /credit once resolved.",
+			esc(why), rec.User, esc(rec.Amount), esc(rec.Currency), esc(rec.Charge), esc(key)), nil, false)
+	}
+	return b.reply(ctx, c, msgPaymentPending)
 }
 
 // operatorProfile finds a profile by Telegram user id or profile id.
@@ -134,8 +213,10 @@ func (b *Bot) operatorProfile(ctx context.Context, target string) (*adminv1.Prof
 	return b.gw.admin.LookupProfile(ctx, &adminv1.LookupProfileRequest{ExternalRef: externalRef(id)})
 }
 
-// cmdCredit credits a balance; the update id makes the credit's idempotency key, so a
-// redelivered command credits once.
+// cmdCredit credits a balance. The idempotency key is the operator's message, chat and
+// message id, which Telegram never renumbers (update ids it does): the same command delivered
+// again, under any update id, credits once; a new message is a new credit. Failures other than
+// a refusal are retried under the same key.
 func (b *Bot) cmdCredit(ctx context.Context, c *call) error {
 	f := strings.Fields(c.args)
 	if len(f) != 2 {
@@ -152,17 +233,21 @@ func (b *Bot) cmdCredit(ctx context.Context, c *call) error {
 	}
 	p, err = b.gw.admin.CreditProfile(ctx, &adminv1.CreditProfileRequest{
 		Id: p.GetId(), Amount: f[1], Reason: fmt.Sprintf("operator credit by tg:%d", c.from.ID),
-		IdempotencyKey: "tg-credit:" + strconv.FormatInt(c.u.ID, 10),
+		IdempotencyKey: operatorCreditKey(c.u.Message),
 	})
 	if err != nil {
-		if s, ok := status.FromError(err); ok && (s.Code() == codes.InvalidArgument || s.Code() == codes.FailedPrecondition) {
+		if s, ok := status.FromError(err); ok && definitive(err) {
 			c.outcome = "refused"
 			return b.reply(ctx, c, "Refused: "+esc(s.Message()))
 		}
-		return b.failed(ctx, c, err)
+		return fmt.Errorf("operator credit: %w", err)
 	}
 	c.outcome = "credited"
 	return b.reply(ctx, c, fmt.Sprintf("Credited %s (<code>%s</code>, %s).\n%s", esc(f[1]), esc(p.GetId()), esc(p.GetExternalRef()), balanceText(p)))
+}
+
+func operatorCreditKey(m *models.Message) string {
+	return "tg-credit:" + strconv.FormatInt(m.Chat.ID, 10) + ":" + strconv.Itoa(m.ID)
 }
 
 // cmdFind shows a user's balance and keys to an operator.

@@ -9,13 +9,15 @@ import (
 // Messages are HTML (parse_mode HTML); anything that comes from a user or the gateway goes
 // through esc.
 const (
-	msgUnavailable = "⚠️ The gateway cannot be reached right now. Your request is kept and will be carried out as soon as it is back; if nothing happens within a few minutes, please try again."
-	msgPrivateOnly = "Please write to me in a private chat: keys and balances are handled only there."
-	msgHint        = "Send /help to see what I can do."
-	msgUnknown     = "Unknown command. Send /help to see the commands."
-	msgNotYours    = "That is not one of your keys."
-	msgGone        = "This request was already handled or has expired."
-	msgLimited     = "Too many of those in a short time; please wait a few minutes."
+	msgUnavailable    = "⚠️ The gateway cannot be reached right now. Your request is kept and will be carried out as soon as it is back; if nothing happens within a few minutes, please try again."
+	msgPaymentKept    = "⚠️ Your payment was received; crediting it to your balance is taking longer than usual and will finish by itself. Please do not pay again."
+	msgPaymentPending = "⚠️ Your payment was received and recorded, but it could not be credited automatically. The operator has been told and will credit it by hand; please do not pay again."
+	msgPrivateOnly    = "Please write to me in a private chat: keys and balances are handled only there."
+	msgHint           = "Send /help to see what I can do."
+	msgUnknown        = "Unknown command. Send /help to see the commands."
+	msgNotYours       = "That is not one of your keys."
+	msgGone           = "This request was already handled or has expired."
+	msgLimited        = "Too many of those in a short time; please wait a few minutes."
 )
 
 func msgFailed(code string) string {

@@ -19,9 +19,10 @@ import (
 )
 
 // webhook receives updates on GATEWAY_BOT_WEBHOOK_ADDR instead of polling. An update is
-// answered 200 once handled and recorded; while the gateway is unreachable it is answered
-// 503, and Telegram delivers it again later. One update at a time (max_connections 1), so
-// updates stay in order and the recorded update id works as in polling.
+// answered 200 once handled and recorded; until then (the gateway unreachable or failing) it
+// is answered 503, and Telegram delivers it again later. One update at a time
+// (max_connections 1), so updates stay in order; redeliveries are recognised by content as in
+// polling, whatever their id.
 func (b *Bot) webhook(ctx context.Context) error {
 	u, err := url.Parse(b.cfg.WebhookURL)
 	if err != nil || u.Scheme == "" || u.Host == "" {
@@ -49,15 +50,15 @@ func (b *Bot) webhook(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	// The offset is read before Telegram is told where to deliver.
+	// The record of handled updates is read before Telegram is told where to deliver.
 	for {
-		off, err := b.gw.offset(ctx)
+		h, err := b.gw.handled(ctx)
 		if err := misconfigured(err); err != nil {
 			return err
 		}
 		if err == nil {
 			b.hookMu.Lock()
-			b.offset = off
+			b.done = h
 			b.hookMu.Unlock()
 			break
 		}
@@ -121,12 +122,11 @@ func (b *Bot) serveWebhook(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	b.hookMu.Lock()
 	defer b.hookMu.Unlock()
-	if b.offset < 0 || ctx.Err() != nil {
+	if b.done == nil || ctx.Err() != nil {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
 		return
 	}
-	if u.ID <= b.offset {
-		b.log.Info("update", "update_id", u.ID, "outcome", "replay_skipped")
+	if b.replay(&u) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
