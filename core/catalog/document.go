@@ -284,18 +284,7 @@ func (ps *problems) checkProvider(path string, p Provider, seen map[string]strin
 	if p.BaseURL != "" || needsUpstream {
 		ps.checkBaseURL(field(path, "base_url"), p.BaseURL)
 	}
-	switch {
-	case p.APIKeyEnv == "" && needsUpstream:
-		ps.addf(field(path, "api_key_env"), "is required (the name of the environment variable holding the key)")
-	case p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv):
-		ps.addf(field(path, "api_key_env"), "%q is not an environment variable name", p.APIKeyEnv)
-	default:
-		// The name only, never the variable's value: the value may be a secret.
-		if rule, ok := GatewayEnv(p.APIKeyEnv); ok {
-			ps.addf(field(path, "api_key_env"), "%q of provider %q is a variable the gateway itself reads (%s), and its value would be sent to the provider; name a variable that holds only this provider's key",
-				p.APIKeyEnv, p.ID, rule)
-		}
-	}
+	ps.checkKeyEnv(path, p, needsUpstream) // env.go
 	ps.checkTimeout(field(path, "timeout.first_byte"), p.FirstByteTimeout)
 	ps.checkTimeout(field(path, "timeout.idle"), p.IdleTimeout)
 }

@@ -41,3 +41,20 @@ func GatewayEnv(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// checkKeyEnv checks a provider's api_key_env: required where there is an upstream, a
+// variable name, and not one the gateway itself reads. The message names the variable only,
+// never its value: the value may be a secret.
+func (ps *problems) checkKeyEnv(path string, p Provider, needsUpstream bool) {
+	switch {
+	case p.APIKeyEnv == "" && needsUpstream:
+		ps.addf(field(path, "api_key_env"), "is required (the name of the environment variable holding the key)")
+	case p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv):
+		ps.addf(field(path, "api_key_env"), "%q is not an environment variable name", p.APIKeyEnv)
+	default:
+		if rule, ok := GatewayEnv(p.APIKeyEnv); ok {
+			ps.addf(field(path, "api_key_env"), "%q of provider %q is a variable the gateway itself reads (%s), and its value would be sent to the provider; name a variable that holds only this provider's key",
+				p.APIKeyEnv, p.ID, rule)
+		}
+	}
+}
