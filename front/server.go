@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -20,6 +19,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
+	"modelgateway/core/wire/requestid"
 	"modelgateway/front/media"
 	"modelgateway/front/relay"
 	"modelgateway/realtime"
@@ -125,13 +125,13 @@ func newGatewayMux() *runtime.ServeMux {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
 	generated := false
-	if !apierror.ValidRequestID(id) {
-		if id != "" {
-			r.Header.Set("X-Request-Id", uuid.Must(uuid.NewV7()).String())
-			relay.WriteError(w, r, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters"))
-			return
-		}
-		id, generated = uuid.Must(uuid.NewV7()).String(), true
+	if id == "" {
+		id, generated = requestid.New(), true
+	} else if apiErr := requestid.CheckClient(id); apiErr != nil {
+		// A refused id is not echoed: the answer carries an id of the gateway's own.
+		r.Header.Set("X-Request-Id", requestid.New())
+		relay.WriteError(w, r, apiErr)
+		return
 	}
 	r = relay.Begin(r, generated)
 	relay.SetRequestID(r.Header, w.Header(), id)
