@@ -23,8 +23,9 @@ import (
 // Limits are the front's defences against clients that send too much or too slowly.
 type Limits struct {
 	// BodyBudget bounds the bytes of request bodies the replica buffers at once, KeyBodyBudget
-	// those of one key (relay.Budget); 0 means the default, negative means unbounded.
-	BodyBudget, KeyBodyBudget int64
+	// those of one key, ProfileBodyBudget those of all the keys of one profile (relay.Budget);
+	// 0 means the default, negative means unbounded.
+	BodyBudget, KeyBodyBudget, ProfileBodyBudget int64
 	// BodyIdle is the longest pause within a request body; BodyMinRate (bytes per second) is
 	// the slowest average a body may arrive at once BodyGrace has passed. Neither bounds the
 	// answer: a stream may pause as long as its upstream does (spec 6.2).
@@ -34,13 +35,15 @@ type Limits struct {
 }
 
 // Defaults of Limits: a replica buffers at most four ordinary 32 MiB bodies (or any number of
-// small ones) at once, one key at most two.
+// small ones) at once, one key at most two, and one profile, whatever its keys, no more than
+// one key may: half the replica's budget is always left to the other profiles.
 const (
-	DefaultBodyBudget    = 128 << 20
-	DefaultKeyBodyBudget = 64 << 20
-	DefaultBodyIdle      = 15 * time.Second
-	DefaultBodyMinRate   = 8 << 10
-	DefaultBodyGrace     = 10 * time.Second
+	DefaultBodyBudget        = 128 << 20
+	DefaultKeyBodyBudget     = 64 << 20
+	DefaultProfileBodyBudget = 64 << 20
+	DefaultBodyIdle          = 15 * time.Second
+	DefaultBodyMinRate       = 8 << 10
+	DefaultBodyGrace         = 10 * time.Second
 )
 
 func (l Limits) withDefaults() Limits {
@@ -55,6 +58,7 @@ func (l Limits) withDefaults() Limits {
 	}
 	l.BodyBudget = pick(l.BodyBudget, DefaultBodyBudget)
 	l.KeyBodyBudget = pick(l.KeyBodyBudget, DefaultKeyBodyBudget)
+	l.ProfileBodyBudget = pick(l.ProfileBodyBudget, DefaultProfileBodyBudget)
 	l.BodyMinRate = pick(l.BodyMinRate, DefaultBodyMinRate)
 	if l.BodyIdle <= 0 {
 		l.BodyIdle = DefaultBodyIdle
@@ -114,7 +118,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 		paced.clear()
 		return refuse(apiErr)
 	}
-	r, lease := relay.WithLease(r, s.budget, resp.GetKeyId())
+	r, lease := relay.WithLease(r, s.budget, resp.GetKeyId(), resp.GetProfileId())
 	return r, func() {
 		lease.Release()
 		paced.clear()

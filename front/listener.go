@@ -80,6 +80,7 @@ func LimitsFromEnv(getenv func(string) string) Limits {
 	}
 	return Limits{
 		BodyBudget: num("GATEWAY_BODY_BUDGET"), KeyBodyBudget: num("GATEWAY_KEY_BODY_BUDGET"),
-		BodyIdle: dur("GATEWAY_BODY_IDLE_TIMEOUT"), BodyMinRate: num("GATEWAY_BODY_MIN_RATE"),
+		ProfileBodyBudget: num("GATEWAY_PROFILE_BODY_BUDGET"), BodyIdle: dur("GATEWAY_BODY_IDLE_TIMEOUT"),
+		BodyMinRate: num("GATEWAY_BODY_MIN_RATE"),
 	}
 }

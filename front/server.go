@@ -78,7 +78,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime, IdleTimeout: cfg.RealtimeIdle}}
 	s.limits = cfg.Limits.withDefaults()
 	s.adminFailures = &failureLimiter{Burst: adminFailureBurst, Every: adminFailureEvery}
-	s.budget = &relay.Budget{Total: s.limits.BodyBudget, PerKey: s.limits.KeyBodyBudget}
+	s.budget = &relay.Budget{Total: s.limits.BodyBudget, PerKey: s.limits.KeyBodyBudget, PerProfile: s.limits.ProfileBodyBudget}
 	s.coreMux = newGatewayMux()
 	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
 		return nil, err
@@ -215,3 +215,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	return s.realtime.Shutdown(ctx)
 }
+
+// BodyBudget is the replica's budget of request bodies in memory (for tests and metrics).
+func (s *Server) BodyBudget() *relay.Budget { return s.budget }
