@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/bits"
 	"net/http"
 	"strconv"
 	"sync"
@@ -61,6 +62,17 @@ func (b *Budget) UsedBy(profile string) int64 {
 
 // grow takes n more bytes for the lease, or refuses without taking anything.
 func (l *Lease) grow(n int64) *apierror.Error {
+	return l.take(n, true)
+}
+
+// fits refuses, taking nothing, a body of n bytes that could not be held beside the bytes in
+// flight now: it would be refused partway anyway, after its first chunks were allocated for
+// nothing (stalled bodies hold their bytes; this only spares the garbage of the others).
+func (l *Lease) fits(n int64) *apierror.Error {
+	return l.take(n, false)
+}
+
+func (l *Lease) take(n int64, take bool) *apierror.Error {
 	if l == nil || l.b == nil || n <= 0 {
 		return nil
 	}
@@ -75,6 +87,9 @@ func (l *Lease) grow(n int64) *apierror.Error {
 	}
 	if b.PerKey > 0 && b.byKey[l.key]+n > b.PerKey {
 		return apierror.New(apierror.RateLimited, "this API key has more than %d bytes of request bodies in flight; retry shortly", b.PerKey)
+	}
+	if !take {
+		return nil
 	}
 	if b.byKey == nil {
 		b.byKey, b.byProfile = map[string]int64{}, map[string]int64{}
@@ -124,11 +139,13 @@ func leaseOf(r *http.Request) *Lease {
 }
 
 // ReadBody reads at most limit bytes; a larger body is payload_too_large, decided while
-// reading (a lying or absent Content-Length does not help). The buffer starts at ReadChunk
-// and doubles as it fills, never past the declared length (Go's server ends the body there)
-// nor the limit; every growth is charged to the request's lease before it is allocated, so
-// the budget follows the bytes that arrived. One more byte, read into a byte of its own once
-// the buffer is full, tells the end from a body too large.
+// reading (a lying or absent Content-Length does not help). The body is read into chunks:
+// the first of ReadChunk, each next as large as all before it (so the total doubles), never
+// past the declared length (Go's server ends the body there) nor the limit; every chunk is
+// charged to the request's lease before it is allocated, so the budget follows the bytes
+// that arrived. Chunks are not copied as they grow (a stalled upload leaves no garbage
+// behind); a body of several is joined once it is whole. One more byte, read into a byte of
+// its own once the bound is reached, tells the end from a body too large.
 func ReadBody(r *http.Request, limit int64) ([]byte, *apierror.Error) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
@@ -137,15 +154,33 @@ func ReadBody(r *http.Request, limit int64) ([]byte, *apierror.Error) {
 		return []byte{}, nil
 	}
 	lease := leaseOf(r)
-	bound := limit // the most the buffer may hold
-	if r.ContentLength > 0 {
-		bound = r.ContentLength
+	if err := lease.fits(r.ContentLength); err != nil {
+		return nil, err
 	}
-	var buf []byte
+	var c chunked
+	body, err := c.read(r.Body, lease, limit, r.ContentLength)
+	if err != nil {
+		c.recycle()
+	}
+	return body, err
+}
+
+// chunked is a body being read: the full chunks and the one being filled.
+type chunked struct {
+	chunks [][]byte
+	cur    []byte
+	total  int64 // bytes in chunks
+}
+
+func (c *chunked) read(body io.Reader, lease *Lease, limit, declared int64) ([]byte, *apierror.Error) {
+	bound := limit // the most the body may hold
+	if declared > 0 {
+		bound = declared
+	}
 	for {
-		if int64(len(buf)) == bound {
+		if c.total+int64(len(c.cur)) == bound {
 			var one [1]byte
-			n, err := readSome(r.Body, one[:])
+			n, err := readSome(body, one[:])
 			if n > 0 {
 				if bound == limit {
 					return nil, tooLarge(limit)
@@ -155,25 +190,84 @@ func ReadBody(r *http.Request, limit int64) ([]byte, *apierror.Error) {
 			if err != nil && !errors.Is(err, io.EOF) {
 				return nil, bodyError(err)
 			}
-			return buf, nil
+			return c.join(), nil
 		}
-		if len(buf) == cap(buf) {
-			next := min(max(2*int64(cap(buf)), ReadChunk), bound)
-			if err := lease.grow(next - int64(cap(buf))); err != nil {
+		if len(c.cur) == cap(c.cur) {
+			if c.cur != nil {
+				c.chunks = append(c.chunks, c.cur)
+				c.total += int64(len(c.cur))
+			}
+			next := min(max(c.total, ReadChunk), bound-c.total)
+			if err := lease.grow(next); err != nil {
+				c.cur = nil
 				return nil, err
 			}
-			grown := make([]byte, len(buf), next)
-			copy(grown, buf)
-			buf = grown
+			c.cur = getChunk(next)
 		}
-		n, err := r.Body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+		n, err := body.Read(c.cur[len(c.cur):cap(c.cur)])
+		c.cur = c.cur[:len(c.cur)+n]
 		if errors.Is(err, io.EOF) {
-			return buf, nil
+			return c.join(), nil
 		}
 		if err != nil {
 			return nil, bodyError(err)
 		}
+	}
+}
+
+// join is the whole body in one slice; the chunks it copied go back to their pools.
+func (c *chunked) join() []byte {
+	if len(c.chunks) == 0 {
+		return c.cur // the caller's now: not recycled
+	}
+	out := make([]byte, 0, c.total+int64(len(c.cur)))
+	for _, ch := range c.chunks {
+		out = append(out, ch...)
+	}
+	out = append(out, c.cur...)
+	c.recycle()
+	return out
+}
+
+// recycle gives the chunks back: a body refused halfway (the budget full, too large, too
+// slow) or joined leaves its chunks to the next body rather than to the garbage collector,
+// so that many uploads refused one after another do not pile up garbage beside the
+// bytes the budget admits.
+func (c *chunked) recycle() {
+	for _, ch := range c.chunks {
+		putChunk(ch)
+	}
+	if c.cur != nil {
+		putChunk(c.cur)
+	}
+	c.chunks, c.cur = nil, nil
+}
+
+// chunkPools[i] holds spare chunks of ReadChunk<<i bytes: the sizes ReadBody asks for
+// below its bound.
+var chunkPools [12]sync.Pool
+
+func chunkClass(n int64) (int, bool) {
+	if n < ReadChunk || n%ReadChunk != 0 || n&(n-1) != 0 {
+		return 0, false
+	}
+	i := bits.TrailingZeros64(uint64(n / ReadChunk))
+	return i, i < len(chunkPools)
+}
+
+func getChunk(n int64) []byte {
+	if i, ok := chunkClass(n); ok {
+		if p, _ := chunkPools[i].Get().(*[]byte); p != nil {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+func putChunk(ch []byte) {
+	if i, ok := chunkClass(int64(cap(ch))); ok && int64(cap(ch)) == ReadChunk<<i {
+		ch = ch[:0]
+		chunkPools[i].Put(&ch)
 	}
 }
 
