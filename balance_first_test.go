@@ -17,8 +17,8 @@ import (
 // profile cannot pay the smallest hold of the route gets 402 insufficient_balance while its
 // large body is still on the way (the client has sent the head and 1 KiB of a body of
 // tens of MiB, then stalls); nothing reaches the upstream and no money moves. The same heads
-// with a credited profile are served and charged, and a free route (token counting) is never
-// refused for money.
+// with a credited profile are served and charged. A free route (token counting) needs a
+// positive balance as well (issue 30), and is charged nothing.
 func TestAnEmptyBalanceIsRefusedBeforeTheBody(t *testing.T) {
 	t.Parallel()
 	g := startGenWith(t, func(*Config) {})
@@ -54,9 +54,10 @@ func TestAnEmptyBalanceIsRefusedBeforeTheBody(t *testing.T) {
 			t.Errorf("%s: after the refusal the connection gave %d bytes, %v; want it closed", rt.path, n, err)
 		}
 	}
-	// A free route with the same empty balance is served.
-	status, _, raw := g.postAs(t, key, "/v1/messages/count_tokens", anthropicVersion, `{"model":"m-anthropic","messages":[{"role":"user","content":"hi"}]}`)
-	if status != 200 {
+	// A free route needs a positive balance too (issue 30): refused, served once credited.
+	const count = `{"model":"m-anthropic","messages":[{"role":"user","content":"hi"}]}`
+	status, _, raw := g.postAs(t, key, "/v1/messages/count_tokens", anthropicVersion, count)
+	if code, _, _ := envelope(t, raw); status != http.StatusPaymentRequired || code != "insufficient_balance" {
 		t.Fatalf("count_tokens with an empty balance: %d %s", status, raw)
 	}
 	if n := upstreamGenerations(g, before); n != 0 {
@@ -68,6 +69,9 @@ func TestAnEmptyBalanceIsRefusedBeforeTheBody(t *testing.T) {
 
 	// The positive case on the same key: credited, each route serves the request and charges it.
 	g.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"10","reason":"topup","idempotency_key":"late"}`)
+	if status, _, raw := g.postAs(t, key, "/v1/messages/count_tokens", anthropicVersion, count); status != 200 {
+		t.Fatalf("count_tokens with a balance: %d %s", status, raw)
+	}
 	for i, rt := range routes {
 		status, _, raw := g.postAs(t, key, rt.path, anthropicVersion, rt.body)
 		if status != 200 {

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/requestid"
 	"modelgateway/front/relay"
 )
 
@@ -19,9 +18,14 @@ import (
 func (s *Server) AdminHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
-		if !apierror.ValidRequestID(id) {
-			id = uuid.Must(uuid.NewV7()).String()
+		if id == "" {
+			id = requestid.New()
 			r = relay.WithGeneratedID(r)
+		} else if apiErr := requestid.CheckClient(id); apiErr != nil {
+			r.Header.Set("X-Request-Id", requestid.New())
+			w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
+			relay.WriteError(w, r, apiErr)
+			return
 		}
 		r.Header.Set("X-Request-Id", id)
 		w.Header().Set("X-Request-Id", id)

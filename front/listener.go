@@ -7,10 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/jsontext"
+	"modelgateway/core/wire/requestid"
 )
 
 // WrapListener makes the answers net/http writes by itself, before any handler runs, speak
@@ -49,7 +48,7 @@ func (c *conn) Write(b []byte) (int, error) {
 // headerTooLarge is the envelope answer; the request's own id was never read, so the gateway
 // makes one.
 func headerTooLarge() []byte {
-	id := uuid.Must(uuid.NewV7()).String()
+	id := requestid.New()
 	body, _ := jsontext.Marshal(apierror.Envelope{Error: apierror.Body{
 		Message: "the request headers are larger than the server accepts", Type: apierror.Type,
 		Code: apierror.InvalidRequest, RequestID: id,
@@ -81,6 +80,7 @@ func LimitsFromEnv(getenv func(string) string) Limits {
 	}
 	return Limits{
 		BodyBudget: num("GATEWAY_BODY_BUDGET"), KeyBodyBudget: num("GATEWAY_KEY_BODY_BUDGET"),
-		BodyIdle: dur("GATEWAY_BODY_IDLE_TIMEOUT"), BodyMinRate: num("GATEWAY_BODY_MIN_RATE"),
+		ProfileBodyBudget: num("GATEWAY_PROFILE_BODY_BUDGET"), BodyIdle: dur("GATEWAY_BODY_IDLE_TIMEOUT"),
+		BodyMinRate: num("GATEWAY_BODY_MIN_RATE"),
 	}
 }

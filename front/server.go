@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -20,6 +19,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
+	"modelgateway/core/wire/requestid"
 	"modelgateway/front/media"
 	"modelgateway/front/relay"
 	"modelgateway/realtime"
@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime, IdleTimeout: cfg.RealtimeIdle}}
 	s.limits = cfg.Limits.withDefaults()
 	s.adminFailures = &failureLimiter{Burst: adminFailureBurst, Every: adminFailureEvery}
-	s.budget = &relay.Budget{Total: s.limits.BodyBudget, PerKey: s.limits.KeyBodyBudget}
+	s.budget = &relay.Budget{Total: s.limits.BodyBudget, PerKey: s.limits.KeyBodyBudget, PerProfile: s.limits.ProfileBodyBudget}
 	s.coreMux = newGatewayMux(nil)
 	if err := corev1.RegisterCoreServiceHandlerClient(ctx, s.coreMux, cfg.Core); err != nil {
 		return nil, err
@@ -135,13 +135,13 @@ func newGatewayMux(mapErr func(*http.Request, *apierror.Error) *apierror.Error) 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
 	generated := false
-	if !apierror.ValidRequestID(id) {
-		if id != "" {
-			r.Header.Set("X-Request-Id", uuid.Must(uuid.NewV7()).String())
-			relay.WriteError(w, r, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters"))
-			return
-		}
-		id, generated = uuid.Must(uuid.NewV7()).String(), true
+	if id == "" {
+		id, generated = requestid.New(), true
+	} else if apiErr := requestid.CheckClient(id); apiErr != nil {
+		// A refused id is not echoed: the answer carries an id of the gateway's own.
+		r.Header.Set("X-Request-Id", requestid.New())
+		relay.WriteError(w, r, apiErr)
+		return
 	}
 	r = relay.Begin(r, generated)
 	relay.SetRequestID(r.Header, w.Header(), id)
@@ -225,3 +225,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	return s.realtime.Shutdown(ctx)
 }
+
+// BodyBudget is the replica's budget of request bodies in memory (for tests and metrics).
+func (s *Server) BodyBudget() *relay.Budget { return s.budget }

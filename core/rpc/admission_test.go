@@ -171,7 +171,8 @@ func TestAuthorize(t *testing.T) {
 		{"an empty balance on a per-request model", poor, "chat.completions", "m-flat", true, apierror.InsufficientBalance},
 		{"an empty balance, no model named, every usable model priced", poor, "content.generate", "", true, apierror.InsufficientBalance},
 		{"an empty balance, no model named, an unpriced model usable", poor, "chat.completions", "", true, ""},
-		{"an empty balance on a free route", poor, "content.count_tokens", "m-a", true, ""},
+		{"a positive balance on a free route", rich, "content.count_tokens", "m-a", true, ""},
+		{"an empty balance on a free route", poor, "content.count_tokens", "m-a", true, apierror.InsufficientBalance},
 	}
 	for _, c := range cases {
 		resp, err := e.core.Authorize(as(c.key, "auth-"+strings.ReplaceAll(c.name, " ", "-")),
@@ -390,16 +391,21 @@ func TestGenerateRefusals(t *testing.T) {
 	}
 }
 
-// Token counting is free and answered by the upstream or the local counter.
+// Token counting is free and answered by the upstream or the local counter, for a profile
+// with a positive balance; at zero it is insufficient_balance, the same request.
 func TestCountTokensIsFree(t *testing.T) {
 	t.Parallel()
 	e := newCoreEnv(t, 1)
-	key, p := e.profile(t, "0", []string{"*"}, []string{"*"}, 0, 0)
+	key, p := e.profile(t, "1", []string{"*"}, []string{"*"}, 0, 0)
+	poor, poorP := e.profile(t, "0", []string{"*"}, []string{"*"}, 0, 0)
 	req := &corev1.GenerateRequest{EndpointFamily: "content.count_tokens", Model: "m-a", Protocol: corev1.Protocol_PROTOCOL_CHAT_COMPLETIONS,
 		Messages: []*corev1.Message{{Role: corev1.Role_ROLE_USER, Parts: []*corev1.Part{{Kind: &corev1.Part_Text{Text: "hi"}}}}}}
 	n, err := e.core.CountTokens(as(key, ""), &corev1.CountTokensRequest{Request: req})
 	if err != nil || n.GetInputTokens() != 7 {
 		t.Fatalf("count: %v %v", n, err)
+	}
+	if _, err := e.core.CountTokens(as(poor, ""), &corev1.CountTokensRequest{Request: req}); code(err) != apierror.InsufficientBalance {
+		t.Errorf("count at a zero balance: %v", err)
 	}
 	if _, err := e.core.CountTokens(as(key, ""), &corev1.CountTokensRequest{Request: &corev1.GenerateRequest{EndpointFamily: "content.count_tokens", Model: "m-b"}}); code(err) != apierror.ModelNotFound {
 		t.Errorf("a model that does not count: %v", err)
@@ -407,7 +413,10 @@ func TestCountTokensIsFree(t *testing.T) {
 	if _, err := e.core.CountTokens(as("sk-nope", ""), &corev1.CountTokensRequest{Request: req}); code(err) != apierror.InvalidKey {
 		t.Errorf("a bad key: %v", err)
 	}
-	if b := e.balance(t, p, 0); !b.IsZero() {
+	if b := e.balance(t, p, 0); !b.Equal(decimal.NewFromInt(1)) {
+		t.Errorf("balance %s", b)
+	}
+	if b := e.balance(t, poorP, 0); !b.IsZero() {
 		t.Errorf("balance %s", b)
 	}
 }

@@ -53,15 +53,25 @@ func TestRequestID(t *testing.T) {
 	if id, gen, bad := requestID(incoming("x-request-id", "abc")); id != "abc" || gen || bad != nil {
 		t.Errorf("client id: %q generated=%v err=%v", id, gen, bad)
 	}
-	if id, gen, bad := requestID(incoming("x-request-id", "f-1", "x-request-id-generated", "1")); id != "f-1" || !gen || bad != nil {
+	if id, gen, bad := requestID(incoming("x-request-id", "gw-0123456789abcdef0123456789abcdef", "x-request-id-generated", "1")); id != "gw-0123456789abcdef0123456789abcdef" || !gen || bad != nil {
 		t.Errorf("front's id: %q generated=%v err=%v", id, gen, bad)
+	}
+	// The mark alone does not make an id the gateway's: one of a client's form is checked
+	// (and reserved) as the client's.
+	if id, gen, bad := requestID(incoming("x-request-id", "f-1", "x-request-id-generated", "1")); id != "f-1" || gen || bad != nil {
+		t.Errorf("a marked client-form id: %q generated=%v err=%v", id, gen, bad)
+	}
+	for _, id := range []string{"gw-1", "GW-1", "Gw-abc"} {
+		if _, _, bad := requestID(incoming("x-request-id", id)); bad == nil || bad.Code != "invalid_request_error" {
+			t.Errorf("a client id of the gateway's form %q is accepted: %v", id, bad)
+		}
 	}
 	if _, _, bad := requestID(incoming("x-request-id", "a b")); bad == nil || bad.Code != "invalid_request_error" {
 		t.Errorf("an id with a space (the gateway's derived form) is accepted: %v", bad)
 	}
 	a, gen, _ := requestID(context.Background())
 	b := RequestID(context.Background())
-	if a == "" || !gen || a == b {
+	if !strings.HasPrefix(a, "gw-") || !gen || a == b {
 		t.Errorf("fresh ids %q and %q (generated=%v)", a, b, gen)
 	}
 }

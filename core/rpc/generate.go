@@ -321,42 +321,7 @@ func checkRequest(m *snapshot.Model, req *corev1.GenerateRequest) *apierror.Erro
 	return nil
 }
 
-// CountTokens implements the counting RPC: the upstream counts when its protocol can, else
-// the local tokenizer does. Nothing is charged.
+// CountTokens implements the counting RPC (count.go).
 func (s *CoreServer) CountTokens(ctx context.Context, creq *corev1.CountTokensRequest) (*corev1.CountTokensResponse, error) {
-	req := creq.GetRequest()
-	snap, k, err := s.caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m, apiErr := snap.Authorize(k, req.GetEndpointFamily(), req.GetModel())
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	var lastErr error
-	for route, p := range routing.Routes(snap, m, req.GetEndpointFamily()) {
-		adapter := s.Deps.Adapters[p.Kind]
-		if adapter == nil {
-			continue
-		}
-		n, err := adapter.CountTokens(ctx, s.Deps.call(m, routing.Upstream(m, p, route, s.Deps.Env), req))
-		if err == nil {
-			return &corev1.CountTokensResponse{InputTokens: n}, nil
-		}
-		if errors.Is(err, provider.ErrCannotCount) {
-			break
-		}
-		lastErr = err
-		var pe *provider.Error
-		if errors.As(err, &pe) && !pe.Retryable {
-			return nil, upstreamError(err)
-		}
-	}
-	if lastErr != nil && s.Deps.Counter == nil {
-		return nil, upstreamError(lastErr)
-	}
-	if s.Deps.Counter == nil {
-		return nil, apierror.New(apierror.Internal, "no token counter")
-	}
-	return &corev1.CountTokensResponse{InputTokens: s.Deps.Counter(req)}, nil
+	return s.countTokensRPC(ctx, creq.GetRequest())
 }

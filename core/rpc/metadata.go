@@ -7,13 +7,13 @@ import (
 	"context"
 	"strings"
 
-	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
 	"modelgateway/core/wire/callmd"
+	"modelgateway/core/wire/requestid"
 )
 
 // Metadata keys the front and internal callers send.
@@ -21,7 +21,8 @@ const (
 	MetadataAuthorization = "authorization"
 	MetadataRequestID     = "x-request-id"
 	// MetadataRequestIDGenerated is "1" when the front made the request id itself: such ids
-	// are unique by construction and need no duplicate check.
+	// (of the gateway's form, which no client may send) are unique by construction and need
+	// no duplicate check.
 	MetadataRequestIDGenerated = "x-request-id-generated"
 )
 
@@ -48,18 +49,20 @@ func RequestID(ctx context.Context) string {
 
 // requestID also tells whether the id was made by the gateway rather than chosen by the
 // client, and refuses a client id outside the form the HTTP front accepts (1 to 200 visible
-// ASCII characters). Ids the gateway derives (a realtime response's record) contain spaces,
-// so no client, over HTTP or over the gRPC listener, can send one as its own.
+// ASCII characters, not starting with requestid.Prefix in any case). The gateway's ids have
+// that prefix, and the ids it derives (a realtime response's record) contain spaces, so no
+// client, over HTTP or over the gRPC listener, can send one as its own: a gateway id needs no
+// reservation, and a client id can never meet one.
 func requestID(ctx context.Context) (string, bool, *apierror.Error) {
 	id := firstMD(ctx, MetadataRequestID)
 	if id == "" {
-		return uuid.Must(uuid.NewV7()).String(), true, nil
+		return requestid.New(), true, nil
 	}
-	if firstMD(ctx, MetadataRequestIDGenerated) == "1" {
+	if firstMD(ctx, MetadataRequestIDGenerated) == "1" && requestid.Gateway(id) {
 		return id, true, nil
 	}
-	if !apierror.ValidRequestID(id) {
-		return id, false, apierror.New(apierror.InvalidRequest, "x-request-id must be 1 to 200 visible ASCII characters")
+	if e := requestid.CheckClient(id); e != nil {
+		return id, false, e
 	}
 	return id, false, nil
 }

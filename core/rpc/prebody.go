@@ -18,11 +18,13 @@ import (
 // model the key may use there): the input estimate of an empty body and no output at the
 // cheapest price rule that could apply. Every priced RPC holds at least that much, so a
 // profile that cannot pay it would be refused after the body anyway. Zero when some model
-// is free or unpriced (pricing_unavailable is decided with the body) and for the free
-// token-counting families.
+// is free or unpriced (pricing_unavailable is decided with the body). The token-counting
+// families cost nothing but need a positive available balance (contract: nothing for
+// free; otherwise a profile with no money holds upstream calls and body memory at will):
+// countFloor, the smallest amount a balance can hold.
 func smallestHold(snap *snapshot.Snapshot, k *snapshot.Key, family string, m *snapshot.Model) decimal.Decimal {
 	if strings.HasSuffix(family, "count_tokens") {
-		return decimal.Zero
+		return countFloor
 	}
 	models := []*snapshot.Model{m}
 	if m == nil {
@@ -40,6 +42,10 @@ func smallestHold(snap *snapshot.Snapshot, k *snapshot.Key, family string, m *sn
 	}
 	return least
 }
+
+// countFloor is the least positive amount a balance holds (numeric(38,9)): a balance covers
+// it exactly when it is positive.
+var countFloor = decimal.New(1, -9)
 
 // modelSmallestHold is the smaller of the holds at the price rule a generation finds and the
 // one the other routes find (they may differ when a rule lacks an output price).
@@ -124,6 +130,9 @@ func (s *CoreServer) checkBalance(ctx context.Context, snap *snapshot.Snapshot, 
 		return nil
 	}
 	if err := s.Deps.Ledger.Covers(ctx, k.ProfileID, least); errors.Is(err, billing.ErrInsufficient) {
+		if strings.HasSuffix(family, "count_tokens") {
+			return apierror.New(apierror.InsufficientBalance, "token counting is free but needs a positive available balance")
+		}
 		return apierror.New(apierror.InsufficientBalance, "the balance cannot cover a request on this route (at least %s %s)", least, snap.Currency)
 	}
 	return nil

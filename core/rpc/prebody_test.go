@@ -89,8 +89,8 @@ func TestSmallestHoldOfARoute(t *testing.T) {
 		{"a free model leaves it to the body", map[string]*store.Price{"a": perToken("3", "1"), "b": perToken("0", "1")}, nil, "chat.completions", "", "0"},
 		{"the named model alone, not a free neighbour", map[string]*store.Price{"a": perToken("3", "1"), "b": perToken("0", "1")}, nil, "chat.completions", "a", "0.000192"},
 		{"no model serves the family", map[string]*store.Price{"a": perToken("3", "1")}, nil, "embeddings", "", "0"},
-		{"messages token counting is free", map[string]*store.Price{"a": &counting}, nil, "messages.count_tokens", "", "0"},
-		{"content token counting is free", map[string]*store.Price{"a": &counting}, nil, "content.count_tokens", "a", "0"},
+		{"messages token counting needs a positive balance", map[string]*store.Price{"a": &counting}, nil, "messages.count_tokens", "", "0.000000001"},
+		{"content token counting needs a positive balance", map[string]*store.Price{"a": &counting}, nil, "content.count_tokens", "a", "0.000000001"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -206,9 +206,13 @@ func TestCheckBalanceBeforeTheBody(t *testing.T) {
 	if _, err := ledger.Hold(ctx, prof.ID, decimal.New(1, -9)); !errors.Is(err, billing.ErrInsufficient) {
 		t.Fatalf("a hold beyond the balance: %v", err)
 	}
-	_ = h // the test ends with it held
-	// A free route is never refused, though the catalogue prices it and nothing is free.
+	// A free route needs a positive available balance: refused while the hold takes it all,
+	// served once it is given back.
+	if err := s.checkBalance(ctx, snap, k, "messages.count_tokens", nil); !errors.As(err, &ae) || ae.Code != apierror.InsufficientBalance {
+		t.Fatalf("token counting with nothing available: %v, want insufficient_balance", err)
+	}
+	ledger.Finish(h, store.RequestRecord{ProfileID: prof.ID, RequestID: "held", KeyID: k.ID, Model: "a", EndpointFamily: "chat.completions", Status: "ok", Currency: "RUB"})
 	if err := s.checkBalance(ctx, snap, k, "messages.count_tokens", nil); err != nil {
-		t.Fatalf("token counting: %v", err)
+		t.Fatalf("token counting with the balance available: %v", err)
 	}
 }

@@ -14,14 +14,19 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// ReserveRequestID records a request before it goes upstream; false means the id was already
-// used by this profile (spec 7 duplicate_request_id). The primary key makes two replicas
-// racing with one id agree: exactly one insert wins. The record names the replica, so that
+// ReserveRequestID takes a client-sent request id and records its request before it goes
+// upstream; false means the id was already taken, by any profile (spec 7
+// duplicate_request_id; contract: an id is taken whatever its route, key or profile). One
+// statement, one round trip: the id goes into request_ids (keyed by the id alone) and the
+// record into requests only when that insert won. The primary keys make two replicas racing
+// with one id agree: exactly one insert wins. The record names the replica, so that
 // SweepAbandoned can finish it if that replica dies before settling it.
 func (s *Store) ReserveRequestID(ctx context.Context, r *RequestRecord, replica uuid.UUID) (bool, error) {
 	tag, err := s.Pool.Exec(ctx, `
+		WITH taken AS (
+			INSERT INTO request_ids (request_id) VALUES ($2) ON CONFLICT DO NOTHING RETURNING request_id)
 		INSERT INTO requests (profile_id, request_id, key_id, model_id, endpoint_family, status, currency, start_time, replica_id)
-		VALUES ($1, $2, $3, $4, $5, 'in_progress', $6, $7, $8)
+		SELECT $1::uuid, request_id, $3::uuid, $4::text, $5::text, 'in_progress', $6::text, $7::timestamptz, $8::uuid FROM taken
 		ON CONFLICT (profile_id, request_id) DO NOTHING`,
 		r.ProfileID, r.RequestID, r.KeyID, r.Model, r.EndpointFamily, r.Currency, r.StartTime, replica)
 	if err != nil {

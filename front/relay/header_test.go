@@ -127,7 +127,7 @@ func TestBeginKeepsTheRequestState(t *testing.T) {
 		t.Fatalf("metadata %v, want %v", first, want)
 	}
 	b := &Budget{Total: 100}
-	leased, lease := WithLease(r, b, "key-1")
+	leased, lease := WithLease(r, b, "key-1", "profile-1")
 	if leased != r || leaseOf(leased) != lease {
 		t.Fatalf("lease not kept in the request's state: %p %p", leaseOf(leased), lease)
 	}
