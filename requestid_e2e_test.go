@@ -392,3 +392,52 @@ func drain(stream grpc.ServerStreamingClient[corev1.GenerateEvent], err error) e
 		}
 	}
 }
+
+// An id is taken when its request passes the key checks, whatever refuses the request after:
+// a body refused as malformed, as a duplicate-member body, as the wrong content type, takes
+// its client id, and the id's next use is duplicate_request_id. A request refused for its key
+// takes nothing: its id serves afterwards.
+func TestARefusedRequestsIDIsTakenOnceItsKeyPassed(t *testing.T) {
+	t.Parallel()
+	g := startGen(t)
+	post := func(key, id, ctype, body string) (int, string) {
+		h := map[string]string{"Authorization": "Bearer " + key, "X-Request-Id": id}
+		if ctype != "" {
+			h["Content-Type"] = ctype
+		}
+		status, _, raw := g.post(t, "/v1/chat/completions", h, body)
+		if status == 200 {
+			return status, "ok"
+		}
+		code, _, _ := envelope(t, raw)
+		return status, code
+	}
+	// The positive case: a fresh id serves once, then is a duplicate.
+	if status, _ := post(g.key, "taken-0", "", moneyBody); status != 200 {
+		t.Fatalf("a fresh id: %d", status)
+	}
+	if _, code := post(g.key, "taken-0", "", moneyBody); code != apierror.DuplicateRequestID {
+		t.Fatalf("the same id again: %s", code)
+	}
+	for i, c := range []struct{ name, ctype, body, code string }{
+		{"a malformed body", "", `{"model":`, apierror.InvalidRequest},
+		{"a duplicate member", "", `{"model":"m-money","model":"m-money","max_tokens":12,"messages":[{"role":"user","content":"hi"}]}`, apierror.InvalidRequest},
+		{"a form body", "application/x-www-form-urlencoded", moneyBody, apierror.UnsupportedContentType},
+	} {
+		id := fmt.Sprintf("taken-%d", i+1)
+		if _, code := post(g.key, id, c.ctype, c.body); code != c.code {
+			t.Fatalf("%s: %s, want %s", c.name, code, c.code)
+		}
+		if _, code := post(g.key, id, "", moneyBody); code != apierror.DuplicateRequestID {
+			t.Errorf("%s: the id's next use is %s, want duplicate_request_id", c.name, code)
+		}
+	}
+	// A bad key passes no check: its id is not taken.
+	if _, code := post("sk-gw-bogus", "free-1", "", moneyBody); code != apierror.InvalidKey {
+		t.Fatalf("a bogus key: %s", code)
+	}
+	if status, code := post(g.key, "free-1", "", moneyBody); status != 200 {
+		t.Errorf("the id of a request refused for its key: %d %s, want it free", status, code)
+	}
+	g.checkMoney(t, g.profileID)
+}

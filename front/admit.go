@@ -108,7 +108,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 	if _, isMedia := h.(*media.Handler); !isMedia {
 		// Media routes check their own (spec 4.4); text routes take JSON.
 		if apiErr := checkJSONType(r.Header.Get("Content-Type")); apiErr != nil {
-			return refuse(apiErr)
+			return refuse(relay.KeyFirst(relay.OutgoingContext(r), s.cfg.Core, family, apiErr))
 		}
 	}
 	rc := http.NewResponseController(w)
@@ -116,7 +116,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 	r.Body = paced
 	if apiErr := decodeContentEncoding(r); apiErr != nil {
 		paced.clear()
-		return refuse(apiErr)
+		return refuse(relay.KeyFirst(relay.OutgoingContext(r), s.cfg.Core, family, apiErr))
 	}
 	r, lease := relay.WithLease(r, s.budget, resp.GetKeyId(), resp.GetProfileId())
 	return r, func() {

@@ -197,5 +197,10 @@ func (s *CoreServer) Authorize(ctx context.Context, req *corev1.AuthorizeRequest
 			return nil, err
 		}
 	}
+	if req.GetTakeRequestId() {
+		if err := s.takeRequestID(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return &corev1.AuthorizeResponse{KeyId: k.IDText(), ProfileId: k.ProfileText(), RequestId: RequestID(ctx)}, nil
 }

@@ -5,6 +5,7 @@ package rpc
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -114,3 +115,22 @@ type externalStream struct {
 }
 
 func (s *externalStream) Context() context.Context { return s.ctx }
+
+// takeRequestID takes a client's request id for a request refused after its key passed, so
+// that it cannot be used again (admit takes the ids of the requests it admits). A database
+// that cannot be reached leaves the id free: the refusal it comes with stands either way.
+func (s *CoreServer) takeRequestID(ctx context.Context) error {
+	id, generated, idErr := requestID(ctx)
+	if idErr != nil {
+		return idErr
+	}
+	if generated {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Deps.Ledger.DBTimeout)
+	defer cancel()
+	if err := s.Store.TakeRequestID(dctx, id); err != nil {
+		slog.Warn("taking a refused request's id", "request_id", id, "err", err)
+	}
+	return nil
+}

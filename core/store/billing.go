@@ -35,6 +35,15 @@ func (s *Store) ReserveRequestID(ctx context.Context, r *RequestRecord, replica 
 	return tag.RowsAffected() == 1, nil
 }
 
+// TakeRequestID takes a client's request id without a record: the request was refused after
+// its key passed, and its id is used all the same (contract).
+func (s *Store) TakeRequestID(ctx context.Context, id string) error {
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO request_ids (request_id) VALUES ($1) ON CONFLICT DO NOTHING`, id); err != nil {
+		return fmt.Errorf("take request id: %w", err)
+	}
+	return nil
+}
+
 // Settlement is one finished request: its record, and its charge when Cost is valid.
 type Settlement struct {
 	Record RequestRecord

@@ -78,11 +78,13 @@ func SetBearer(r *http.Request, key string) {
 }
 
 // KeyFirst returns the key's error when the key may not call the family at all, else
-// bodyErr; ctx is an OutgoingContext.
+// bodyErr; ctx is an OutgoingContext. A request refused after its key passed has its
+// client-sent request id taken all the same (contract: an id is taken when its request
+// passes the key checks), so the refusal costs a database write on this path only.
 func KeyFirst(ctx context.Context, core corev1.CoreServiceClient, family string, bodyErr *apierror.Error) *apierror.Error {
 	// Not cancelled with the request: a body that failed because the connection did (a
 	// timeout) still gets its proper answer; the check is an in-memory lookup.
-	if _, err := core.Authorize(context.WithoutCancel(ctx), &corev1.AuthorizeRequest{EndpointFamily: family}); err != nil {
+	if _, err := core.Authorize(context.WithoutCancel(ctx), &corev1.AuthorizeRequest{EndpointFamily: family, TakeRequestId: true}); err != nil {
 		return apistatus.FromError(err)
 	}
 	return bodyErr

@@ -730,7 +730,11 @@ type AuthorizeRequest struct {
 	// Also refuse with insufficient_balance when the key's profile cannot pay the smallest hold
 	// a request of the family (on the model, else on any model the key may use there) takes:
 	// what the front can decide about money before it reads a body.
-	CheckBalance  bool `protobuf:"varint,3,opt,name=check_balance,json=checkBalance,proto3" json:"check_balance,omitempty"`
+	CheckBalance bool `protobuf:"varint,3,opt,name=check_balance,json=checkBalance,proto3" json:"check_balance,omitempty"`
+	// Take the request id (contract: an id is taken when its request passes the key checks):
+	// the front asks for it when it refuses a request after its key passed, before core's
+	// admission, which takes the ids of the requests it admits.
+	TakeRequestId bool `protobuf:"varint,4,opt,name=take_request_id,json=takeRequestId,proto3" json:"take_request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -782,6 +786,13 @@ func (x *AuthorizeRequest) GetModel() string {
 func (x *AuthorizeRequest) GetCheckBalance() bool {
 	if x != nil {
 		return x.CheckBalance
+	}
+	return false
+}
+
+func (x *AuthorizeRequest) GetTakeRequestId() bool {
+	if x != nil {
+		return x.TakeRequestId
 	}
 	return false
 }
@@ -903,11 +914,12 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x1csupported_generation_methods\x18\x04 \x03(\tR\x1asupportedGenerationMethods\x121\n" +
 	"\x12output_token_limit\x18\x05 \x01(\x05H\x00R\x10outputTokenLimit\x88\x01\x01B\x15\n" +
 	"\x13_output_token_limit\"\x19\n" +
-	"\x17ListCompatModelsRequest\"v\n" +
+	"\x17ListCompatModelsRequest\"\x9e\x01\n" +
 	"\x10AuthorizeRequest\x12'\n" +
 	"\x0fendpoint_family\x18\x01 \x01(\tR\x0eendpointFamily\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12#\n" +
-	"\rcheck_balance\x18\x03 \x01(\bR\fcheckBalance\"h\n" +
+	"\rcheck_balance\x18\x03 \x01(\bR\fcheckBalance\x12&\n" +
+	"\x0ftake_request_id\x18\x04 \x01(\bR\rtakeRequestId\"h\n" +
 	"\x11AuthorizeResponse\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1d\n" +
 	"\n" +
