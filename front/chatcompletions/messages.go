@@ -2,6 +2,7 @@ package chatcompletions
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -93,7 +94,11 @@ func content(raw json.RawMessage, i int) ([]chatwire.ContentPart, *apierror.Erro
 	}
 	var parts []chatwire.ContentPart
 	if err := strictjson.Unmarshal(raw, &parts); err != nil {
-		return nil, invalid("messages[%d].content must be a string or an array of content parts: %v", i, err)
+		var fe *strictjson.FieldError
+		if errors.As(err, &fe) && len(fe.Path) == 0 {
+			return nil, invalid("messages[%d].content must be a string or an array of content parts, not %s", i, fe.Got)
+		}
+		return nil, invalid("messages[%d].content: %v", i, err)
 	}
 	return parts, nil
 }

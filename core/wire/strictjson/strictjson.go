@@ -71,40 +71,69 @@ func describe(err error) error {
 		switch {
 		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
 			// The pointer names the member itself; the message names its object.
-			parent := ptr[:strings.LastIndexByte(ptr, '/')+1]
-			return fmt.Errorf("the member %q appears twice in one object (%s); a name may appear once", syn.JSONPointer.LastToken(), place(strings.TrimSuffix(parent, "/")))
+			path := tokens(ptr)
+			return fmt.Errorf("the member %q appears twice in one object (%s); a name may appear once", syn.JSONPointer.LastToken(), place(path[:max(0, len(path)-1)]))
 		case errors.Is(syn.Err, io.ErrUnexpectedEOF) && syn.ByteOffset == 0:
 			return fmt.Errorf("%w: the text is empty", ErrSyntax)
 		default:
 			if ptr == "" {
 				return fmt.Errorf("%w: %v at byte %d", ErrSyntax, syn.Err, syn.ByteOffset)
 			}
-			return fmt.Errorf("%w: %v at byte %d (in %s)", ErrSyntax, syn.Err, syn.ByteOffset, place(ptr))
+			return fmt.Errorf("%w: %v at byte %d (in %s)", ErrSyntax, syn.Err, syn.ByteOffset, place(tokens(ptr)))
 		}
 	}
 	var sem *json.SemanticError
 	if errors.As(err, &sem) {
-		where := place(string(sem.JSONPointer))
+		path := tokens(string(sem.JSONPointer))
+		var inner *FieldError
+		if errors.As(sem.Err, &inner) {
+			// A type of its own reading decoded its value with Unmarshal: its member's place
+			// is below this one.
+			return &FieldError{Path: append(path, inner.Path...), Want: inner.Want, Got: inner.Got}
+		}
 		if sem.Err != nil && !isJSONError(sem.Err) {
 			// A type of its own reading refused the value (a field under both spellings,
 			// say): its error stands, under the member's name.
-			if sem.JSONPointer == "" {
+			if len(path) == 0 {
 				return sem.Err
 			}
-			return fmt.Errorf("%s: %w", where, sem.Err)
+			return fmt.Errorf("%s: %w", place(path), sem.Err)
 		}
-		want, got := kindOf(sem.GoType), jsonKind(sem.JSONKind)
-		switch {
-		case want != "" && got != "":
-			return fmt.Errorf("%s must be %s, not %s", where, want, got)
-		case want != "":
-			return fmt.Errorf("%s must be %s", where, want)
-		case sem.Err != nil:
-			return fmt.Errorf("%s: %v", where, sem.Err)
+		if want := kindOf(sem.GoType); want != "" || sem.Err == nil {
+			return &FieldError{Path: path, Want: want, Got: jsonKind(sem.JSONKind)}
 		}
-		return fmt.Errorf("%s has a value that cannot be read", where)
+		return fmt.Errorf("%s: %v", place(path), sem.Err)
 	}
 	return err
+}
+
+// FieldError is a value of the wrong kind: where it is (the member names and array indices
+// from the top of the text decoded), the kind expected and the kind found, in JSON's words.
+type FieldError struct {
+	Path      []string
+	Want, Got string
+}
+
+func (e *FieldError) Error() string {
+	switch {
+	case e.Want == "":
+		return place(e.Path) + " has a value that cannot be read"
+	case e.Got == "":
+		return place(e.Path) + " must be " + e.Want
+	}
+	return place(e.Path) + " must be " + e.Want + ", not " + e.Got
+}
+
+// tokens splits a JSON pointer into its member names and indices.
+func tokens(ptr string) []string {
+	if ptr == "" {
+		return nil
+	}
+	out := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, t := range out {
+		out[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return out
 }
 
 // isJSONError tells the decoder's own faults (a number out of range, a bad base64 text) from
@@ -116,12 +145,12 @@ func isJSONError(err error) bool {
 		strings.HasPrefix(err.Error(), "json: ") || strings.HasPrefix(err.Error(), "jsontext: ")
 }
 
-// place names a JSON pointer for a message: the top level, or the member's path.
-func place(ptr string) string {
-	if ptr == "" {
+// place names a member for a message: its path, or the body for the top level.
+func place(path []string) string {
+	if len(path) == 0 {
 		return "the body"
 	}
-	return strings.TrimPrefix(strings.ReplaceAll(ptr, "/", "."), ".")
+	return strings.Join(path, ".")
 }
 
 // kindOf is the JSON kind a Go type takes, in words; "" when it takes several.

@@ -13,7 +13,10 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -178,5 +181,99 @@ func Compare(t testing.TB, body, sent []byte, f Fields, d Decided) {
 		if has != (d.N != nil) || has && n != int64(*d.N) {
 			t.Errorf("%s: priced %v answers, the upstream reads n %d (present %v)", body, d.N, n, has)
 		}
+	}
+}
+
+// Members are the JSON names of a struct type's fields (its json tags), prefixed by prefix:
+// every member a decoder of that type reads.
+func Members(v any, prefix ...string) [][]string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out [][]string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, append(append([]string(nil), prefix...), name))
+	}
+	return out
+}
+
+// WrongKinds is one value of every JSON kind.
+var WrongKinds = []string{`7`, `"x"`, `true`, `{"a":1}`, `[1]`, `-1.5`}
+
+// Replace sets the member at path (names, and indices of arrays) in base to raw, or false when
+// the path does not lead through base.
+func Replace(base, raw string, path []string) (string, bool) {
+	var root any
+	if json.Unmarshal([]byte(base), &root) != nil {
+		return "", false
+	}
+	var val any
+	if json.Unmarshal([]byte(raw), &val) != nil {
+		return "", false
+	}
+	cur := root
+	for i, p := range path {
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				c[p] = val
+			} else {
+				cur = c[p]
+			}
+		case []any:
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 0 || n >= len(c) {
+				return "", false
+			}
+			if last {
+				c[n] = val
+			} else {
+				cur = c[n]
+			}
+		default:
+			return "", false
+		}
+	}
+	out, err := json.Marshal(root)
+	return string(out), err == nil
+}
+
+// goInternals matches what a client must never read in an error: Go type names (a package's
+// type, a slice, a map, a sized number type) and the decoder's own words.
+var goInternals = regexp.MustCompile(`\[\][*A-Za-z]|\bmap\[|\b(u?int(8|16|32|64)|float(32|64)|interface \{\}|struct \{)|\b[a-z][a-z0-9]*\.[A-Z][A-Za-z0-9]*\b|\bGo (value|struct|type)\b|\bjson: |\bjsontext: |[Uu]nmarshal`)
+
+// GoInternals reports whether msg shows a Go type name or decoder jargon.
+func GoInternals(msg string) bool { return goInternals.MatchString(msg) }
+
+// CheckWrongTypes sets every member at paths of base to a value of every JSON kind and
+// decodes it; where decode refuses the body (refusal != ""), the refusal must name no Go
+// type. It fails t when nothing was refused at all: the walk must have met its decoder.
+func CheckWrongTypes(t testing.TB, base string, paths [][]string, decode func(body []byte) (refusal string)) {
+	t.Helper()
+	refused := 0
+	for _, p := range paths {
+		for _, v := range WrongKinds {
+			body, ok := Replace(base, v, p)
+			if !ok {
+				continue
+			}
+			msg := decode([]byte(body))
+			if msg == "" {
+				continue
+			}
+			refused++
+			if GoInternals(msg) {
+				t.Errorf("%s = %s: the refusal shows Go internals: %s", strings.Join(p, "."), v, msg)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no body was refused: the walk did not reach the decoder")
 	}
 }
