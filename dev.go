@@ -34,28 +34,9 @@ func cmdDev(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		return err
 	}
-	pgNote := ""
-	if cfg.DatabaseURL == "" {
-		dir, moved, err := devPGDir(*dataDir) // devdata.go
-		if err != nil {
-			return err
-		}
-		if moved {
-			pgNote = fmt.Sprintf("  local PostgreSQL data: %s (the postgres user cannot reach %s)\n", dir, *dataDir)
-			fmt.Print(pgNote)
-		}
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Persistent: true})
-		if err != nil {
-			return fmt.Errorf("local PostgreSQL: %w", err)
-		}
-		cfg.DatabaseURL = c.URL("postgres")
-	}
-	if cfg.AdminToken == "" {
-		tok, err := persistentSecret(filepath.Join(*dataDir, "admin-token"))
-		if err != nil {
-			return err
-		}
-		cfg.AdminToken = tok
+	pgNote, err := devDatabase(ctx, cfg, *dataDir)
+	if err != nil {
+		return err
 	}
 	// The demo providers name this variable; the simulator ignores its value. Set, it keeps
 	// the unset-credential warning for real providers only.
@@ -83,6 +64,42 @@ func cmdDev(ctx context.Context, args []string) error {
 		}
 		fxNote = "  FX rates: demo values (not real; set GATEWAY_FX_URL or call SetFxRates for real ones)"
 	}
+	printDevBanner(g, sim, secret, cfg.AdminToken, fxNote, pgNote)
+	<-ctx.Done()
+	return g.Shutdown(cfg.DrainTimeout)
+}
+
+// devDatabase starts the local PostgreSQL cluster when no DATABASE_URL is given, and keeps
+// the admin token in dataDir when none is; the note says where the cluster's data went when
+// it is not under dataDir.
+func devDatabase(ctx context.Context, cfg *Config, dataDir string) (pgNote string, err error) {
+	if cfg.DatabaseURL == "" {
+		dir, moved, err := devPGDir(dataDir) // devdata.go
+		if err != nil {
+			return "", err
+		}
+		if moved {
+			pgNote = fmt.Sprintf("  local PostgreSQL data: %s (the postgres user cannot reach %s)\n", dir, dataDir)
+			fmt.Print(pgNote)
+		}
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Persistent: true})
+		if err != nil {
+			return "", fmt.Errorf("local PostgreSQL: %w", err)
+		}
+		cfg.DatabaseURL = c.URL("postgres")
+	}
+	if cfg.AdminToken == "" {
+		tok, err := persistentSecret(filepath.Join(dataDir, "admin-token"))
+		if err != nil {
+			return "", err
+		}
+		cfg.AdminToken = tok
+	}
+	return pgNote, nil
+}
+
+// printDevBanner shows what the local run serves and how to try it.
+func printDevBanner(g *Gateway, sim, secret, adminToken, fxNote, pgNote string) {
 	base := "http://" + g.HTTPAddr
 	fmt.Printf(`
   Model gateway is running on %[1]s (gRPC %[2]s), upstream simulator on %[3]s
@@ -117,9 +134,7 @@ func cmdDev(ctx context.Context, args []string) error {
 %[7]s  stop: Ctrl-C (the local PostgreSQL keeps running for the next run; README.md, Quick start,
   says how to stop it and start over)
 
-`, base, g.GRPCAddr, sim, secret, cfg.AdminToken, fxNote, pgNote)
-	<-ctx.Done()
-	return g.Shutdown(cfg.DrainTimeout)
+`, base, g.GRPCAddr, sim, secret, adminToken, fxNote, pgNote)
 }
 
 // demoKeyEnv is the api_key_env of the demo catalogue's providers.

@@ -74,10 +74,3 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}

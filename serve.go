@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/fullstorydev/grpchan/inprocgrpc"
@@ -19,6 +18,7 @@ import (
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 	catalogv1 "modelgateway/gen/gateway/catalog/v1"
 	corev1 "modelgateway/gen/gateway/core/v1"
+	statusv1 "modelgateway/gen/gateway/status/v1"
 
 	"modelgateway/core/billing"
 	"modelgateway/core/catalog"
@@ -32,71 +32,15 @@ import (
 	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/statusdata"
+	"modelgateway/core/statusdata/outcome"
 	"modelgateway/core/store"
 	"modelgateway/core/telemetry"
 	"modelgateway/core/tokens"
 	"modelgateway/core/verify"
 	"modelgateway/front"
+	"modelgateway/front/status"
+	"modelgateway/realtime"
 )
-
-// Config is the process configuration of contract.md; flags mirror the environment.
-type Config struct {
-	DatabaseURL  string
-	HTTPAddr     string
-	GRPCAddr     string
-	AdminToken   string
-	CatalogPath  string
-	DrainTimeout time.Duration
-	// Observer sees every generation outcome after billing, beside the telemetry.
-	Observer rpc.Observer
-	// Env reads provider credentials; os.Getenv when nil (tests inject their own).
-	Env func(string) string
-	// FxURL is a CBR-format daily rates document fetched on a schedule; empty: off.
-	FxURL      string
-	FxInterval time.Duration
-	// AdminHTTPAddr, when set, is the only listener of the admin routes (GATEWAY_ADMIN_HTTP_ADDR).
-	AdminHTTPAddr string
-	// Limits bound request bodies (front.LimitsFromEnv); zero values are the defaults.
-	Limits front.Limits
-	// RealtimeMaxSession ends realtime sessions after this long; 0: no limit
-	// (GATEWAY_REALTIME_MAX_SESSION).
-	RealtimeMaxSession time.Duration
-	// Replicas is how many replicas share each key's request limits (GATEWAY_REPLICAS).
-	Replicas int
-	// MetricsAddr serves GET /metrics (GATEWAY_METRICS_ADDR); empty: off.
-	MetricsAddr string
-	// Telemetry adjusts the telemetry options (tests add exporters); nil: as configured.
-	Telemetry func(*telemetry.Options)
-	// RealtimeIdle closes a realtime session after this long without a frame; 0 is the
-	// realtime package's default (tests shorten it).
-	RealtimeIdle time.Duration
-}
-
-func configFlags(fs *flag.FlagSet) *Config {
-	c := &Config{}
-	fs.StringVar(&c.DatabaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
-	fs.StringVar(&c.HTTPAddr, "http-addr", envOr("GATEWAY_HTTP_ADDR", "127.0.0.1:8080"), "client and admin HTTP listener (GATEWAY_HTTP_ADDR)")
-	fs.StringVar(&c.GRPCAddr, "grpc-addr", envOr("GATEWAY_GRPC_ADDR", "127.0.0.1:9090"), "gRPC listener (GATEWAY_GRPC_ADDR)")
-	fs.StringVar(&c.AdminToken, "admin-token", os.Getenv("GATEWAY_ADMIN_TOKEN"), "admin bearer token; admin API off when empty (GATEWAY_ADMIN_TOKEN)")
-	fs.StringVar(&c.CatalogPath, "catalog", os.Getenv("GATEWAY_CATALOG"), "catalog document applied at start-up (GATEWAY_CATALOG)")
-	drain, err := time.ParseDuration(envOr("GATEWAY_DRAIN_TIMEOUT", "30s"))
-	if err != nil {
-		drain = 30 * time.Second
-	}
-	fs.DurationVar(&c.DrainTimeout, "drain-timeout", drain, "bound on draining in-flight requests at shutdown (GATEWAY_DRAIN_TIMEOUT)")
-	fs.StringVar(&c.FxURL, "fx-url", os.Getenv("GATEWAY_FX_URL"), "CBR-format rates URL, e.g. "+fx.CBRDailyURL+"; off when empty (GATEWAY_FX_URL)")
-	fxEvery, err := time.ParseDuration(envOr("GATEWAY_FX_INTERVAL", "6h"))
-	if err != nil || fxEvery <= 0 {
-		fxEvery = fx.DefaultInterval
-	}
-	fs.StringVar(&c.AdminHTTPAddr, "admin-http-addr", os.Getenv("GATEWAY_ADMIN_HTTP_ADDR"), "listener of the admin routes alone; empty: they share the client listener (GATEWAY_ADMIN_HTTP_ADDR)")
-	c.Limits = front.LimitsFromEnv(os.Getenv)
-	c.RealtimeMaxSession, _ = time.ParseDuration(os.Getenv("GATEWAY_REALTIME_MAX_SESSION"))
-	c.Replicas, _ = strconv.Atoi(os.Getenv("GATEWAY_REPLICAS"))
-	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr(), "GET /metrics listener; off when empty (GATEWAY_METRICS_ADDR)")
-	return c
-}
 
 func cmdServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -145,7 +89,7 @@ type Gateway struct {
 	ledger  *billing.Ledger
 	// closed when the ledger's background loop has stopped
 	ledgerDone chan struct{}
-	statusDone chan struct{}
+	statusDone <-chan struct{}
 	tel        *telemetry.Telemetry
 	stop       context.CancelFunc
 	done       chan struct{}
@@ -155,6 +99,8 @@ type Gateway struct {
 	// streams are the calls core runs in HTTP handlers: after the drain bound they are cut,
 	// and the ledger closes only once they have queued their records.
 	streams *rpc.InProcess
+	// the bound listeners, served from the end of Start
+	httpLn, grpcLn net.Listener
 }
 
 // Start migrates, loads the snapshot and serves; it returns once both listeners are bound.
@@ -169,41 +115,86 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	if err != nil {
 		return nil, err
 	}
-	var closers []func()
-	fail := func(err error) (*Gateway, error) {
-		for _, c := range slices.Backward(closers) {
+	w := &wiring{cfg: cfg, log: log, st: st}
+	g, err := w.start(ctx)
+	if err != nil {
+		for _, c := range slices.Backward(w.closers) {
 			c()
 		}
 		st.Close()
 		return nil, err
 	}
+	return g, nil
+}
+
+// wiring is a gateway while Start puts it together, one part after another: core, the gRPC
+// server and channel, the fronts, the listeners. closers undo what a failed Start has begun.
+type wiring struct {
+	cfg     *Config
+	log     *slog.Logger
+	st      *store.Store
+	closers []func()
+
+	holder  *snapshot.Holder
+	simSrv  *http.Server
+	ledger  *billing.Ledger
+	coreSrv *rpc.CoreServer
+	site    *statusdata.Site
+	admin   *rpc.AdminServer
+	tel     *telemetry.Telemetry
+
+	limiter      *rpc.KeyLimiter
+	interceptors []grpc.UnaryServerInterceptor
+	grpcSrv      *grpc.Server
+	inproc       *inprocgrpc.Channel
+	streams      *rpc.InProcess
+}
+
+func (w *wiring) start(ctx context.Context) (*Gateway, error) {
+	if err := w.startCore(ctx); err != nil {
+		return nil, err
+	}
+	w.serveGRPC()
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	w.closers = append(w.closers, stop)
+	fcfg := w.frontConfig()
+	handler, err := front.New(runCtx, fcfg)
+	if err != nil {
+		return nil, err
+	}
+	g, err := w.listen(handler, fcfg.Core, stop)
+	if err != nil {
+		return nil, err
+	}
+	w.run(runCtx, g)
+	return g, nil
+}
+
+// startCore makes core: the snapshot, the provider adapters, the ledger, the status site's
+// core half, the admin service (applying the catalogue file), and the telemetry.
+func (w *wiring) startCore(ctx context.Context) error {
+	cfg, st, log := w.cfg, w.st, w.log
 	holder, err := snapshot.NewHolder(ctx, st)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	holder.Log = log
-	// The built-in simulator serves providers of kind "simulator" that name no base_url.
-	simLn, err := net.Listen("tcp", "127.0.0.1:0")
+	adapters, err := w.startSimulator()
 	if err != nil {
-		return fail(fmt.Errorf("listen simulator: %w", err))
+		return err
 	}
-	simSrv := &http.Server{Handler: simulator.New(simulator.Options{}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = simSrv.Serve(simLn) }()
-	closers = append(closers, func() { _ = simSrv.Close() })
-	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}, "rerank": rerank.Adapter{}}
-	adapters["simulator"] = provider.ByClientProtocol{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
 	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Deps: &rpc.Deps{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
 		RealtimeMaxSession: cfg.RealtimeMaxSession,
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
-	statusCfg, err := cfg.statusFlags()
+	probeInterval, err := statusdata.ProbeIntervalFromEnv(os.Getenv)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	site := newStatusSite(st, holder, prober, statusCfg, log)
-	observers := rpc.Observers{rpc.StatusObserver{Recorder: site.rec}}
+	site := statusdata.NewSite(statusdata.SiteConfig{Store: st, Snapshots: holder.Current, Prober: prober, ProbeInterval: probeInterval, Log: log})
+	observers := rpc.Observers{outcome.Observer{Recorder: site.Recorder}}
 	if cfg.Observer != nil {
 		observers = append(observers, cfg.Observer)
 	}
@@ -211,23 +202,46 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 
 	tel, err := startTelemetry(ctx, cfg, log, st, holder, ledger, coreSrv)
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	closers = append(closers, func() { _ = tel.Close(context.Background()) })
+	w.closers = append(w.closers, func() { _ = tel.Close(context.Background()) })
+	w.holder, w.ledger, w.coreSrv, w.site, w.admin, w.tel = holder, ledger, coreSrv, site, adminSrv, tel
+	return nil
+}
 
-	limiter := &rpc.KeyLimiter{Snapshots: holder, Replicas: cfg.Replicas}
-	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log), rpc.AdminDeadline(rpc.DefaultAdminDeadline), limiter.Unary}
+// startSimulator serves the built-in simulator, which serves providers of kind "simulator"
+// that name no base_url, and returns the adapters of every provider kind.
+func (w *wiring) startSimulator() (map[string]provider.Adapter, error) {
+	simLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen simulator: %w", err)
+	}
+	simSrv := &http.Server{Handler: simulator.New(simulator.Options{}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = simSrv.Serve(simLn) }()
+	w.closers = append(w.closers, func() { _ = simSrv.Close() })
+	w.simSrv = simSrv
+	adapters := map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}, "gemini": gemini.Adapter{}, "rerank": rerank.Adapter{}}
+	adapters["simulator"] = provider.ByClientProtocol{OpenAI: adapters["openai"], Anthropic: adapters["anthropic"], Gemini: adapters["gemini"], DefaultBase: "http://" + simLn.Addr().String()}
+	return adapters, nil
+}
+
+// serveGRPC makes the gRPC server of the socket and the in-process channel of the fronts,
+// both with core's services behind the same interceptors.
+func (w *wiring) serveGRPC() {
+	cfg, log := w.cfg, w.log
+	limiter := &rpc.KeyLimiter{Snapshots: w.holder, Replicas: cfg.Replicas}
+	interceptors := []grpc.UnaryServerInterceptor{statusdata.AdminInterceptor(w.site.Recorder), rpc.ErrorInterceptor(log), rpc.AdminDeadline(rpc.DefaultAdminDeadline), limiter.Unary}
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
 	}
 	// Callers over the socket are clients: internal metadata is for the in-process front only.
-	grpcSrv := grpc.NewServer(append(tel.ServerOptions(),
+	grpcSrv := grpc.NewServer(append(w.tel.ServerOptions(),
 		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{rpc.ExternalUnary}, interceptors...)...),
 		grpc.ChainStreamInterceptor(rpc.ExternalStream, rpc.StreamErrorInterceptor(log), limiter.Stream),
 	)...)
@@ -240,24 +254,29 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		WithServerUnaryInterceptor(rpc.Chain(interceptors...)).
 		WithServerStreamInterceptor(rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream))
 	for _, reg := range []grpc.ServiceRegistrar{grpcSrv, inproc} {
-		corev1.RegisterCoreServiceServer(reg, coreSrv)
-		catalogv1.RegisterCatalogServiceServer(reg, &rpc.CatalogServer{Snapshots: holder})
-		site.register(reg)
+		corev1.RegisterCoreServiceServer(reg, w.coreSrv)
+		catalogv1.RegisterCatalogServiceServer(reg, &rpc.CatalogServer{Snapshots: w.holder})
+		w.site.Register(reg)
 		if cfg.AdminToken != "" {
-			adminv1.RegisterAdminServiceServer(reg, adminSrv)
+			adminv1.RegisterAdminServiceServer(reg, w.admin)
 		}
 	}
 	// Streams run core's handler in the HTTP handler's goroutine (rpc.InProcess), and so does
 	// Authorize, made before every priced body (rpc.DirectCore); other unary calls go over
 	// the in-process channel.
-	streams := &rpc.InProcess{Server: coreSrv, Interceptor: rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)}
+	w.streams = &rpc.InProcess{Server: w.coreSrv, Interceptor: rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)}
+	w.limiter, w.interceptors, w.grpcSrv, w.inproc = limiter, interceptors, grpcSrv, inproc
+}
+
+// frontConfig wires the client front to core over the in-process channel.
+func (w *wiring) frontConfig() front.Config {
+	cfg, st, holder, inproc := w.cfg, w.st, w.holder, w.inproc
 	fcfg := front.Config{
-		Core:         &rpc.DirectCore{CoreServiceClient: corev1.NewCoreServiceClient(inproc), Server: coreSrv, Interceptors: interceptors},
-		Generate:     streams.Generate,
-		Forward:      streams.Forward,
-		Realtime:     streams.Realtime,
-		Catalog:      catalogv1.NewCatalogServiceClient(inproc),
-		RealtimeIdle: cfg.RealtimeIdle,
+		Core:     &rpc.DirectCore{CoreServiceClient: corev1.NewCoreServiceClient(inproc), Server: w.coreSrv, Interceptors: w.interceptors},
+		Generate: w.streams.Generate,
+		Forward:  w.streams.Forward,
+		Realtime: &realtime.Handler{Realtime: w.streams.Realtime, IdleTimeout: cfg.RealtimeIdle},
+		Catalog:  catalogv1.NewCatalogServiceClient(inproc),
 		Ready: func(ctx context.Context) error {
 			if holder.Current() == nil {
 				return errors.New("snapshot not loaded")
@@ -266,71 +285,80 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 			defer cancel()
 			return st.Pool.Ping(ctx)
 		},
-		Log: log, Limits: cfg.Limits, AdminSeparate: cfg.AdminHTTPAddr != "",
+		Log: w.log, Limits: cfg.Limits, AdminSeparate: cfg.AdminHTTPAddr != "",
 	}
 	if cfg.AdminToken != "" {
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)
 		fcfg.AdminTokenOK = func(token string) bool { return rpc.AdminTokenMatches(token, cfg.AdminToken) }
 	}
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	closers = append(closers, stop)
-	handler, err := front.New(runCtx, fcfg)
-	if err != nil {
-		return fail(err)
-	}
+	return fcfg
+}
 
+// listen binds the client HTTP listener (the status site in front of the client routes),
+// the gRPC listener and, when set, the admin HTTP listener.
+func (w *wiring) listen(handler *front.Server, core corev1.CoreServiceClient, stop context.CancelFunc) (*Gateway, error) {
+	cfg := w.cfg
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		return fail(fmt.Errorf("listen http: %w", err))
+		return nil, fmt.Errorf("listen http: %w", err)
 	}
-	closers = append(closers, func() { httpLn.Close() })
-	siteHandler, err := site.handler(inproc, statusCfg, httpLn.Addr().String(), handler, log)
+	w.closers = append(w.closers, func() { httpLn.Close() })
+	statusCfg := status.ConfigFromEnv(os.Getenv, httpLn.Addr().String())
+	statusCfg.Status, statusCfg.Log = statusv1.NewStatusServiceClient(w.inproc), w.log
+	site, err := status.New(statusCfg)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	grpcLn, err := net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
-		return fail(fmt.Errorf("listen grpc: %w", err))
+		return nil, fmt.Errorf("listen grpc: %w", err)
 	}
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
-		Store: st, Snapshots: holder, Admin: adminSrv, Core: fcfg.Core,
-		front: handler, httpSrv: newHTTPServer(tel.Handler(siteHandler)),
-		tel: tel, MetricsAddr: tel.MetricsAddr,
-		grpcSrv: grpcSrv, stop: stop, done: make(chan struct{}), simSrv: simSrv, Status: site.rec, statusDone: site.done, streams: streams,
+		Store: w.st, Snapshots: w.holder, Admin: w.admin, Core: core,
+		front: handler, httpSrv: newHTTPServer(w.tel.Handler(site.Before(handler))),
+		tel: w.tel, MetricsAddr: w.tel.MetricsAddr,
+		grpcSrv: w.grpcSrv, stop: stop, done: make(chan struct{}), simSrv: w.simSrv, Status: w.site.Recorder, statusDone: w.site.Done(), streams: w.streams,
+		httpLn: httpLn, grpcLn: grpcLn,
 	}
 	if cfg.AdminHTTPAddr != "" {
 		adminLn, err := net.Listen("tcp", cfg.AdminHTTPAddr)
 		if err != nil {
-			return fail(fmt.Errorf("listen admin http: %w", err))
+			return nil, fmt.Errorf("listen admin http: %w", err)
 		}
-		g.AdminHTTPAddr, g.adminSrv = adminLn.Addr().String(), newHTTPServer(tel.Handler(handler.AdminHandler()))
+		g.AdminHTTPAddr, g.adminSrv = adminLn.Addr().String(), newHTTPServer(w.tel.Handler(handler.AdminHandler()))
 		go func() { _ = g.adminSrv.Serve(front.WrapListener(adminLn)) }()
 	}
-	site.run(runCtx)
+	return g, nil
+}
+
+// run starts the background loops (status counts, snapshot watcher, ledger, FX) and serves
+// the bound listeners until Shutdown.
+func (w *wiring) run(runCtx context.Context, g *Gateway) {
+	cfg, holder, log := w.cfg, w.holder, w.log
+	w.site.Run(runCtx)
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); holder.Run(runCtx, cfg.DatabaseURL) }()
 	ledgerDone := make(chan struct{})
-	go func() { defer close(ledgerDone); ledger.Run(runCtx) }()
+	go func() { defer close(ledgerDone); w.ledger.Run(runCtx) }()
 	if cfg.FxURL != "" {
-		f := &fx.Fetcher{URL: cfg.FxURL, Interval: cfg.FxInterval, Store: st,
+		f := &fx.Fetcher{URL: cfg.FxURL, Interval: cfg.FxInterval, Store: w.st,
 			BillingCurrency: func() string { return holder.Current().Currency }, Log: log.With("component", "fx")}
 		go f.Run(runCtx)
 	}
-	g.ledger, g.ledgerDone = ledger, ledgerDone
-	go func() { _ = grpcSrv.Serve(grpcLn) }()
+	g.ledger, g.ledgerDone = w.ledger, ledgerDone
+	go func() { _ = g.grpcSrv.Serve(g.grpcLn) }()
 	go func() {
 		defer close(g.done)
-		if err := g.httpSrv.Serve(front.WrapListener(httpLn)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := g.httpSrv.Serve(front.WrapListener(g.httpLn)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server failed", "err", err)
 		}
 		<-watchDone
 	}()
-	for _, w := range rpc.SnapshotCredentials(holder.Current(), cfg.Env) {
-		log.Warn(w)
+	for _, warning := range rpc.SnapshotCredentials(holder.Current(), cfg.Env) {
+		log.Warn(warning)
 	}
 	log.Info("gateway serving", "http", g.HTTPAddr, "grpc", g.GRPCAddr, "admin_api", cfg.AdminToken != "")
-	return g, nil
 }
 
 // Shutdown stops accepting, drains in-flight requests and streams within the bound, then

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"modelgateway/core/statusdata"
 	"modelgateway/core/store/storetest"
 )
 
@@ -216,9 +218,9 @@ func TestProbeIntervalIsCheckedAtStart(t *testing.T) {
 		{"often", 0, true},
 	} {
 		t.Setenv("GATEWAY_STATUS_PROBE_INTERVAL", tc.value)
-		f, err := (&Config{}).statusFlags()
-		if (err != nil) != tc.bad || f.ProbeInterval != tc.want {
-			t.Errorf("%q: %v, %v; want %v, error %v", tc.value, f.ProbeInterval, err, tc.want, tc.bad)
+		got, err := statusdata.ProbeIntervalFromEnv(os.Getenv)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("%q: %v, %v; want %v, error %v", tc.value, got, err, tc.want, tc.bad)
 		}
 	}
 }

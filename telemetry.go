@@ -15,14 +15,6 @@ import (
 	"modelgateway/core/telemetry"
 )
 
-// metricsAddr is GATEWAY_METRICS_ADDR: set and empty turns the listener off.
-func metricsAddr() string {
-	if v, ok := os.LookupEnv("GATEWAY_METRICS_ADDR"); ok {
-		return v
-	}
-	return "127.0.0.1:9464"
-}
-
 // setLogger makes the process logger from GATEWAY_LOG_LEVEL: JSON lines, text for the local
 // run (make run).
 func setLogger(cmd string) error {

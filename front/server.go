@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -22,20 +21,20 @@ import (
 	"modelgateway/core/wire/requestid"
 	"modelgateway/front/media"
 	"modelgateway/front/relay"
-	"modelgateway/realtime"
 )
 
 // Config wires the front to core. Unary calls take the clients (an in-process gRPC channel in
 // the binary); the three streaming RPCs run in the HTTP handler's goroutine through
-// Generate, Forward and Realtime, which the binary takes from one core/rpc.InProcess.
+// Generate, Forward and the realtime handler's session func, which the binary takes from one
+// core/rpc.InProcess.
 type Config struct {
 	Core corev1.CoreServiceClient
 	// Generate runs core's Generate in process (see relay.GenerateFunc).
 	Generate relay.GenerateFunc
 	// Forward runs core's Forward in process for the media and ranking routes.
 	Forward media.ForwardFunc
-	// Realtime runs core's Realtime in process for each WebSocket session.
-	Realtime realtime.SessionFunc
+	// Realtime serves GET /v1/realtime (a realtime.Handler in the binary); nil: no such route.
+	Realtime RealtimeHandler
 	Catalog  catalogv1.CatalogServiceClient
 	Admin    adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
 	// AdminTokenOK checks a presented admin token (rpc.AdminTokenMatches against the configured
@@ -50,8 +49,15 @@ type Config struct {
 	AdminSeparate bool
 	// Limits bound what a client can make the front hold; zero values are the defaults.
 	Limits Limits
-	// RealtimeIdle is the realtime sessions' idle timeout; 0 is realtime.DefaultIdleTimeout.
-	RealtimeIdle time.Duration
+}
+
+// RealtimeHandler serves the realtime WebSocket sessions. The binary hands the front one
+// (realtime.Handler), so that the front, which realtime builds on (front/relay), does not
+// import realtime back. Upgraded connections are not the HTTP server's to drain: Shutdown
+// ends them.
+type RealtimeHandler interface {
+	http.Handler
+	Shutdown(ctx context.Context) error
 }
 
 // Server is the HTTP handler.
@@ -60,7 +66,6 @@ type Server struct {
 	coreMux  *runtime.ServeMux
 	adminMux *runtime.ServeMux
 	gen      *generation
-	realtime *realtime.Handler
 	limits   Limits
 	budget   *relay.Budget
 
@@ -79,7 +84,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg, gen: newGeneration(cfg), realtime: &realtime.Handler{Realtime: cfg.Realtime, IdleTimeout: cfg.RealtimeIdle}}
+	s := &Server{cfg: cfg, gen: newGeneration(cfg)}
 	s.limits = cfg.Limits.withDefaults()
 	s.adminFailures = &failureLimiter{Burst: adminFailureBurst, Every: adminFailureEvery}
 	s.budget = &relay.Budget{Total: s.limits.BodyBudget, PerKey: s.limits.KeyBodyBudget, PerProfile: s.limits.ProfileBodyBudget}
@@ -157,12 +162,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case p == "/v1/realtime":
+	case p == "/v1/realtime" && s.cfg.Realtime != nil:
 		// The realtime front also reads the key from a subprotocol, which browsers must use.
 		if key := relay.ExtractKey(r); key != "" {
 			relay.SetBearer(r, key)
 		}
-		s.realtime.ServeHTTP(w, r)
+		s.cfg.Realtime.ServeHTTP(w, r)
 	case p == "/healthz":
 		s.onlyGET(w, r, s.healthz)
 	case p == "/readyz":
@@ -223,7 +228,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // Shutdown ends the realtime sessions (close frames sent) within ctx; http.Server.Shutdown
 // does not know about upgraded connections.
 func (s *Server) Shutdown(ctx context.Context) error {
-	return s.realtime.Shutdown(ctx)
+	if s.cfg.Realtime == nil {
+		return nil
+	}
+	return s.cfg.Realtime.Shutdown(ctx)
 }
 
 // BodyBudget is the replica's budget of request bodies in memory (for tests and metrics).

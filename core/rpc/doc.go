@@ -1,6 +1,6 @@
 // Package rpc holds core's gRPC servers: CoreService (CoreServer: models, balance, token
-// counts and the priced streaming RPCs), CatalogService, AdminService (AdminServer) and the
-// status site's read, with the interceptors every call passes through.
+// counts and the priced streaming RPCs), CatalogService and AdminService (AdminServer), with
+// the interceptors every call passes through. The status site's read is core/statusdata's.
 //
 // One client request, followed through the package:
 //

@@ -74,6 +74,27 @@ func New(cfg Config) (*Handler, error) {
 // Paths are the path prefixes the handler serves, for the server's router.
 var Paths = []string{"/status", "/status/", "/docs", "/docs/"}
 
+// ConfigFromEnv reads the site's settings (contract.md, "Status site and docs"): the public
+// base URL (GATEWAY_PUBLIC_BASE_URL, else the client listener httpAddr) and the chat bot's
+// link (GATEWAY_BOT_URL).
+func ConfigFromEnv(getenv func(string) string, httpAddr string) Config {
+	base := getenv("GATEWAY_PUBLIC_BASE_URL")
+	if base == "" {
+		base = "http://" + httpAddr
+	}
+	return Config{BaseURL: base, BotURL: getenv("GATEWAY_BOT_URL")}
+}
+
+// Before serves Paths with h and everything else with next (the client routes).
+func (h *Handler) Before(next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range Paths {
+		mux.Handle(p, h)
+	}
+	mux.Handle("/", next)
+	return mux
+}
+
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", CSP)

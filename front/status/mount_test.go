@@ -1,0 +1,55 @@
+package status
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// The site's settings come from the environment; without a public base URL the pages show
+// the client listener's own address.
+func TestConfigFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		env           map[string]string
+		base, botLink string
+	}{
+		{"listener", map[string]string{}, "http://127.0.0.1:8080", ""},
+		{"public", map[string]string{"GATEWAY_PUBLIC_BASE_URL": "https://gw.example.com", "GATEWAY_BOT_URL": "https://t.me/gw_bot"}, "https://gw.example.com", "https://t.me/gw_bot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ConfigFromEnv(func(k string) string { return tc.env[k] }, "127.0.0.1:8080")
+			if c.BaseURL != tc.base || c.BotURL != tc.botLink {
+				t.Errorf("got base %q, bot %q; want %q, %q", c.BaseURL, c.BotURL, tc.base, tc.botLink)
+			}
+		})
+	}
+}
+
+// Before serves the site's paths itself and hands every other path to the client routes.
+func TestBeforeSplitsTheSiteFromTheClientRoutes(t *testing.T) {
+	h, err := New(Config{Status: fixed{fixture()}, BaseURL: "https://gw.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	srv := httptest.NewServer(h.Before(next))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path string
+		code int
+		site bool // answered by the site, with its CSP
+	}{
+		{"/status", http.StatusOK, true},
+		{"/status/api/v2/summary.json", http.StatusOK, true},
+		{"/docs", http.StatusOK, true},
+		{"/v1/models", http.StatusTeapot, false},
+		{"/statusx", http.StatusTeapot, false},
+	} {
+		resp, _ := get(t, srv.URL+tc.path)
+		csp := resp.Header.Get("Content-Security-Policy") == CSP
+		if resp.StatusCode != tc.code || csp != tc.site {
+			t.Errorf("%s: %d, site's CSP %v; want %d, %v", tc.path, resp.StatusCode, csp, tc.code, tc.site)
+		}
+	}
+}
