@@ -20,6 +20,7 @@ import (
 	catalogv1 "modelgateway/gen/gateway/catalog/v1"
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/admin"
 	"modelgateway/core/billing"
 	"modelgateway/core/catalog"
 	"modelgateway/core/fx"
@@ -130,7 +131,7 @@ type Gateway struct {
 	AdminHTTPAddr      string // empty unless GATEWAY_ADMIN_HTTP_ADDR is set
 	Store              *store.Store
 	Snapshots          *snapshot.Holder
-	Admin              *rpc.AdminServer
+	Admin              *admin.Server
 	// Core is the in-process client the front uses.
 	Core corev1.CoreServiceClient
 	// Status counts outcomes for the status site; Flush writes them out at once.
@@ -208,7 +209,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		observers = append(observers, cfg.Observer)
 	}
 	coreSrv.Deps.Observer = observers
-	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
+	adminSrv := &admin.Server{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
 			return fail(err)
@@ -222,9 +223,9 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	closers = append(closers, func() { _ = tel.Close(context.Background()) })
 
 	limiter := &rpc.KeyLimiter{Snapshots: holder, Replicas: cfg.Replicas}
-	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log), rpc.AdminDeadline(rpc.DefaultAdminDeadline), limiter.Unary}
+	interceptors := []grpc.UnaryServerInterceptor{rpc.AdminStatus(site.rec), rpc.ErrorInterceptor(log), admin.Deadline(admin.DefaultDeadline), limiter.Unary}
 	if cfg.AdminToken != "" {
-		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
+		interceptors = append(interceptors, admin.Auth(cfg.AdminToken))
 	}
 	// Callers over the socket are clients: internal metadata is for the in-process front only.
 	grpcSrv := grpc.NewServer(append(tel.ServerOptions(),
@@ -270,7 +271,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	}
 	if cfg.AdminToken != "" {
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)
-		fcfg.AdminTokenOK = func(token string) bool { return rpc.AdminTokenMatches(token, cfg.AdminToken) }
+		fcfg.AdminTokenOK = func(token string) bool { return admin.TokenMatches(token, cfg.AdminToken) }
 	}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	closers = append(closers, stop)
@@ -326,7 +327,7 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 		}
 		<-watchDone
 	}()
-	for _, w := range rpc.SnapshotCredentials(holder.Current(), cfg.Env) {
+	for _, w := range admin.SnapshotCredentials(holder.Current(), cfg.Env) {
 		log.Warn(w)
 	}
 	log.Info("gateway serving", "http", g.HTTPAddr, "grpc", g.GRPCAddr, "admin_api", cfg.AdminToken != "")
@@ -386,7 +387,7 @@ func newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
-func applyCatalogFile(ctx context.Context, admin *rpc.AdminServer, path string) error {
+func applyCatalogFile(ctx context.Context, srv *admin.Server, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read catalog: %w", err)
@@ -395,8 +396,8 @@ func applyCatalogFile(ctx context.Context, admin *rpc.AdminServer, path string) 
 	if err != nil {
 		return fmt.Errorf("catalog %s: %w", path, err)
 	}
-	if _, err := admin.Store.ApplyCatalog(ctx, doc); err != nil {
+	if _, err := srv.Store.ApplyCatalog(ctx, doc); err != nil {
 		return fmt.Errorf("apply catalog %s: %w", path, err)
 	}
-	return admin.Snapshots.Reload(ctx)
+	return srv.Snapshots.Reload(ctx)
 }

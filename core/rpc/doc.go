@@ -1,6 +1,6 @@
 // Package rpc holds core's gRPC servers: CoreService (CoreServer: models, balance, token
-// counts and the priced streaming RPCs), CatalogService, AdminService (AdminServer) and the
-// status site's read, with the interceptors every call passes through.
+// counts and the priced streaming RPCs), CatalogService and the status site's read, with the
+// interceptors every call passes through. The operator's AdminService is core/admin's.
 //
 // One client request, followed through the package:
 //
@@ -11,7 +11,4 @@
 //   - routes.go: the upstream attempts in fallback order (core/routing picks the routes);
 //   - errors.go: the one place where errors become gRPC statuses;
 //   - metadata.go: the key and request id a caller sends, and what a socket caller may not.
-//
-// The operator's side: admin.go, admin_keys.go, adminauth.go, bot.go, incidents.go,
-// credentials.go, and admin_verify.go (the admin RPC that runs core/verify's prober).
 package rpc

@@ -20,6 +20,7 @@ import (
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 )
 
 const (
@@ -100,7 +101,7 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 	}
 	done := make(chan struct{})
 	defer close(done)
-	go x.watch(ctx, bearer(ctx), done)
+	go x.watch(ctx, callmd.Bearer(ctx), done)
 	go x.fromClient()
 	x.fromUpstream()
 	return nil
