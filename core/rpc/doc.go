@@ -6,8 +6,9 @@
 //
 //   - inprocess.go: the front's HTTP handler calls InProcess, the named front → core hop;
 //   - generate.go, embed.go, forward.go, realtime.go: the priced RPCs;
-//   - billed.go: the money of one admitted request, admit → hold → charge → settle/finish;
-//     every priced RPC goes through it, so the money rules live in one place;
+//   - billed.go: one admitted request, admit → hold → charge → settle/finish, and what the
+//     client is told at each step; every priced RPC goes through it, and its money is a
+//     billing.Request (core/billing), where the money rules live once;
 //   - routes.go: the upstream attempts in fallback order (core/routing picks the routes);
 //   - errors.go: the one place where errors become gRPC statuses;
 //   - metadata.go: the key and request id a caller sends, and what a socket caller may not.
