@@ -110,8 +110,10 @@ fmt:
 # imports front or realtime; provider adapters never touch the store; the chat bot
 # (front/bot) holds no database connection; the upstream simulator shares no gateway code
 # (it is an outside server); route selection (core/routing) and the capability prober
-# (core/verify) stay below core/rpc, and routing below the prober; the bench drives the
-# binary from outside, with only a throwaway PostgreSQL of its own.
+# (core/verify) stay below core/rpc, and routing below the prober; the request path
+# (core/rpc) and the operator's service (core/admin) are siblings that import each other in
+# neither direction (what both need lives below them); the bench drives the binary from
+# outside, with only a throwaway PostgreSQL of its own.
 imports:
 	@$(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' ./... | awk '\
 	  { pkg=$$1; for (i=2;i<=NF;i++) { imp=$$i; \
@@ -123,6 +125,8 @@ imports:
 	    if (pkg ~ /^modelgateway\/core\/simulator(\/|$$)/) bad=bad "\n  " pkg " imports " imp " (the simulator is an outside server)"; \
 	    if (pkg ~ /^modelgateway\/core\/(routing|verify)(\/|$$)/ && imp ~ /^modelgateway\/core\/rpc(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
 	    if (pkg ~ /^modelgateway\/core\/routing(\/|$$)/ && imp ~ /^modelgateway\/core\/verify(\/|$$)/) bad=bad "\n  " pkg " imports " imp; \
+	    if (pkg ~ /^modelgateway\/core\/rpc(\/|$$)/ && imp ~ /^modelgateway\/core\/admin(\/|$$)/) bad=bad "\n  " pkg " imports " imp " (the request path does not import the admin service)"; \
+	    if (pkg ~ /^modelgateway\/core\/admin(\/|$$)/ && imp ~ /^modelgateway\/core\/rpc(\/|$$)/) bad=bad "\n  " pkg " imports " imp " (the admin service shares only what lies below core/rpc)"; \
 	    if (pkg ~ /^modelgateway\/core\/bench(\/|$$)/ && imp != "modelgateway/core/store/pgcluster") bad=bad "\n  " pkg " imports " imp " (the bench drives the binary from outside)"; } } \
 	  END { if (bad != "") { print "import rule violations:" bad; exit 1 } }'
 

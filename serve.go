@@ -20,6 +20,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 	statusv1 "modelgateway/gen/gateway/status/v1"
 
+	"modelgateway/core/admin"
 	"modelgateway/core/billing"
 	"modelgateway/core/catalog"
 	"modelgateway/core/fx"
@@ -74,7 +75,7 @@ type Gateway struct {
 	AdminHTTPAddr      string // empty unless GATEWAY_ADMIN_HTTP_ADDR is set
 	Store              *store.Store
 	Snapshots          *snapshot.Holder
-	Admin              *rpc.AdminServer
+	Admin              *admin.Server
 	// Core is the in-process client the front uses.
 	Core corev1.CoreServiceClient
 	// Status counts outcomes for the status site; Flush writes them out at once.
@@ -140,7 +141,7 @@ type wiring struct {
 	ledger  *billing.Ledger
 	coreSrv *rpc.CoreServer
 	site    *statusdata.Site
-	admin   *rpc.AdminServer
+	admin   *admin.Server
 	tel     *telemetry.Telemetry
 
 	limiter      *rpc.KeyLimiter
@@ -199,7 +200,7 @@ func (w *wiring) startCore(ctx context.Context) error {
 		observers = append(observers, cfg.Observer)
 	}
 	coreSrv.Deps.Observer = observers
-	adminSrv := &rpc.AdminServer{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
+	adminSrv := &admin.Server{Store: st, Snapshots: holder, Verifier: prober, Env: cfg.Env}
 	if cfg.CatalogPath != "" {
 		if err := applyCatalogFile(ctx, adminSrv, cfg.CatalogPath); err != nil {
 			return err
@@ -236,9 +237,9 @@ func (w *wiring) startSimulator() (map[string]provider.Adapter, error) {
 func (w *wiring) serveGRPC() {
 	cfg, log := w.cfg, w.log
 	limiter := &rpc.KeyLimiter{Snapshots: w.holder, Replicas: cfg.Replicas}
-	interceptors := []grpc.UnaryServerInterceptor{statusdata.AdminInterceptor(w.site.Recorder), rpc.ErrorInterceptor(log), rpc.AdminDeadline(rpc.DefaultAdminDeadline), limiter.Unary}
+	interceptors := []grpc.UnaryServerInterceptor{statusdata.AdminInterceptor(w.site.Recorder), rpc.ErrorInterceptor(log), admin.Deadline(admin.DefaultDeadline), limiter.Unary}
 	if cfg.AdminToken != "" {
-		interceptors = append(interceptors, rpc.AdminAuth(cfg.AdminToken))
+		interceptors = append(interceptors, admin.Auth(cfg.AdminToken))
 	}
 	// Callers over the socket are clients: internal metadata is for the in-process front only.
 	grpcSrv := grpc.NewServer(append(w.tel.ServerOptions(),
@@ -289,7 +290,7 @@ func (w *wiring) frontConfig() front.Config {
 	}
 	if cfg.AdminToken != "" {
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)
-		fcfg.AdminTokenOK = func(token string) bool { return rpc.AdminTokenMatches(token, cfg.AdminToken) }
+		fcfg.AdminTokenOK = func(token string) bool { return admin.TokenMatches(token, cfg.AdminToken) }
 	}
 	return fcfg
 }
@@ -355,7 +356,7 @@ func (w *wiring) run(runCtx context.Context, g *Gateway) {
 		}
 		<-watchDone
 	}()
-	for _, warning := range rpc.SnapshotCredentials(holder.Current(), cfg.Env) {
+	for _, warning := range admin.SnapshotCredentials(holder.Current(), cfg.Env) {
 		log.Warn(warning)
 	}
 	log.Info("gateway serving", "http", g.HTTPAddr, "grpc", g.GRPCAddr, "admin_api", cfg.AdminToken != "")
@@ -414,7 +415,7 @@ func newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
-func applyCatalogFile(ctx context.Context, admin *rpc.AdminServer, path string) error {
+func applyCatalogFile(ctx context.Context, srv *admin.Server, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read catalog: %w", err)
@@ -423,8 +424,8 @@ func applyCatalogFile(ctx context.Context, admin *rpc.AdminServer, path string) 
 	if err != nil {
 		return fmt.Errorf("catalog %s: %w", path, err)
 	}
-	if _, err := admin.Store.ApplyCatalog(ctx, doc); err != nil {
+	if _, err := srv.Store.ApplyCatalog(ctx, doc); err != nil {
 		return fmt.Errorf("apply catalog %s: %w", path, err)
 	}
-	return admin.Snapshots.Reload(ctx)
+	return srv.Snapshots.Reload(ctx)
 }

@@ -43,7 +43,7 @@ func (s *Server) AdminHandler() http.Handler {
 }
 
 // serveAdmin runs an admin route. The token is compared first (Config.AdminTokenOK, then
-// again by core's admin service, rpc.AdminAuth), whatever this client's failures so far: the
+// again by core's admin service, core/admin's Auth), whatever this client's failures so far: the
 // right token always passes, even from an address a guesser shares with the operator behind
 // an ingress. Only a wrong token is counted against the client's address
 // (throttleAdminFailure).

@@ -37,7 +37,7 @@ type Config struct {
 	Realtime RealtimeHandler
 	Catalog  catalogv1.CatalogServiceClient
 	Admin    adminv1.AdminServiceClient // nil when GATEWAY_ADMIN_TOKEN is unset: admin routes are off
-	// AdminTokenOK checks a presented admin token (rpc.AdminTokenMatches against the configured
+	// AdminTokenOK checks a presented admin token (core/admin.TokenMatches against the configured
 	// one), so that a wrong one is answered before its body is read; nil leaves the check to
 	// core's admin service alone.
 	AdminTokenOK func(token string) bool

@@ -16,9 +16,10 @@ import (
 	"modelgateway/core/wire/apierror"
 )
 
-// billed is one request that passed the key checks: the outcome it is building, its price
-// and its hold. Every priced RPC (Generate, Embed, Forward, each realtime response) goes
-// through admit → hold → charge → finish, so the money rules live in one place.
+// billed is one request that passed the key checks: the outcome it is building and its
+// money (billing.Request: price, hold, charge). Every priced RPC (Generate, Embed, Forward,
+// each realtime response) goes through admit → hold → charge → finish; the money rules live
+// in billing.Request, and what the client is told at each step here.
 type billed struct {
 	s     *CoreServer
 	ctx   context.Context
@@ -26,11 +27,7 @@ type billed struct {
 	k     *snapshot.Key
 	m     *snapshot.Model
 	out   Outcome
-	price billing.Price
-	hold  *billing.Hold
-	// durable: the record and its charge are in the database (settle); finish then only
-	// shows the outcome to the observer.
-	durable, refunded bool
+	money billing.Request
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen
@@ -50,7 +47,7 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 	if idErr != nil {
 		return nil, idErr
 	}
-	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, out: Outcome{
+	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, money: s.Deps.Ledger.NewRequest(k.ProfileID), out: Outcome{
 		RequestID: id, KeyID: k.IDText(), KeyPrefix: k.Prefix, ProfileID: k.ProfileText(), Currency: snap.Currency,
 		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: "ok",
 		Usage: metering.Unreliable("no upstream answered"),
@@ -105,16 +102,12 @@ func checkParameters(m *snapshot.Model, family string, params []string) *apierro
 // holdWorst finds the family's price and holds the worst case it computes: pricing_unavailable
 // without a usable rule, insufficient_balance when the balance cannot cover it.
 func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.Decimal) error {
-	price, err := billing.Find(b.m.Prices, b.out.EndpointFamily, needsOutput)
-	if err != nil {
-		return b.refuse(apierror.New(apierror.PricingUnavailable, "the model %q has no price for %s", b.m.ID, b.out.EndpointFamily))
-	}
-	b.price = price
-	amount := worst(price)
-	b.hold, err = b.s.Deps.Ledger.Hold(b.ctx, b.k.ProfileID, amount)
+	amount, err := b.money.HoldWorst(b.ctx, b.m.Prices, b.out.EndpointFamily, needsOutput, worst)
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, billing.ErrNoPrice):
+		return b.refuse(apierror.New(apierror.PricingUnavailable, "the model %q has no price for %s", b.m.ID, b.out.EndpointFamily))
 	case errors.Is(err, billing.ErrInsufficient):
 		return b.refuse(apierror.New(apierror.InsufficientBalance, "the balance cannot cover this request (up to %s %s)", amount, b.snap.Currency))
 	case b.ctx.Err() != nil:
@@ -126,13 +119,12 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 	return ae
 }
 
-// growHold makes the request's hold cover amount, taking the part beyond it from the
-// profile's available balance with the same guarantees as the first hold (billing.Ledger.Grow):
-// insufficient_balance when the balance cannot cover it (the hold is then unchanged),
-// unavailable when the database cannot be reached for it. Every growth of a hold goes through
-// here, so that a limit beside the balance (a key's budget) is checked in one place.
+// growHold makes the request's hold cover amount (billing.Request.Grow): insufficient_balance
+// when the balance cannot cover it (the hold is then unchanged), unavailable when the
+// database cannot be reached for it. Every growth of a hold goes through here, so that a
+// limit beside the balance (a key's budget) is checked in one place.
 func (b *billed) growHold(amount decimal.Decimal) *apierror.Error {
-	err := b.s.Deps.Ledger.Grow(b.ctx, b.hold, amount)
+	err := b.money.Grow(b.ctx, amount)
 	switch {
 	case err == nil:
 		return nil
@@ -155,11 +147,11 @@ func unavailable(what string, err error) *apierror.Error {
 // is charged, the request is recorded as unavailable (or insufficient_balance when the
 // balance cannot pay the whole cost), and the answer's end must not be sent.
 func (b *billed) settle() error {
-	if !b.out.Cost.Valid || b.durable {
+	if !b.out.Cost.Valid || b.money.Durable() {
 		return nil
 	}
 	b.out.EndTime = time.Now()
-	charged, err := b.s.Deps.Ledger.Charge(b.ctx, b.hold, *b.record(&b.out), apierror.InsufficientBalance)
+	charged, err := b.money.Settle(b.ctx, *b.record(&b.out))
 	if errors.Is(err, billing.ErrInsufficient) {
 		// The usage went beyond the hold and what is free (or, after a partition, the money
 		// went to another replica): an answer is charged in full or not delivered, so that
@@ -171,14 +163,10 @@ func (b *billed) settle() error {
 			cost, b.snap.Currency)
 	}
 	if err != nil {
-		if errors.Is(err, billing.ErrUnavailable) {
-			// The commit may have happened with only its answer lost: give it back if so.
-			b.s.Deps.Ledger.Refund(b.k.ProfileID, b.out.RequestID, apierror.Unavailable)
-		}
+		// (billing.Request.Settle gave back a commit whose answer was lost.)
 		b.uncharged(apierror.Unavailable, "the charge could not be recorded: "+err.Error())
 		return apierror.New(apierror.Unavailable, "the gateway cannot record the charge of this answer now; the answer was not completed and is not charged")
 	}
-	b.hold, b.durable = nil, true
 	b.out.Cost.Decimal = charged
 	return nil
 }
@@ -186,28 +174,19 @@ func (b *billed) settle() error {
 // charge prices the answer once its usage is known: reliable usage at the token rates, or the
 // fixed price of a complete answer.
 func (b *billed) charge(u metering.Usage) {
-	if b.durable || b.refunded {
+	if b.money.Settled() {
 		return
 	}
 	b.out.Usage = u
-	if u.Reliable || b.price.PerRequest {
-		b.out.Cost = decimal.NullDecimal{Decimal: b.price.Cost(u), Valid: true}
+	if cost := b.money.Cost(u); cost.Valid {
+		b.out.Cost = cost
 	}
 }
 
 // uncharged marks an answer that must not be charged: cut, failed, or not delivered.
+// A charge already durable is given back (billing.Request.Unsettle).
 func (b *billed) uncharged(status, why string) {
-	if b.durable {
-		// The charge was written before the end was sent, and the client went away in
-		// between: the answer was cut after all, and its charge is given back.
-		if !b.refunded {
-			b.refunded = true
-			b.s.Deps.Ledger.Refund(b.k.ProfileID, b.out.RequestID, status)
-		}
-		b.out.Status, b.out.Cost = status, decimal.NullDecimal{}
-		b.out.Usage = metering.Unreliable(why)
-		return
-	}
+	b.money.Unsettle(b.out.RequestID, status)
 	b.out.Status, b.out.Cost = status, decimal.NullDecimal{}
 	b.out.Usage = metering.Unreliable(why)
 }
@@ -223,18 +202,23 @@ func (b *billed) costString() (cost, currency string) {
 // finish releases the hold and queues the record and its charge for settlement; an answer
 // whose charge settle already made durable is only shown to the observer.
 func (b *billed) finish() {
-	if b.durable {
+	if b.money.Durable() {
 		b.observe(&b.out)
 		return
 	}
-	b.finishWith(b.hold, &b.out)
+	b.finishWith(&b.out, true)
 }
 
 // finishWith is finish for an outcome of the request other than its own (each response of a
-// realtime session): it releases hold (nil: none) and queues o's record and charge.
-func (b *billed) finishWith(hold *billing.Hold, o *Outcome) {
+// realtime session) too: it queues o's record and charge, and releases the request's hold
+// when release is set.
+func (b *billed) finishWith(o *Outcome, release bool) {
 	o.EndTime = time.Now()
-	b.s.Deps.Ledger.Finish(hold, *b.record(o))
+	if release {
+		b.money.Finish(*b.record(o))
+	} else {
+		b.money.Queue(*b.record(o))
+	}
 	b.observe(o)
 }
 

@@ -10,6 +10,7 @@ import (
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 )
 
 // Content-generation endpoint families and the methods each enables in the v1beta model form.
@@ -40,7 +41,7 @@ type CoreServer struct {
 // caller authenticates the request's key against the current snapshot.
 func (s *CoreServer) caller(ctx context.Context) (*snapshot.Snapshot, *snapshot.Key, error) {
 	snap := s.Snapshots.Current()
-	k, err := snap.Authenticate(bearer(ctx))
+	k, err := snap.Authenticate(callmd.Bearer(ctx))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	catalogv1 "modelgateway/gen/gateway/catalog/v1"
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/admin"
 	"modelgateway/core/billing"
 	"modelgateway/core/catalog"
 	"modelgateway/core/provider"
@@ -68,7 +69,7 @@ type coreEnv struct {
 	st     *store.Store
 	holder *snapshot.Holder
 	ledger *billing.Ledger
-	admin  *AdminServer
+	admin  *admin.Server
 	core   corev1.CoreServiceClient
 	cat    catalogv1.CatalogServiceClient
 }
@@ -122,7 +123,7 @@ func newCoreEnv(t *testing.T, limiterReplicas int) *coreEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &coreEnv{st: st, holder: holder, ledger: ledger, admin: &AdminServer{Store: st, Snapshots: holder},
+	return &coreEnv{st: st, holder: holder, ledger: ledger, admin: &admin.Server{Store: st, Snapshots: holder},
 		core: corev1.NewCoreServiceClient(conn), cat: catalogv1.NewCatalogServiceClient(conn)}
 }
 

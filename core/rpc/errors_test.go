@@ -25,27 +25,6 @@ func incoming(pairs ...string) context.Context {
 	return metadata.NewIncomingContext(context.Background(), metadata.Pairs(pairs...))
 }
 
-// The key is read from "authorization: Bearer x" only, the scheme in any case.
-func TestBearer(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct{ header, want string }{
-		{"Bearer sk-1", "sk-1"},
-		{"bearer  sk-2 ", "sk-2"},
-		{"BEARER x", "x"},
-		{"Bearer ", ""},
-		{"Bearer", ""},
-		{"Basic abc", ""},
-		{"sk-3", ""},
-	} {
-		if got := bearer(incoming("authorization", c.header)); got != c.want {
-			t.Errorf("%q: %q, want %q", c.header, got, c.want)
-		}
-	}
-	if got := bearer(context.Background()); got != "" {
-		t.Errorf("no metadata: %q", got)
-	}
-}
-
 // A client's request id is kept and marked as the client's; the front's own is marked as
 // generated; a caller that sent none gets a fresh generated one.
 func TestRequestID(t *testing.T) {

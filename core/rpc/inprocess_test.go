@@ -28,7 +28,7 @@ func (s *authorizeServer) Authorize(ctx context.Context, req *corev1.AuthorizeRe
 	if req.GetModel() == "refused" {
 		return nil, status.Error(codes.PermissionDenied, "refused")
 	}
-	return &corev1.AuthorizeResponse{KeyId: bearer(ctx), RequestId: firstMD(ctx, MetadataRequestID)}, nil
+	return &corev1.AuthorizeResponse{KeyId: callmd.Bearer(ctx), RequestId: firstMD(ctx, MetadataRequestID)}, nil
 }
 
 // The front's Authorize runs the server through the unary chain, outermost first, with the
@@ -79,7 +79,7 @@ type mdServer struct {
 func (s *mdServer) Authorize(ctx context.Context, _ *corev1.AuthorizeRequest) (*corev1.AuthorizeResponse, error) {
 	s.saw, _ = metadata.FromIncomingContext(ctx)
 	s.sawValue = ctx.Value(callerKey{}) != nil
-	return &corev1.AuthorizeResponse{KeyId: bearer(ctx), RequestId: firstMD(ctx, MetadataRequestID)}, nil
+	return &corev1.AuthorizeResponse{KeyId: callmd.Bearer(ctx), RequestId: firstMD(ctx, MetadataRequestID)}, nil
 }
 
 // The front's outgoing context (its metadata carried for a direct call without a copy) and a

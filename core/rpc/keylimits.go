@@ -13,15 +13,8 @@ import (
 
 	"modelgateway/core/snapshot"
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 )
-
-// validateLimits checks a key's request limits: 0 is no limit, negatives mean nothing.
-func validateLimits(concurrent, rps int32) error {
-	if concurrent < 0 || rps < 0 {
-		return apierror.New(apierror.InvalidRequest, "max_concurrent_requests and max_requests_per_second must be 0 (no limit) or positive")
-	}
-	return nil
-}
 
 // KeyLimiter enforces the per-key request limits of the admin API (Key.max_concurrent_requests,
 // Key.max_requests_per_second) on the RPCs that reach an upstream.
@@ -119,7 +112,7 @@ func (l *KeyLimiter) admit(ctx context.Context, method string) (func(), error) {
 	if !limitedMethods[method] {
 		return func() {}, nil
 	}
-	k, err := l.Snapshots.Current().Authenticate(bearer(ctx))
+	k, err := l.Snapshots.Current().Authenticate(callmd.Bearer(ctx))
 	if err != nil {
 		return func() {}, nil
 	}

@@ -6,7 +6,6 @@ package rpc
 import (
 	"context"
 	"log/slog"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -19,7 +18,7 @@ import (
 
 // Metadata keys the front and internal callers send.
 const (
-	MetadataAuthorization = "authorization"
+	MetadataAuthorization = callmd.Authorization
 	MetadataRequestID     = "x-request-id"
 	// MetadataRequestIDGenerated is "1" when the front made the request id itself: such ids
 	// (of the gateway's form, which no client may send) are unique by construction and need
@@ -31,15 +30,6 @@ const (
 // every key and value on each call; this runs several times per request), and without even
 // the value's copy for in-process calls (core/wire/callmd).
 func firstMD(ctx context.Context, key string) string { return callmd.Value(ctx, key) }
-
-// bearer extracts the credential of an `authorization: Bearer x` metadata entry.
-func bearer(ctx context.Context) string {
-	v := firstMD(ctx, MetadataAuthorization)
-	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		return strings.TrimSpace(v[7:])
-	}
-	return ""
-}
 
 // RequestID is the caller's x-request-id, or a fresh sortable one for gRPC callers that sent
 // none (the HTTP front always sends one).

@@ -20,6 +20,7 @@ import (
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 )
 
 const (
@@ -93,14 +94,14 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 	if route.UpstreamModel != "" {
 		upstreamModel = route.UpstreamModel
 	}
-	x := &session{b: b, srv: srv, up: up, upstreamModel: upstreamModel, reserve: reserve(b.price), started: time.Now()}
+	x := &session{b: b, srv: srv, up: up, upstreamModel: upstreamModel, reserve: reserve(b.money.Price()), started: time.Now()}
 	x.run = b.newRunning(realtimeReserveInput, realtimeReserveOutput)
 	if err := x.toClient(&corev1.RealtimeResponse{Msg: &corev1.RealtimeResponse_Opened{Opened: &corev1.RealtimeOpened{SessionId: b.out.RequestID}}}); err != nil {
 		return nil
 	}
 	done := make(chan struct{})
 	defer close(done)
-	go x.watch(ctx, bearer(ctx), done)
+	go x.watch(ctx, callmd.Bearer(ctx), done)
 	go x.fromClient()
 	x.fromUpstream()
 	return nil
@@ -290,42 +291,36 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	o.RequestID, o.Status, o.Usage, o.Cost = fmt.Sprintf("%s %d %s", b.out.RequestID, x.responses, id), "ok", u, decimal.NullDecimal{}
 	o.StartTime, x.started = x.started, time.Now()
 	o.Attempts = nil // the session's own outcome carries its upstream call
-	if u.Reliable || b.price.PerRequest {
-		o.Cost = decimal.NullDecimal{Decimal: b.price.Cost(u), Valid: true}
-	}
+	o.Cost = b.money.Cost(u)
 	if o.Cost.Valid {
 		o.EndTime = time.Now()
-		charged, err := b.s.Deps.Ledger.Charge(b.ctx, b.hold, *b.record(&o), apierror.InsufficientBalance)
+		charged, err := b.money.SettlePart(b.ctx, *b.record(&o))
 		switch {
 		case errors.Is(err, billing.ErrInsufficient):
 			// Beyond the reserve and what is free: the response is not delivered, nor
 			// charged (the ledger gives back what a capped commit took).
 			o.Status, o.Cost, o.Usage = apierror.InsufficientBalance, decimal.NullDecimal{}, metering.Unreliable("the balance cannot pay for the response's usage")
-			b.finishWith(b.hold, &o)
-			b.hold, x.run = nil, nil
+			b.finishWith(&o, true)
+			x.run = nil
 			return true, err
 		case err != nil:
-			if errors.Is(err, billing.ErrUnavailable) {
-				b.s.Deps.Ledger.Refund(b.k.ProfileID, o.RequestID, "unavailable")
-			}
+			// (billing.Request.SettlePart gave back a commit whose answer was lost.)
 			o.Status, o.Cost, o.Usage = "unavailable", decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
-			b.finishWith(nil, &o)
+			b.finishWith(&o, false)
 			return false, err
 		}
 		o.Cost.Decimal = charged
 		b.observe(&o)
 	} else {
-		b.finishWith(b.hold, &o)
+		b.finishWith(&o, true)
 	}
-	b.hold, x.run = nil, nil
+	x.run = nil
 	input := int64(realtimeReserveInput)
 	if u.Reliable {
 		input += u.Input + u.Output
-		x.reserve = b.price.WorstCase(input, realtimeReserveOutput)
+		x.reserve = b.money.Price().WorstCase(input, realtimeReserveOutput)
 	}
-	b.hold, err = b.s.Deps.Ledger.Hold(b.ctx, b.k.ProfileID, x.reserve)
-	if err != nil {
-		b.hold = nil
+	if err := b.money.Hold(b.ctx, b.money.Price(), x.reserve); err != nil {
 		return true, nil
 	}
 	x.run = b.newRunning(input, realtimeReserveOutput)

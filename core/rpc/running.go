@@ -48,7 +48,7 @@ const growStep = 256
 // newRunning starts the count of an answer whose hold covers input and output tokens.
 // Nil (nothing counted) for an answer whose price does not depend on its length.
 func (b *billed) newRunning(input, output int64) *running {
-	if b.hold == nil || b.price.PerRequest {
+	if !b.money.Holding() || b.money.Price().PerRequest {
 		return nil
 	}
 	return &running{b: b, input: input, coverIn: input, coverOut: output}
@@ -97,7 +97,7 @@ func (r *running) grow() *apierror.Error {
 	in := max(r.input, r.coverIn)
 	if !r.tight {
 		ahead := max(2*r.coverOut, r.output+growStep)
-		err := r.b.growHold(r.b.price.WorstCase(in, ahead))
+		err := r.b.growHold(r.b.money.Price().WorstCase(in, ahead))
 		if err == nil {
 			r.coverIn, r.coverOut = in, ahead
 			return nil
@@ -108,12 +108,12 @@ func (r *running) grow() *apierror.Error {
 		r.tight = true
 	}
 	next := max(r.output, r.coverOut) + growStep
-	if err := r.b.growHold(r.b.price.WorstCase(in, next)); err == nil {
+	if err := r.b.growHold(r.b.money.Price().WorstCase(in, next)); err == nil {
 		r.coverIn, r.coverOut = in, next
 		return nil
 	}
 	out := max(r.output, r.coverOut)
-	if err := r.b.growHold(r.b.price.WorstCase(in, out)); err != nil {
+	if err := r.b.growHold(r.b.money.Price().WorstCase(in, out)); err != nil {
 		return err
 	}
 	r.coverIn, r.coverOut = in, out

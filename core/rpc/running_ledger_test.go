@@ -43,8 +43,8 @@ func TestHoldsGrowInStepsAndStopAtTheBalance(t *testing.T) {
 		if _, err := st.CreditProfile(ctx, p.ID, decimal.RequireFromString(c.credit), "topup", "c"); err != nil {
 			t.Fatal(err)
 		}
-		b := &billed{s: &CoreServer{Deps: &Deps{Ledger: ledger}}, ctx: ctx, snap: &snapshot.Snapshot{Currency: "RUB"}, price: price}
-		if b.hold, err = ledger.Hold(ctx, p.ID, price.WorstCase(0, 20)); err != nil {
+		b := &billed{s: &CoreServer{Deps: &Deps{Ledger: ledger}}, ctx: ctx, snap: &snapshot.Snapshot{Currency: "RUB"}, money: ledger.NewRequest(p.ID)}
+		if err := b.money.Hold(ctx, price, price.WorstCase(0, 20)); err != nil {
 			t.Fatal(err)
 		}
 		r := b.newRunning(0, 20)
@@ -68,9 +68,9 @@ func TestHoldsGrowInStepsAndStopAtTheBalance(t *testing.T) {
 			t.Errorf("credit %s: the end came with %v, want insufficient_balance", c.credit, refused)
 		}
 		// The hold never exceeds the balance, and covers what was delivered.
-		if b.hold.Amount.GreaterThan(decimal.RequireFromString(c.credit)) || b.hold.Amount.LessThan(price.WorstCase(0, int64(7*delivered))) {
-			t.Errorf("credit %s: hold %s for %d bytes delivered", c.credit, b.hold.Amount, 7*delivered)
+		if b.money.Held().GreaterThan(decimal.RequireFromString(c.credit)) || b.money.Held().LessThan(price.WorstCase(0, int64(7*delivered))) {
+			t.Errorf("credit %s: hold %s for %d bytes delivered", c.credit, b.money.Held(), 7*delivered)
 		}
-		t.Logf("credit %s: %d chunks, %d growths, hold %s", c.credit, delivered, growths, b.hold.Amount)
+		t.Logf("credit %s: %d chunks, %d growths, hold %s", c.credit, delivered, growths, b.money.Held())
 	}
 }

@@ -86,3 +86,17 @@ func Value(ctx context.Context, key string) string {
 	}
 	return ""
 }
+
+// Authorization is the metadata key of the caller's credential, `authorization: Bearer x`.
+const Authorization = "authorization"
+
+// Bearer is the credential of ctx's `authorization: Bearer x` entry, "" without one. The
+// scheme is case-insensitive (RFC 7235). Core's request path reads the key with it, and the
+// admin service its operator token: both read the one entry the same way.
+func Bearer(ctx context.Context) string {
+	v := Value(ctx, Authorization)
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}

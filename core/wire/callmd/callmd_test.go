@@ -87,3 +87,24 @@ func TestOutgoing(t *testing.T) {
 		t.Error("outgoing metadata read as incoming")
 	}
 }
+
+// The key is read from "authorization: Bearer x" only, the scheme in any case.
+func TestBearer(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ header, want string }{
+		{"Bearer sk-1", "sk-1"},
+		{"bearer  sk-2 ", "sk-2"},
+		{"BEARER x", "x"},
+		{"Bearer ", ""},
+		{"Bearer", ""},
+		{"Basic abc", ""},
+		{"sk-3", ""},
+	} {
+		if got := Bearer(metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", c.header))); got != c.want {
+			t.Errorf("%q: %q, want %q", c.header, got, c.want)
+		}
+	}
+	if got := Bearer(context.Background()); got != "" {
+		t.Errorf("no metadata: %q", got)
+	}
+}

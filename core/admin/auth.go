@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"context"
@@ -16,36 +16,37 @@ import (
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 )
 
-// AdminAuth guards the admin service with the operator token. The right token always passes,
+// Auth guards the admin service with the operator token. The right token always passes,
 // whatever failed before from any address: behind an ingress every client shares one
 // address, and a guesser there must not lock the operator out. Wrong tokens from a gRPC
 // socket are throttled per address (the HTTP front throttles its clients the same way, by
 // their address, when the in-process call comes back unauthenticated): past the burst they
 // are answered 429 with Retry-After instead of 401. Since the right token is compared even
 // then, what stops guessing is the token's length, not the throttle.
-func AdminAuth(token string) grpc.UnaryServerInterceptor {
+func Auth(token string) grpc.UnaryServerInterceptor {
 	failures := &adminFailures{}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if !strings.HasPrefix(info.FullMethod, "/"+adminv1.AdminService_ServiceDesc.ServiceName+"/") {
 			return handler(ctx, req)
 		}
-		// The scheme is case-insensitive (RFC 7235); bearer() reads it so.
-		if AdminTokenMatches(bearer(ctx), token) {
+		// The scheme is case-insensitive (RFC 7235); callmd.Bearer reads it so.
+		if TokenMatches(callmd.Bearer(ctx), token) {
 			return handler(ctx, req)
 		}
 		if wait := failures.fail(socketPeer(ctx), time.Now()); wait > 0 {
-			return nil, AdminThrottled(wait)
+			return nil, Throttled(wait)
 		}
 		return nil, apierror.New(apierror.InvalidAdminToken, "the admin token is missing or wrong")
 	}
 }
 
-// AdminTokenMatches compares a presented admin token with the configured one in time that
+// TokenMatches compares a presented admin token with the configured one in time that
 // depends on neither: both are hashed first, because subtle.ConstantTimeCompare returns at
 // once on a length mismatch and would tell a guesser the token's length.
-func AdminTokenMatches(got, want string) bool {
+func TokenMatches(got, want string) bool {
 	if got == "" || want == "" {
 		return false
 	}
@@ -53,8 +54,8 @@ func AdminTokenMatches(got, want string) bool {
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
-// AdminThrottled is the answer to a wrong admin token from an address past its burst.
-func AdminThrottled(wait time.Duration) *apierror.Error {
+// Throttled is the answer to a wrong admin token from an address past its burst.
+func Throttled(wait time.Duration) *apierror.Error {
 	return &apierror.Error{Code: apierror.RateLimited, RetryAfter: int(math.Ceil(wait.Seconds())),
 		Message: "too many failed admin authentications from this address; retry later"}
 }

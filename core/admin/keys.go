@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 // The key RPCs of the admin service: create, list, update, revoke, rotate.
 
@@ -47,8 +47,16 @@ func validatePolicy(endpoints, models []string) error {
 	return nil
 }
 
+// validateLimits checks a key's request limits: 0 is no limit, negatives mean nothing.
+func validateLimits(concurrent, rps int32) error {
+	if concurrent < 0 || rps < 0 {
+		return apierror.New(apierror.InvalidRequest, "max_concurrent_requests and max_requests_per_second must be 0 (no limit) or positive")
+	}
+	return nil
+}
+
 // CreateKey implements POST /admin/v1/profiles/{profile_id}/keys.
-func (s *AdminServer) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (*adminv1.CreateKeyResponse, error) {
+func (s *Server) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (*adminv1.CreateKeyResponse, error) {
 	pid, err := parseID("profile_id", req.GetProfileId())
 	if err != nil {
 		return nil, err
@@ -81,7 +89,7 @@ func (s *AdminServer) CreateKey(ctx context.Context, req *adminv1.CreateKeyReque
 }
 
 // ListKeys implements GET /admin/v1/profiles/{profile_id}/keys.
-func (s *AdminServer) ListKeys(ctx context.Context, req *adminv1.ListKeysRequest) (*adminv1.ListKeysResponse, error) {
+func (s *Server) ListKeys(ctx context.Context, req *adminv1.ListKeysRequest) (*adminv1.ListKeysResponse, error) {
 	pid, err := parseID("profile_id", req.GetProfileId())
 	if err != nil {
 		return nil, err
@@ -102,7 +110,7 @@ func (s *AdminServer) ListKeys(ctx context.Context, req *adminv1.ListKeysRequest
 
 // UpdateKey implements PATCH /admin/v1/keys/{id}. Without an update_mask (gRPC callers) the
 // non-empty fields are updated; over HTTP grpc-gateway derives the mask from the body.
-func (s *AdminServer) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (*adminv1.Key, error) {
+func (s *Server) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (*adminv1.Key, error) {
 	in := req.GetKey()
 	id, err := parseID("id", in.GetId())
 	if err != nil {
@@ -186,7 +194,7 @@ func (s *AdminServer) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyReque
 }
 
 // RevokeKey implements POST /admin/v1/keys/{id}:revoke.
-func (s *AdminServer) RevokeKey(ctx context.Context, req *adminv1.RevokeKeyRequest) (*adminv1.Key, error) {
+func (s *Server) RevokeKey(ctx context.Context, req *adminv1.RevokeKeyRequest) (*adminv1.Key, error) {
 	id, err := parseID("id", req.GetId())
 	if err != nil {
 		return nil, err
@@ -202,7 +210,7 @@ func (s *AdminServer) RevokeKey(ctx context.Context, req *adminv1.RevokeKeyReque
 }
 
 // RotateKey implements POST /admin/v1/keys/{id}:rotate.
-func (s *AdminServer) RotateKey(ctx context.Context, req *adminv1.RotateKeyRequest) (*adminv1.RotateKeyResponse, error) {
+func (s *Server) RotateKey(ctx context.Context, req *adminv1.RotateKeyRequest) (*adminv1.RotateKeyResponse, error) {
 	id, err := parseID("id", req.GetId())
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"context"
@@ -26,7 +26,7 @@ var _ Verifier = (*verify.Prober)(nil)
 // pair whose probes ran to the end (a failed baseline records nothing), and reloads this
 // replica's snapshot so that the catalogue and the parameter check use the new lists when
 // the call answers; the other replicas follow through NOTIFY.
-func (s *AdminServer) VerifyCapabilities(ctx context.Context, req *adminv1.VerifyCapabilitiesRequest) (*adminv1.VerifyCapabilitiesResponse, error) {
+func (s *Server) VerifyCapabilities(ctx context.Context, req *adminv1.VerifyCapabilitiesRequest) (*adminv1.VerifyCapabilitiesResponse, error) {
 	if s.Verifier == nil {
 		return nil, apierror.New(apierror.Unavailable, "capability verification is not configured on this replica")
 	}

@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"context"
@@ -23,7 +23,7 @@ var (
 )
 
 // CreateIncident implements POST /admin/v1/incidents.
-func (s *AdminServer) CreateIncident(ctx context.Context, req *adminv1.CreateIncidentRequest) (*adminv1.Incident, error) {
+func (s *Server) CreateIncident(ctx context.Context, req *adminv1.CreateIncidentRequest) (*adminv1.Incident, error) {
 	in := &store.Incident{Kind: req.GetKind(), Title: strings.TrimSpace(req.GetTitle()), Status: req.GetStatus(), Impact: req.GetImpact(), Components: req.GetComponents()}
 	if in.Kind == "" {
 		in.Kind = "incident"
@@ -69,16 +69,16 @@ func (s *AdminServer) CreateIncident(ctx context.Context, req *adminv1.CreateInc
 }
 
 // UpdateIncident implements POST /admin/v1/incidents/{id}:update.
-func (s *AdminServer) UpdateIncident(ctx context.Context, req *adminv1.UpdateIncidentRequest) (*adminv1.Incident, error) {
+func (s *Server) UpdateIncident(ctx context.Context, req *adminv1.UpdateIncidentRequest) (*adminv1.Incident, error) {
 	return s.updateIncident(ctx, req.GetId(), req.GetStatus(), req.GetBody(), req.GetImpact(), false)
 }
 
 // ResolveIncident implements POST /admin/v1/incidents/{id}:resolve.
-func (s *AdminServer) ResolveIncident(ctx context.Context, req *adminv1.ResolveIncidentRequest) (*adminv1.Incident, error) {
+func (s *Server) ResolveIncident(ctx context.Context, req *adminv1.ResolveIncidentRequest) (*adminv1.Incident, error) {
 	return s.updateIncident(ctx, req.GetId(), "", req.GetBody(), "", true)
 }
 
-func (s *AdminServer) updateIncident(ctx context.Context, rawID, status, body, impact string, resolve bool) (*adminv1.Incident, error) {
+func (s *Server) updateIncident(ctx context.Context, rawID, status, body, impact string, resolve bool) (*adminv1.Incident, error) {
 	id, err := parseID("id", rawID)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func checkIncident(title, body, status, impact string, statuses []string) error 
 }
 
 // ListIncidents implements GET /admin/v1/incidents.
-func (s *AdminServer) ListIncidents(ctx context.Context, req *adminv1.ListIncidentsRequest) (*adminv1.ListIncidentsResponse, error) {
+func (s *Server) ListIncidents(ctx context.Context, req *adminv1.ListIncidentsRequest) (*adminv1.ListIncidentsResponse, error) {
 	since := time.Time{}
 	if req.GetIncludeResolved() {
 		since = time.Unix(0, 0)

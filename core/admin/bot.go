@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func botStateProto(b *store.BotState) *adminv1.BotState {
 }
 
 // GetBotState implements GET /admin/v1/bot/state/{key}.
-func (s *AdminServer) GetBotState(ctx context.Context, req *adminv1.GetBotStateRequest) (*adminv1.BotState, error) {
+func (s *Server) GetBotState(ctx context.Context, req *adminv1.GetBotStateRequest) (*adminv1.BotState, error) {
 	if err := checkBotKey(req.GetKey()); err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (s *AdminServer) GetBotState(ctx context.Context, req *adminv1.GetBotStateR
 }
 
 // PutBotState implements POST /admin/v1/bot/state/{key}:put.
-func (s *AdminServer) PutBotState(ctx context.Context, req *adminv1.PutBotStateRequest) (*adminv1.PutBotStateResponse, error) {
+func (s *Server) PutBotState(ctx context.Context, req *adminv1.PutBotStateRequest) (*adminv1.PutBotStateResponse, error) {
 	if err := checkBotKey(req.GetKey()); err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *AdminServer) PutBotState(ctx context.Context, req *adminv1.PutBotStateR
 }
 
 // TakeBotState implements POST /admin/v1/bot/state/{key}:take.
-func (s *AdminServer) TakeBotState(ctx context.Context, req *adminv1.TakeBotStateRequest) (*adminv1.BotState, error) {
+func (s *Server) TakeBotState(ctx context.Context, req *adminv1.TakeBotStateRequest) (*adminv1.BotState, error) {
 	if err := checkBotKey(req.GetKey()); err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (s *AdminServer) TakeBotState(ctx context.Context, req *adminv1.TakeBotStat
 }
 
 // ListBotState implements GET /admin/v1/bot/state.
-func (s *AdminServer) ListBotState(ctx context.Context, req *adminv1.ListBotStateRequest) (*adminv1.ListBotStateResponse, error) {
+func (s *Server) ListBotState(ctx context.Context, req *adminv1.ListBotStateRequest) (*adminv1.ListBotStateResponse, error) {
 	bs, err := s.Store.ListBotState(ctx, req.GetPrefix())
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (s *AdminServer) ListBotState(ctx context.Context, req *adminv1.ListBotStat
 }
 
 // ReportBotHealth implements POST /admin/v1/bot/health:report.
-func (s *AdminServer) ReportBotHealth(ctx context.Context, req *adminv1.ReportBotHealthRequest) (*adminv1.BotHealth, error) {
+func (s *Server) ReportBotHealth(ctx context.Context, req *adminv1.ReportBotHealthRequest) (*adminv1.BotHealth, error) {
 	var poll *time.Time
 	if req.GetLastPollTime() != nil {
 		t := req.GetLastPollTime().AsTime()
@@ -119,7 +119,7 @@ func (s *AdminServer) ReportBotHealth(ctx context.Context, req *adminv1.ReportBo
 
 // GetBotHealth implements GET /admin/v1/bot/health. The age of the last report is measured on
 // the database's clock, the one that stamped it.
-func (s *AdminServer) GetBotHealth(ctx context.Context, _ *adminv1.GetBotHealthRequest) (*adminv1.BotHealth, error) {
+func (s *Server) GetBotHealth(ctx context.Context, _ *adminv1.GetBotHealthRequest) (*adminv1.BotHealth, error) {
 	h, now, err := s.Store.GetBotHealth(ctx)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

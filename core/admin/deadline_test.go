@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"context"
@@ -10,15 +10,17 @@ import (
 
 	"google.golang.org/grpc"
 
-	"modelgateway/core/wire/apistatus"
 	adminv1 "modelgateway/gen/gateway/admin/v1"
+
+	"modelgateway/core/rpc"
+	"modelgateway/core/wire/apistatus"
 )
 
 // An admin RPC whose database call outlasts the deadline answers unavailable (a frozen
 // database), the upstream probes of VerifyCapabilities and other services keep their time.
 func TestAdminDeadline(t *testing.T) {
 	t.Parallel()
-	chain := Chain(ErrorInterceptor(slog.New(slog.NewTextHandler(io.Discard, nil))), AdminDeadline(20*time.Millisecond))
+	chain := rpc.Chain(rpc.ErrorInterceptor(slog.New(slog.NewTextHandler(io.Discard, nil))), Deadline(20*time.Millisecond))
 	waitsForTheDatabase := func(ctx context.Context, _ any) (any, error) {
 		select {
 		case <-ctx.Done():

@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func TestIncidentRequestsAreChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	s := &AdminServer{Store: st}
+	s := &Server{Store: st}
 	at := func(h int) *timestamppb.Timestamp {
 		return timestamppb.New(time.Date(2026, 12, 1, h, 0, 0, 0, time.UTC))
 	}

@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"context"
@@ -22,12 +22,12 @@ import (
 	"modelgateway/core/wire/apierror"
 )
 
-// AdminServer implements the operator API of contract.md.
-type AdminServer struct {
+// Server implements the operator API of contract.md.
+type Server struct {
 	adminv1.UnimplementedAdminServiceServer
 	Store     *store.Store
 	Snapshots *snapshot.Holder
-	// Verifier probes capabilities for VerifyCapabilities (admin_verify.go); nil disables it.
+	// Verifier probes capabilities for VerifyCapabilities (verify.go); nil disables it.
 	Verifier Verifier
 	// Env reads provider credentials, to warn about unset ones; os.Getenv when nil.
 	Env func(string) string
@@ -81,7 +81,7 @@ func profileProto(p *store.Profile) *adminv1.Profile {
 
 // profileWithAvailable is profileProto with available = balance less what replicas hold and
 // reserve in unexpired leases (contract: Profile.balance is the ledger balance).
-func (s *AdminServer) profileWithAvailable(ctx context.Context, p *store.Profile) (*adminv1.Profile, error) {
+func (s *Server) profileWithAvailable(ctx context.Context, p *store.Profile) (*adminv1.Profile, error) {
 	out := profileProto(p)
 	avail, err := s.Store.Available(ctx, p.ID)
 	if err != nil {
@@ -93,7 +93,7 @@ func (s *AdminServer) profileWithAvailable(ctx context.Context, p *store.Profile
 
 // changed makes this replica's snapshot current before the admin call answers; the others
 // follow through NOTIFY.
-func (s *AdminServer) changed(ctx context.Context) error {
+func (s *Server) changed(ctx context.Context) error {
 	if err := s.Snapshots.Reload(ctx); err != nil {
 		return fmt.Errorf("reload snapshot after change: %w", err)
 	}
@@ -101,7 +101,7 @@ func (s *AdminServer) changed(ctx context.Context) error {
 }
 
 // CreateProfile implements POST /admin/v1/profiles.
-func (s *AdminServer) CreateProfile(ctx context.Context, req *adminv1.CreateProfileRequest) (*adminv1.Profile, error) {
+func (s *Server) CreateProfile(ctx context.Context, req *adminv1.CreateProfileRequest) (*adminv1.Profile, error) {
 	p, err := s.Store.CreateProfile(ctx, req.GetDisplayName(), strings.TrimSpace(req.GetExternalRef()))
 	if err != nil {
 		return nil, storeError(fmt.Sprintf("a profile with external_ref %q", req.GetExternalRef()), err)
@@ -110,7 +110,7 @@ func (s *AdminServer) CreateProfile(ctx context.Context, req *adminv1.CreateProf
 }
 
 // GetProfile implements GET /admin/v1/profiles/{id}.
-func (s *AdminServer) GetProfile(ctx context.Context, req *adminv1.GetProfileRequest) (*adminv1.Profile, error) {
+func (s *Server) GetProfile(ctx context.Context, req *adminv1.GetProfileRequest) (*adminv1.Profile, error) {
 	id, err := parseID("id", req.GetId())
 	if err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func (s *AdminServer) GetProfile(ctx context.Context, req *adminv1.GetProfileReq
 }
 
 // LookupProfile implements GET /admin/v1/profiles:lookup.
-func (s *AdminServer) LookupProfile(ctx context.Context, req *adminv1.LookupProfileRequest) (*adminv1.Profile, error) {
+func (s *Server) LookupProfile(ctx context.Context, req *adminv1.LookupProfileRequest) (*adminv1.Profile, error) {
 	if req.GetExternalRef() == "" {
 		return nil, apierror.New(apierror.InvalidRequest, "external_ref is required")
 	}
@@ -135,7 +135,7 @@ func (s *AdminServer) LookupProfile(ctx context.Context, req *adminv1.LookupProf
 }
 
 // CreditProfile implements POST /admin/v1/profiles/{id}:credit.
-func (s *AdminServer) CreditProfile(ctx context.Context, req *adminv1.CreditProfileRequest) (*adminv1.Profile, error) {
+func (s *Server) CreditProfile(ctx context.Context, req *adminv1.CreditProfileRequest) (*adminv1.Profile, error) {
 	id, err := parseID("id", req.GetId())
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (s *AdminServer) CreditProfile(ctx context.Context, req *adminv1.CreditProf
 }
 
 // ApplyCatalog implements POST /admin/v1/catalog:apply.
-func (s *AdminServer) ApplyCatalog(ctx context.Context, req *adminv1.ApplyCatalogRequest) (*adminv1.ApplyCatalogResponse, error) {
+func (s *Server) ApplyCatalog(ctx context.Context, req *adminv1.ApplyCatalogRequest) (*adminv1.ApplyCatalogResponse, error) {
 	if req.GetDocument() == nil {
 		return nil, apierror.New(apierror.InvalidRequest, "the catalog document is empty")
 	}
@@ -200,7 +200,7 @@ func (s *AdminServer) ApplyCatalog(ctx context.Context, req *adminv1.ApplyCatalo
 }
 
 // SetFxRates implements POST /admin/v1/fx:set.
-func (s *AdminServer) SetFxRates(ctx context.Context, req *adminv1.SetFxRatesRequest) (*adminv1.SetFxRatesResponse, error) {
+func (s *Server) SetFxRates(ctx context.Context, req *adminv1.SetFxRatesRequest) (*adminv1.SetFxRatesResponse, error) {
 	date, err := time.Parse(time.DateOnly, req.GetEffectiveDate())
 	if err != nil {
 		return nil, apierror.New(apierror.InvalidRequest, "effective_date: %q is not a YYYY-MM-DD date", req.GetEffectiveDate())
@@ -239,7 +239,7 @@ func (s *AdminServer) SetFxRates(ctx context.Context, req *adminv1.SetFxRatesReq
 }
 
 // ListUsage implements GET /admin/v1/profiles/{id}/usage, newest first.
-func (s *AdminServer) ListUsage(ctx context.Context, req *adminv1.ListUsageRequest) (*adminv1.ListUsageResponse, error) {
+func (s *Server) ListUsage(ctx context.Context, req *adminv1.ListUsageRequest) (*adminv1.ListUsageResponse, error) {
 	id, err := parseID("id", req.GetId())
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/anthropic"
 	"modelgateway/core/provider/openai"
+	"modelgateway/core/rpc"
 	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
@@ -51,9 +52,9 @@ models:
 `
 
 type verifyEnv struct {
-	admin   *AdminServer
+	admin   *Server
 	holder  *snapshot.Holder
-	catalog *CatalogServer
+	catalog *rpc.CatalogServer
 }
 
 // newVerifyEnv starts the upstreams: OpenAI-style rejects top_p and logprobs with a 400,
@@ -103,9 +104,9 @@ func newVerifyEnv(t *testing.T) *verifyEnv {
 		RetryDelay: time.Millisecond,
 	}
 	return &verifyEnv{
-		admin:   &AdminServer{Store: st, Snapshots: holder, Verifier: prober},
+		admin:   &Server{Store: st, Snapshots: holder, Verifier: prober},
 		holder:  holder,
-		catalog: &CatalogServer{Snapshots: holder},
+		catalog: &rpc.CatalogServer{Snapshots: holder},
 	}
 }
 
@@ -149,20 +150,7 @@ func TestVerifyCapabilitiesRecordsAndIsInForceAtOnce(t *testing.T) {
 	if got := m.Capabilities["messages"].OptionalParameters; !cmp.Equal(got, []string{"temperature"}) {
 		t.Errorf("the declared messages capability changed to %v after a failed baseline", got)
 	}
-	// ...the parameter check of core Generate...
-	for _, tc := range []struct {
-		params  []string
-		wantErr bool
-	}{
-		{[]string{"temperature", "stream"}, false},
-		{[]string{"top_p"}, true},
-		{[]string{"logit_bias"}, true},
-	} {
-		err := checkParameters(m, "chat.completions", tc.params)
-		if (err != nil) != tc.wantErr || (err != nil && err.Code != apierror.InvalidRequest) {
-			t.Errorf("checkParameters(%v) = %v, want error %v", tc.params, err, tc.wantErr)
-		}
-	}
+	// (core's parameter check reads this list: core/rpc TestCheckParametersReadsTheVerifiedList)
 	// ...and the public catalogue.
 	cat, err := env.catalog.GetCatalog(ctx, &catalogv1.GetCatalogRequest{})
 	if err != nil {
@@ -185,11 +173,11 @@ func TestVerifyCapabilitiesRefusals(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
-		admin    *AdminServer
+		admin    *Server
 		req      *adminv1.VerifyCapabilitiesRequest
 		wantCode string
 	}{
-		{"a replica without a verifier says so", &AdminServer{Store: env.admin.Store, Snapshots: env.holder}, &adminv1.VerifyCapabilitiesRequest{}, apierror.Unavailable},
+		{"a replica without a verifier says so", &Server{Store: env.admin.Store, Snapshots: env.holder}, &adminv1.VerifyCapabilitiesRequest{}, apierror.Unavailable},
 		{"an unknown model is not found", env.admin, &adminv1.VerifyCapabilitiesRequest{Models: []string{"nope"}}, apierror.NotFound},
 		{"a family without optional parameters is refused", env.admin, &adminv1.VerifyCapabilitiesRequest{EndpointFamilies: []string{"embeddings"}}, apierror.InvalidRequest},
 	} {

@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"fmt"

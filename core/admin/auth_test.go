@@ -1,4 +1,4 @@
-package rpc
+package admin
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 )
 
 // Behind an ingress every client has the ingress's address. Wrong tokens from it are throttled
@@ -22,12 +23,12 @@ import (
 func TestAdminAuthNeverLocksOutTheRightToken(t *testing.T) {
 	t.Parallel()
 	const token = "adm-the-right-token-0123456789abcdef"
-	auth := AdminAuth(token)
+	auth := Auth(token)
 	info := &grpc.UnaryServerInfo{FullMethod: "/" + adminv1.AdminService_ServiceDesc.ServiceName + "/GetProfile"}
 	ingress := &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 40000}}
 	call := func(p *peer.Peer, tok string) (handled bool, err error) {
 		ctx := peer.NewContext(context.Background(), p)
-		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(MetadataAuthorization, "Bearer "+tok))
+		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(callmd.Authorization, "Bearer "+tok))
 		_, err = auth(ctx, nil, info, func(context.Context, any) (any, error) { handled = true; return "ok", nil })
 		return handled, err
 	}
@@ -95,8 +96,8 @@ func TestAdminTokenMatches(t *testing.T) {
 		{"ADM-0123456789ABCDEF", want, false},
 	}
 	for _, tt := range tests {
-		if got := AdminTokenMatches(tt.got, tt.want); got != tt.ok {
-			t.Errorf("AdminTokenMatches(%q, %q) = %v, want %v", tt.got, tt.want, got, tt.ok)
+		if got := TokenMatches(tt.got, tt.want); got != tt.ok {
+			t.Errorf("TokenMatches(%q, %q) = %v, want %v", tt.got, tt.want, got, tt.ok)
 		}
 	}
 }

@@ -1,0 +1,148 @@
+package billing
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"modelgateway/core/metering"
+	"modelgateway/core/store"
+	"modelgateway/core/wire/apierror"
+)
+
+// Request is the money of one admitted request: the price it is charged at, the hold that
+// covers it while it runs, and whether its charge is durable (written before the answer's
+// end went out) or was given back. Every priced RPC of core/rpc goes through one, hold →
+// grow → price → settle or finish, so the money rules live here once; what the client is
+// told at each step is the caller's. A Request is used by one goroutine at a time.
+type Request struct {
+	ledger  *Ledger
+	profile uuid.UUID
+	price   Price
+	hold    *Hold // nil: nothing held (none yet, refused, spent by a charge, or released)
+	// durable: the request's own charge is in the database (Settle); refunded: and was given
+	// back since, its answer cut after all (Unsettle).
+	durable, refunded bool
+}
+
+// NewRequest starts the money of a request of the profile; it holds nothing yet.
+func (l *Ledger) NewRequest(profile uuid.UUID) Request {
+	return Request{ledger: l, profile: profile}
+}
+
+// HoldWorst finds the family's price among prices and holds the worst case that worst
+// computes from it, returned for the caller's message. ErrNoPrice without a usable rule,
+// ErrInsufficient when the balance cannot cover the amount, else what Ledger.Hold returns.
+func (r *Request) HoldWorst(ctx context.Context, prices []store.Price, family string, needsOutput bool, worst func(Price) decimal.Decimal) (decimal.Decimal, error) {
+	price, err := Find(prices, family, needsOutput)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	amount := worst(price)
+	return amount, r.Hold(ctx, price, amount)
+}
+
+// Hold makes the request charged at price and holds amount for it: its first hold, or (a
+// realtime session) a new one after a charge spent the last. On error nothing is held.
+func (r *Request) Hold(ctx context.Context, price Price, amount decimal.Decimal) error {
+	r.price = price
+	h, err := r.ledger.Hold(ctx, r.profile, amount)
+	r.hold = h
+	return err
+}
+
+// Price is what the request is charged at (HoldWorst, Hold).
+func (r *Request) Price() Price { return r.price }
+
+// Holding tells whether the request holds money now.
+func (r *Request) Holding() bool { return r.hold != nil }
+
+// Held is the amount the request holds now, zero without a hold.
+func (r *Request) Held() decimal.Decimal {
+	if r.hold == nil {
+		return decimal.Zero
+	}
+	return r.hold.Amount
+}
+
+// Grow makes the hold cover amount, taking the part beyond it from the profile's available
+// balance with the same guarantees as the first hold (Ledger.Grow): ErrInsufficient when the
+// balance cannot cover it (the hold is then unchanged), ErrUnavailable when the database
+// cannot be reached for it. It is the only way a request's hold grows.
+func (r *Request) Grow(ctx context.Context, amount decimal.Decimal) error {
+	return r.ledger.Grow(ctx, r.hold, amount)
+}
+
+// Cost is the charge of an answer with usage u: reliable usage at the token rates, or the
+// fixed price of a complete answer; invalid when the usage cannot be priced.
+func (r *Request) Cost(u metering.Usage) decimal.NullDecimal {
+	if u.Reliable || r.price.PerRequest {
+		return decimal.NullDecimal{Decimal: r.price.Cost(u), Valid: true}
+	}
+	return decimal.NullDecimal{}
+}
+
+// Durable tells whether the request's own charge is in the database (Settle).
+func (r *Request) Durable() bool { return r.durable }
+
+// Settled tells whether the request's charge is decided: durable, or given back since.
+func (r *Request) Settled() bool { return r.durable || r.refunded }
+
+// Settle makes rec's charge (the request's own record) durable, paid from the hold, before
+// the end of the answer goes to the client; the request is then Durable and holds nothing.
+// ErrInsufficient: the cost went beyond the hold and what is free (the ledger gives back
+// whatever a capped commit took); any other error: the charge could not be recorded (a
+// commit whose answer was lost is given back). On error nothing is charged and the answer's
+// end must not be sent.
+func (r *Request) Settle(ctx context.Context, rec store.RequestRecord) (decimal.Decimal, error) {
+	charged, err := r.SettlePart(ctx, rec)
+	if err == nil {
+		r.durable = true
+	}
+	return charged, err
+}
+
+// SettlePart is Settle for one part of the request charged under its own record (each
+// response of a realtime session): the hold pays for it and is spent, and the request is not
+// Durable; the next part needs a hold of its own (Hold). On error the hold is kept.
+func (r *Request) SettlePart(ctx context.Context, rec store.RequestRecord) (decimal.Decimal, error) {
+	charged, err := r.ledger.Charge(ctx, r.hold, rec, apierror.InsufficientBalance)
+	if errors.Is(err, ErrInsufficient) {
+		return decimal.Zero, err
+	}
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			// The commit may have happened with only its answer lost: give it back if so.
+			r.ledger.Refund(r.profile, rec.RequestID, apierror.Unavailable)
+		}
+		return decimal.Zero, err
+	}
+	r.hold = nil
+	return charged, nil
+}
+
+// Unsettle gives back the durable charge of the request, recorded under requestID, once: the
+// charge was written before the end was sent, and the client went away in between, so the
+// answer was cut after all and is not charged. The refunded record gets status. Nothing
+// happens when no charge is durable.
+func (r *Request) Unsettle(requestID, status string) {
+	if r.durable && !r.refunded {
+		r.refunded = true
+		r.ledger.Refund(r.profile, requestID, status)
+	}
+}
+
+// Finish releases the hold and queues rec (its charge, when it has one) for background
+// settlement; the request then holds nothing.
+func (r *Request) Finish(rec store.RequestRecord) {
+	r.ledger.Finish(r.hold, rec)
+	r.hold = nil
+}
+
+// Queue queues rec for background settlement and keeps the hold: the record of a part whose
+// charge could not be recorded, while the request goes on.
+func (r *Request) Queue(rec store.RequestRecord) {
+	r.ledger.Finish(nil, rec)
+}
