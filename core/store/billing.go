@@ -196,7 +196,7 @@ func readSettled(rr *pgconn.ResultReader, rec func(int) *RequestRecord, costs []
 	return nil
 }
 
-// One statement, one round trip: see gateway_settle in migrations 0004, 0009 and 0010.
+// One statement, one round trip: see migrations/functions/gateway_settle.sql.
 const settleSQL = `SELECT idx, charged, capped, lease_profile, lease_amount, lease_version, lease_present
 	FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
 

@@ -51,7 +51,7 @@ func Unavailable(err error) bool {
 // need is free. The profile row lock serialises lease changes and settlements of all
 // replicas.
 func (s *Store) ExtendLease(ctx context.Context, profile, replica uuid.UUID, need, want decimal.Decimal, ttl time.Duration) (LeaseState, error) {
-	// One statement, one round trip: see gateway_extend_lease in migration 0008. Amounts go
+	// One statement, one round trip: see migrations/functions/gateway_extend_lease.sql. Amounts go
 	// as text, which the database parses exactly.
 	st := LeaseState{Present: true}
 	err := s.Pool.QueryRow(ctx, `SELECT lease_amount, lease_version FROM gateway_extend_lease($1, $2, $3, $4, $5::interval)`,
