@@ -19,6 +19,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -86,7 +87,7 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 		return d.DialRealtime(ctx, u, open)
 	})
 	if err != nil {
-		b.out.Status = "upstream_error"
+		b.out.Status = store.StatusUpstreamError
 		return err
 	}
 	defer up.Close()
@@ -287,7 +288,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	}
 	x.responses++
 	o := b.out
-	o.RequestID, o.Status, o.Usage, o.Cost = fmt.Sprintf("%s %d %s", b.out.RequestID, x.responses, id), "ok", u, decimal.NullDecimal{}
+	o.RequestID, o.Status, o.Usage, o.Cost = fmt.Sprintf("%s %d %s", b.out.RequestID, x.responses, id), store.StatusOK, u, decimal.NullDecimal{}
 	o.StartTime, x.started = x.started, time.Now()
 	o.Attempts = nil // the session's own outcome carries its upstream call
 	if u.Reliable || b.price.PerRequest {
@@ -306,9 +307,9 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 			return true, err
 		case err != nil:
 			if errors.Is(err, billing.ErrUnavailable) {
-				b.s.Deps.Ledger.Refund(b.k.ProfileID, o.RequestID, "unavailable")
+				b.s.Deps.Ledger.Refund(b.k.ProfileID, o.RequestID, store.StatusUnavailable)
 			}
-			o.Status, o.Cost, o.Usage = "unavailable", decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
+			o.Status, o.Cost, o.Usage = store.StatusUnavailable, decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
 			b.finishWith(nil, &o)
 			return false, err
 		}

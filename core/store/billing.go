@@ -26,7 +26,7 @@ func (s *Store) ReserveRequestID(ctx context.Context, r *RequestRecord, replica 
 		WITH taken AS (
 			INSERT INTO request_ids (request_id) VALUES ($2) ON CONFLICT DO NOTHING RETURNING request_id)
 		INSERT INTO requests (profile_id, request_id, key_id, model_id, endpoint_family, status, currency, start_time, replica_id)
-		SELECT $1::uuid, request_id, $3::uuid, $4::text, $5::text, 'in_progress', $6::text, $7::timestamptz, $8::uuid FROM taken
+		SELECT $1::uuid, request_id, $3::uuid, $4::text, $5::text, '`+StatusInProgress+`', $6::text, $7::timestamptz, $8::uuid FROM taken
 		ON CONFLICT (profile_id, request_id) DO NOTHING`,
 		r.ProfileID, r.RequestID, r.KeyID, r.Model, r.EndpointFamily, r.Currency, r.StartTime, replica)
 	if err != nil {

@@ -128,8 +128,8 @@ func (s *Store) Heartbeat(ctx context.Context, replica uuid.UUID) error {
 func (s *Store) SweepAbandoned(ctx context.Context, silence time.Duration) (int64, error) {
 	b := &pgx.Batch{}
 	b.Queue(`
-		UPDATE requests r SET status = 'abandoned', end_time = now()
-		WHERE r.status = 'in_progress' AND r.start_time < now() - $1::interval
+		UPDATE requests r SET status = '`+StatusAbandoned+`', end_time = now()
+		WHERE r.status = '`+StatusInProgress+`' AND r.start_time < now() - $1::interval
 		  AND (NOT EXISTS (SELECT 1 FROM replicas x WHERE x.id = r.replica_id AND x.seen_at > now() - $1::interval)
 		       -- a record its live replica could not settle (set aside): no request lasts a day
 		       OR r.start_time < now() - interval '1 day')`, silence.String())
