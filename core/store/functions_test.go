@@ -158,15 +158,7 @@ func TestFunctionsServeTheSchemasTheDownMigrationsLeave(t *testing.T) {
 	ctx := context.Background()
 	st, url := open(t)
 	db := sqlDB(t, url)
-	for _, name := range []string{"0011_request_ids.down.sql", "0010_settle_classify.down.sql", "0009_settle_set.down.sql"} {
-		b, err := fs.ReadFile(migrations.FS, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.ExecContext(ctx, string(b)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	runMigrationFiles(t, db, "0011_request_ids.down.sql", "0010_settle_classify.down.sql", "0009_settle_set.down.sql")
 	var fks int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_constraint WHERE conname = 'requests_profile_id_fkey'`).Scan(&fks); err != nil || fks != 1 {
 		t.Fatalf("migration 0009 not undone: %d foreign keys, %v", fks, err)
@@ -199,17 +191,22 @@ func TestFunctionsServeTheSchemasTheDownMigrationsLeave(t *testing.T) {
 	if !balance.Equal(decimal.RequireFromString("3.75")) || !entries.Equal(balance) {
 		t.Fatalf("balance %s, ledger sum %s, want 3.75 both", balance, entries)
 	}
-	for _, name := range []string{"0008_ledger_throughput.down.sql", "0004_durable_billing.down.sql"} {
+	runMigrationFiles(t, db, "0008_ledger_throughput.down.sql", "0004_durable_billing.down.sql")
+	var left int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_proc WHERE proname LIKE 'gateway\_%'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d gateway functions left below 0004: %v", left, err)
+	}
+}
+
+func runMigrationFiles(t *testing.T, db *sql.DB, names ...string) {
+	t.Helper()
+	for _, name := range names {
 		b, err := fs.ReadFile(migrations.FS, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ExecContext(ctx, string(b)); err != nil {
+		if _, err := db.ExecContext(context.Background(), string(b)); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-	}
-	var left int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_proc WHERE proname LIKE 'gateway\_%'`).Scan(&left); err != nil || left != 0 {
-		t.Fatalf("%d gateway functions left below 0004: %v", left, err)
 	}
 }
