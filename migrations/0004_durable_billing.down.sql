@@ -1,4 +1,6 @@
-DROP FUNCTION gateway_settle;
+-- gateway_settle is created after the numbered migrations (migrations/functions); it needs
+-- this migration's sequence and column, so it goes with them.
+DROP FUNCTION IF EXISTS gateway_settle;
 DROP INDEX requests_in_progress_idx;
 ALTER TABLE requests DROP COLUMN replica_id;
 DROP TABLE replicas;

@@ -274,7 +274,7 @@ func (s *Server) ListUsage(ctx context.Context, req *adminv1.ListUsageRequest) (
 		}
 		if r.Cost.Valid {
 			u.Cost = r.Cost.Decimal.String()
-		} else if r.Status == "ok" && catalog.IsCountTokensFamily(r.EndpointFamily) {
+		} else if r.Status == store.StatusOK && catalog.IsCountTokensFamily(r.EndpointFamily) {
 			// Counting is free: its record has no charge (no ledger entry is written for
 			// it), and its cost is zero.
 			u.Cost = "0"

@@ -1,24 +1,11 @@
 package billing
 
 // Group commit: the charges of answers finishing together share one transaction, written
-// before any of those answers' ends reach their clients.
-//
-// The transaction settles the charges in full (gateway_settle: records, ledger entries,
-// balance, lease) rather than only appending them to a journal settled later beside the
-// requests. A journal was built and measured (make bench, 64 clients at saturation): its
-// append cost PostgreSQL 0.33 ms per 25 charges against 1.1 ms for the settlement, but the
-// later settlement, the append and the deletion together cost PostgreSQL about a third more
-// per request, and on the bench's shared CPU that made the commits no shorter. With the
-// settlement switched off altogether the wait for the commit was still 2.6-3.5 ms (p50): at
-// saturation it is the gateway's own busy core, not the database work, that an answer's end
-// waits for. A journal also needs an orphan rule for the charges of a replica that dies
-// before settling them, and a vacuum every second or so.
-//
-// One group commits at a time. A second group committing beside the first (once it had 16
-// charges, waiting in the database for the first's lock on the profile) was also measured,
-// in three paired runs: throughput and the gateway's busy share did not change, the wait p50
-// rose by about 1 ms (the lock wait lengthened each transaction) and transactions per
-// request rose from 0.07 to 0.084.
+// before any of those answers' ends reach their clients. It settles the charges in full
+// (gateway_settle), not into a journal settled later: a journal cost the database more per
+// request and shortened no wait, since at saturation an answer's end waits for the gateway's
+// own busy core. One group commits at a time: a second beside it only waited on the first's
+// profile locks. (The measurements are in the commit that shortened this comment.)
 
 import (
 	"context"

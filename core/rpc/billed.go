@@ -49,7 +49,7 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 	}
 	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, money: s.Deps.Ledger.NewRequest(k.ProfileID), out: Outcome{
 		RequestID: id, KeyID: k.IDText(), KeyPrefix: k.Prefix, ProfileID: k.ProfileText(), Currency: snap.Currency,
-		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: "ok",
+		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: store.StatusOK,
 		Usage: metering.Unreliable("no upstream answered"),
 	}}
 	if !generated {
@@ -111,7 +111,7 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 	case errors.Is(err, billing.ErrInsufficient):
 		return b.refuse(apierror.New(apierror.InsufficientBalance, "the balance cannot cover this request (up to %s %s)", amount, b.snap.Currency))
 	case b.ctx.Err() != nil:
-		b.out.Status = "cancelled"
+		b.out.Status = store.StatusCancelled
 		return err
 	}
 	ae := unavailable("hold", err)

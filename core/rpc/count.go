@@ -10,6 +10,7 @@ import (
 	"modelgateway/core/provider"
 	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -33,7 +34,7 @@ func (s *CoreServer) countTokensRPC(ctx context.Context, req *corev1.GenerateReq
 	}
 	n, err := s.countTokens(ctx, b.snap, b.m, req)
 	if err != nil {
-		b.out.Status = "upstream_error"
+		b.out.Status = store.StatusUpstreamError
 		return nil, err
 	}
 	// The count is the usage; the cost stays unset: no ledger entry is written for it.

@@ -11,6 +11,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -44,7 +45,7 @@ func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*core
 		return e.Embed(ctx, &provider.EmbedCall{Upstream: up, Request: req})
 	})
 	if err != nil {
-		b.out.Status = "upstream_error"
+		b.out.Status = store.StatusUpstreamError
 		return nil, err
 	}
 	u := res.Usage

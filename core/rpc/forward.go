@@ -16,6 +16,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -97,13 +98,13 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 		return ae
 	}
 	if err != nil {
-		b.out.Status = "upstream_error"
+		b.out.Status = store.StatusUpstreamError
 		return err
 	}
 	defer resp.Body.Close()
 	contentType := resp.Header.Get("Content-Type")
 	if err := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Head{Head: &corev1.ForwardResponseHead{Status: int32(resp.StatusCode), ContentType: contentType}}}); err != nil {
-		b.uncharged("cancelled", "client went away: "+err.Error())
+		b.uncharged(store.StatusCancelled, "client went away: "+err.Error())
 		return nil
 	}
 	if heldWhole(contentType) {
@@ -117,7 +118,7 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 func (s *CoreServer) relayJSON(b *billed, srv corev1.CoreService_ForwardServer, head *corev1.ForwardHead, resp *http.Response) error {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONAnswer))
 	if err != nil {
-		b.uncharged("upstream_error", "reading the answer: "+err.Error())
+		b.uncharged(store.StatusUpstreamError, "reading the answer: "+err.Error())
 		return upstreamError(err)
 	}
 	u := metering.FromMediaAnswer(b.out.EndpointFamily, body)
@@ -136,7 +137,7 @@ func relayBinary(b *billed, srv corev1.CoreService_ForwardServer, resp *http.Res
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			if serr := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Data{Data: bytes.Clone(buf[:n])}}); serr != nil {
-				b.uncharged("cancelled", "client went away: "+serr.Error())
+				b.uncharged(store.StatusCancelled, "client went away: "+serr.Error())
 				return nil
 			}
 		}
@@ -144,9 +145,9 @@ func relayBinary(b *billed, srv corev1.CoreService_ForwardServer, resp *http.Res
 			return sendAnswer(b, srv, nil, metering.Unreliable("a binary answer reports no usage"))
 		}
 		if err != nil {
-			status := "upstream_error"
+			status := store.StatusUpstreamError
 			if b.ctx.Err() != nil {
-				status = "cancelled"
+				status = store.StatusCancelled
 			}
 			b.uncharged(status, "answer cut: "+err.Error())
 			return nil // the status line has gone: the front ends the answer
@@ -162,7 +163,7 @@ func sendAnswer(b *billed, srv corev1.CoreService_ForwardServer, body []byte, u 
 	}
 	if body != nil {
 		if err := srv.Send(&corev1.ForwardResponse{Msg: &corev1.ForwardResponse_Data{Data: body}}); err != nil {
-			b.uncharged("cancelled", "client went away: "+err.Error())
+			b.uncharged(store.StatusCancelled, "client went away: "+err.Error())
 			return nil
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"modelgateway/core/provider"
 	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/lazyflush"
 )
@@ -85,7 +86,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 
 	stream, head, err := s.open(b, req)
 	if err != nil {
-		out.Status = "upstream_error"
+		out.Status = store.StatusUpstreamError
 		return err
 	}
 	defer stream.Close()
@@ -115,7 +116,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	}
 	flushed := func() bool {
 		if err := flush.BeforeWait(); err != nil {
-			b.uncharged("cancelled", "client went away: "+err.Error())
+			b.uncharged(store.StatusCancelled, "client went away: "+err.Error())
 			return false
 		}
 		return true
@@ -127,7 +128,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		sent = true
 		if err := srv.Send(ev); err != nil {
 			// Gone before the terminal usage was delivered: nothing may be charged.
-			b.uncharged("cancelled", "client went away: "+err.Error())
+			b.uncharged(store.StatusCancelled, "client went away: "+err.Error())
 			return false
 		}
 		return true
@@ -193,10 +194,10 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				b.uncharged("cancelled", "stream failed: "+err.Error())
+				b.uncharged(store.StatusCancelled, "stream failed: "+err.Error())
 				return nil
 			}
-			b.uncharged("upstream_error", "stream failed: "+err.Error())
+			b.uncharged(store.StatusUpstreamError, "stream failed: "+err.Error())
 			fail(err)
 			return cut
 		}

@@ -19,7 +19,8 @@ type Outcome struct {
 	Model          string
 	EndpointFamily string
 	Provider       string
-	// Status is "ok", "upstream_error", "cancelled", or the spec code that refused the request.
+	// Status is store.StatusOK, StatusUpstreamError, StatusCancelled, StatusUnavailable, or the
+	// spec code that refused the request.
 	Status    string
 	Usage     metering.Usage
 	Cost      decimal.NullDecimal
@@ -38,10 +39,16 @@ type Outcome struct {
 type Attempt struct {
 	Provider, Kind string // the catalogue's provider id and its kind
 	Start, End     time.Time
-	// Error is empty on success, else a low-cardinality error type: "timeout", the upstream's
-	// HTTP status, or "error".
+	// Error is empty on success, else a low-cardinality error type: AttemptTimeout, the
+	// upstream's HTTP status, or AttemptFailed.
 	Error string
 }
+
+// Attempt.Error types besides the upstream's HTTP status (metric labels: keep them few).
+const (
+	AttemptTimeout = "timeout"
+	AttemptFailed  = "error"
+)
 
 // Observer sees every outcome once, after billing has queued it (the telemetry, the status
 // site's counts). It is not core/metering, which measures usage.

@@ -19,6 +19,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/callmd"
 )
@@ -87,7 +88,7 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 		return d.DialRealtime(ctx, u, open)
 	})
 	if err != nil {
-		b.out.Status = "upstream_error"
+		b.out.Status = store.StatusUpstreamError
 		return err
 	}
 	defer up.Close()
@@ -288,7 +289,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	}
 	x.responses++
 	o := b.out
-	o.RequestID, o.Status, o.Usage, o.Cost = fmt.Sprintf("%s %d %s", b.out.RequestID, x.responses, id), "ok", u, decimal.NullDecimal{}
+	o.RequestID, o.Status, o.Usage, o.Cost = fmt.Sprintf("%s %d %s", b.out.RequestID, x.responses, id), store.StatusOK, u, decimal.NullDecimal{}
 	o.StartTime, x.started = x.started, time.Now()
 	o.Attempts = nil // the session's own outcome carries its upstream call
 	o.Cost = b.money.Cost(u)
@@ -305,7 +306,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 			return true, err
 		case err != nil:
 			// (billing.Request.SettlePart gave back a commit whose answer was lost.)
-			o.Status, o.Cost, o.Usage = "unavailable", decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
+			o.Status, o.Cost, o.Usage = store.StatusUnavailable, decimal.NullDecimal{}, metering.Unreliable("the charge could not be recorded")
 			b.finishWith(&o, false)
 			return false, err
 		}

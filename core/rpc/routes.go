@@ -68,11 +68,11 @@ func failedAttempt(err error) string {
 	var pe *provider.Error
 	switch {
 	case errors.As(err, &pe) && pe.Timeout:
-		return "timeout"
+		return AttemptTimeout
 	case errors.As(err, &pe) && pe.Status != 0:
 		return strconv.Itoa(pe.Status)
 	}
-	return "error"
+	return AttemptFailed
 }
 
 // errNoAdapter says the route's provider kind cannot serve this endpoint family.

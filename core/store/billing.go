@@ -26,7 +26,7 @@ func (s *Store) ReserveRequestID(ctx context.Context, r *RequestRecord, replica 
 		WITH taken AS (
 			INSERT INTO request_ids (request_id) VALUES ($2) ON CONFLICT DO NOTHING RETURNING request_id)
 		INSERT INTO requests (profile_id, request_id, key_id, model_id, endpoint_family, status, currency, start_time, replica_id)
-		SELECT $1::uuid, request_id, $3::uuid, $4::text, $5::text, 'in_progress', $6::text, $7::timestamptz, $8::uuid FROM taken
+		SELECT $1::uuid, request_id, $3::uuid, $4::text, $5::text, '`+StatusInProgress+`', $6::text, $7::timestamptz, $8::uuid FROM taken
 		ON CONFLICT (profile_id, request_id) DO NOTHING`,
 		r.ProfileID, r.RequestID, r.KeyID, r.Model, r.EndpointFamily, r.Currency, r.StartTime, replica)
 	if err != nil {
@@ -205,7 +205,7 @@ func readSettled(rr *pgconn.ResultReader, rec func(int) *RequestRecord, costs []
 	return nil
 }
 
-// One statement, one round trip: see gateway_settle in migrations 0004, 0009 and 0010.
+// One statement, one round trip: see migrations/functions/gateway_settle.sql.
 const settleSQL = `SELECT idx, charged, capped, lease_profile, lease_amount, lease_version, lease_present
 	FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
 

@@ -127,7 +127,7 @@ func (s *Store) LoadCatalog(ctx context.Context) (*CatalogData, error) {
 		if d.Fx, err = latestFx(ctx, tx); err != nil {
 			return err
 		}
-		if d.Keys, err = collect(ctx, tx, `SELECT `+keyColumns+` FROM api_keys WHERE state = 'ACTIVE'`, func(r pgx.Rows) (*Key, error) {
+		if d.Keys, err = collect(ctx, tx, `SELECT `+keyColumns+` FROM api_keys WHERE state = '`+KeyActive+`'`, func(r pgx.Rows) (*Key, error) {
 			return scanKey(r)
 		}); err != nil {
 			return fmt.Errorf("load keys: %w", err)

@@ -25,7 +25,9 @@ type Key struct {
 	MaxConcurrent, MaxRPS int32
 }
 
-// Key states.
+// Key states, as stored (the column's CHECK) and as the AdminService sends them. The
+// queries name them through these constants, spliced as literals (not parameters) so the
+// statements stay what they were.
 const (
 	KeyActive  = "ACTIVE"
 	KeyRevoked = "REVOKED"
@@ -103,7 +105,7 @@ func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key,
 			allowed_models = coalesce($4, allowed_models),
 			max_concurrent = coalesce($5, max_concurrent),
 			max_rps = coalesce($6, max_rps)
-		WHERE id = $1 AND state = 'ACTIVE'
+		WHERE id = $1 AND state = '`+KeyActive+`'
 		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS))
 	if err == ErrNotFound {
 		if _, getErr := s.GetKey(ctx, id); getErr == nil {
@@ -116,7 +118,7 @@ func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key,
 // RevokeKey marks a key revoked; revoking twice is a no-op that returns the key.
 func (s *Store) RevokeKey(ctx context.Context, id uuid.UUID) (*Key, error) {
 	return scanKey(s.Pool.QueryRow(ctx, `
-		UPDATE api_keys SET state = 'REVOKED', revoke_time = coalesce(revoke_time, now())
+		UPDATE api_keys SET state = '`+KeyRevoked+`', revoke_time = coalesce(revoke_time, now())
 		WHERE id = $1
 		RETURNING `+keyColumns, id))
 }
@@ -141,7 +143,7 @@ func (s *Store) RotateKey(ctx context.Context, id uuid.UUID, prefix string, secr
 		if err != nil {
 			return fmt.Errorf("create replacement key: %w", err)
 		}
-		_, err = tx.Exec(ctx, `UPDATE api_keys SET state = 'REVOKED', revoke_time = now(), replaced_by = $2 WHERE id = $1`, id, created.ID)
+		_, err = tx.Exec(ctx, `UPDATE api_keys SET state = '`+KeyRevoked+`', revoke_time = now(), replaced_by = $2 WHERE id = $1`, id, created.ID)
 		return interpretError(err)
 	})
 	return created, err
@@ -149,7 +151,7 @@ func (s *Store) RotateKey(ctx context.Context, id uuid.UUID, prefix string, secr
 
 // ActiveKeys loads every active key for the in-memory snapshot.
 func (s *Store) ActiveKeys(ctx context.Context) ([]*Key, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE state = 'ACTIVE'`)
+	rows, err := s.Pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE state = '`+KeyActive+`'`)
 	if err != nil {
 		return nil, fmt.Errorf("load keys: %w", err)
 	}

@@ -51,7 +51,7 @@ func Unavailable(err error) bool {
 // need is free. The profile row lock serialises lease changes and settlements of all
 // replicas.
 func (s *Store) ExtendLease(ctx context.Context, profile, replica uuid.UUID, need, want decimal.Decimal, ttl time.Duration) (LeaseState, error) {
-	// One statement, one round trip: see gateway_extend_lease in migration 0008. Amounts go
+	// One statement, one round trip: see migrations/functions/gateway_extend_lease.sql. Amounts go
 	// as text, which the database parses exactly.
 	st := LeaseState{Present: true}
 	err := s.Pool.QueryRow(ctx, `SELECT lease_amount, lease_version FROM gateway_extend_lease($1, $2, $3, $4, $5::interval)`,
@@ -128,8 +128,8 @@ func (s *Store) Heartbeat(ctx context.Context, replica uuid.UUID) error {
 func (s *Store) SweepAbandoned(ctx context.Context, silence time.Duration) (int64, error) {
 	b := &pgx.Batch{}
 	b.Queue(`
-		UPDATE requests r SET status = 'abandoned', end_time = now()
-		WHERE r.status = 'in_progress' AND r.start_time < now() - $1::interval
+		UPDATE requests r SET status = '`+StatusAbandoned+`', end_time = now()
+		WHERE r.status = '`+StatusInProgress+`' AND r.start_time < now() - $1::interval
 		  AND (NOT EXISTS (SELECT 1 FROM replicas x WHERE x.id = r.replica_id AND x.seen_at > now() - $1::interval)
 		       -- a record its live replica could not settle (set aside): no request lasts a day
 		       OR r.start_time < now() - interval '1 day')`, silence.String())

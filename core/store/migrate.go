@@ -14,21 +14,23 @@ import (
 	"modelgateway/migrations"
 )
 
-// Migrate applies every pending up-migration. golang-migrate holds a PostgreSQL advisory lock
-// for the duration, so replicas that start together migrate once and the others wait.
+// Migrate applies every pending up-migration, then every SQL function file whose text the
+// database does not have (migrations.Functions). golang-migrate holds a PostgreSQL advisory
+// lock for the duration, so replicas that start together migrate once and the others wait.
 func Migrate(ctx context.Context, databaseURL string) error {
-	return withMigrator(ctx, databaseURL, func(m *migrate.Migrate) error {
+	return withMigrator(ctx, databaseURL, func(m *migrate.Migrate, db *sql.DB) error {
 		if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 			return fmt.Errorf("migrate up: %w", err)
 		}
-		return nil
+		return applyFunctions(ctx, db)
 	})
 }
 
 // MigrateDown reverts every migration; used by the migrations test and by operators who
-// really mean it.
+// really mean it. The down migrations drop the functions of migrations.Functions with what
+// they need.
 func MigrateDown(ctx context.Context, databaseURL string) error {
-	return withMigrator(ctx, databaseURL, func(m *migrate.Migrate) error {
+	return withMigrator(ctx, databaseURL, func(m *migrate.Migrate, _ *sql.DB) error {
 		if err := m.Down(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 			return fmt.Errorf("migrate down: %w", err)
 		}
@@ -36,7 +38,7 @@ func MigrateDown(ctx context.Context, databaseURL string) error {
 	})
 }
 
-func withMigrator(ctx context.Context, databaseURL string, fn func(*migrate.Migrate) error) error {
+func withMigrator(ctx context.Context, databaseURL string, fn func(*migrate.Migrate, *sql.DB) error) error {
 	db, err := sql.Open("pgx", databaseURL)
 	if err != nil {
 		return fmt.Errorf("open database for migrations: %w", err)
@@ -58,5 +60,5 @@ func withMigrator(ctx context.Context, databaseURL string, fn func(*migrate.Migr
 		return fmt.Errorf("migrator: %w", err)
 	}
 	defer m.Close()
-	return fn(m)
+	return fn(m, db)
 }

@@ -87,7 +87,7 @@ func (b *Bot) cmdKeys(ctx context.Context, c *call) error {
 	var rows [][]models.InlineKeyboardButton
 	revoked := 0
 	for _, k := range ks.GetKeys() {
-		if k.GetState() != "ACTIVE" {
+		if k.GetState() != keyActive {
 			revoked++
 			continue
 		}
@@ -98,8 +98,8 @@ func (b *Bot) cmdKeys(ctx context.Context, c *call) error {
 				n = string([]rune(n)[:16]) + "…"
 			}
 			rows = append(rows,
-				[]models.InlineKeyboardButton{{Text: "Models · " + n, CallbackData: "k:m:" + k.GetId()}, {Text: "Endpoints · " + n, CallbackData: "k:e:" + k.GetId()}},
-				[]models.InlineKeyboardButton{{Text: "Rotate · " + n, CallbackData: "k:o:" + k.GetId()}, {Text: "Revoke · " + n, CallbackData: "k:r:" + k.GetId()}})
+				[]models.InlineKeyboardButton{{Text: "Models · " + n, CallbackData: cbKey + cbSep + keyModels + cbSep + k.GetId()}, {Text: "Endpoints · " + n, CallbackData: cbKey + cbSep + keyEndpoints + cbSep + k.GetId()}},
+				[]models.InlineKeyboardButton{{Text: "Rotate · " + n, CallbackData: cbKey + cbSep + keyRotate + cbSep + k.GetId()}, {Text: "Revoke · " + n, CallbackData: cbKey + cbSep + keyRevoke + cbSep + k.GetId()}})
 		}
 	}
 	if revoked > 0 {
@@ -113,8 +113,8 @@ func (b *Bot) cmdKeys(ctx context.Context, c *call) error {
 	return err
 }
 
-func (b *Bot) cmdRevoke(ctx context.Context, c *call) error { return b.askKeyAction(ctx, c, "r") }
-func (b *Bot) cmdRotate(ctx context.Context, c *call) error { return b.askKeyAction(ctx, c, "o") }
+func (b *Bot) cmdRevoke(ctx context.Context, c *call) error { return b.askKeyAction(ctx, c, keyRevoke) }
+func (b *Bot) cmdRotate(ctx context.Context, c *call) error { return b.askKeyAction(ctx, c, keyRotate) }
 
 // askKeyAction finds the user's active key by name or prefix and asks for a confirmation.
 // Only the user's own keys are searched, so another user's key names find nothing.
@@ -134,7 +134,7 @@ func (b *Bot) askKeyAction(ctx context.Context, c *call, action string) error {
 	arg := strings.TrimSuffix(c.args, "…")
 	var found []*adminv1.Key
 	for _, k := range ks.GetKeys() {
-		if k.GetState() == "ACTIVE" && (k.GetName() == arg || len(arg) >= 4 && strings.HasPrefix(k.GetPrefix(), arg)) {
+		if k.GetState() == keyActive && (k.GetName() == arg || len(arg) >= 4 && strings.HasPrefix(k.GetPrefix(), arg)) {
 			found = append(found, k)
 		}
 	}
@@ -152,11 +152,11 @@ func (b *Bot) askKeyAction(ctx context.Context, c *call, action string) error {
 
 func (b *Bot) confirmKeyAction(ctx context.Context, c *call, k *adminv1.Key, action string) error {
 	q, yes := "Revoke", "Yes, revoke"
-	if action == "o" {
+	if action == keyRotate {
 		q, yes = "Rotate (a new secret, the old one stops working)", "Yes, rotate"
 	}
 	kb := &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{{
-		{Text: yes, CallbackData: "ky:" + action + ":" + k.GetId()}, {Text: "Cancel", CallbackData: "x"},
+		{Text: yes, CallbackData: cbKeyConfirmed + cbSep + action + cbSep + k.GetId()}, {Text: "Cancel", CallbackData: cbDismiss},
 	}}}
 	_, err := b.replyMarkup(ctx, c, fmt.Sprintf("%s key %s?", q, keyLine(k)), kb)
 	return err
@@ -188,18 +188,18 @@ func (b *Bot) callback(ctx context.Context, c *call) error {
 
 // button acts on callback data and returns the callback's answer text.
 func (b *Bot) button(ctx context.Context, c *call, data string) (string, error) {
-	parts := strings.Split(data, ":")
+	parts := strings.Split(data, cbSep)
 	switch {
-	case data == "x":
+	case data == cbDismiss:
 		c.outcome = "dismissed"
 		if m := c.u.CallbackQuery.Message.Message; m != nil {
 			_ = b.tg.edit(ctx, c.chat, m.ID, "Cancelled.", nil)
 		}
 		return "", nil
-	case parts[0] == "s" && len(parts) == 3 && isDigits(parts[1]):
+	case parts[0] == cbSession && len(parts) == 3 && isDigits(parts[1]):
 		return b.sessionButton(ctx, c, parts[1], parts[2])
-	case (parts[0] == "k" || parts[0] == "ky") && len(parts) == 3:
-		return b.keyButton(ctx, c, parts[0] == "ky", parts[1], parts[2])
+	case (parts[0] == cbKey || parts[0] == cbKeyConfirmed) && len(parts) == 3:
+		return b.keyButton(ctx, c, parts[0] == cbKeyConfirmed, parts[1], parts[2])
 	}
 	c.outcome = "bad_callback"
 	return "Unknown button.", nil
@@ -212,25 +212,25 @@ func (b *Bot) sessionButton(ctx context.Context, c *call, id, op string) (string
 		return refusal, err
 	}
 	switch {
-	case op == "x":
+	case op == opCancel:
 		if err := b.gw.take(ctx, sessionKey(id), &session{}); err != nil && err != errGone {
 			return "", err
 		}
 		c.outcome = "cancelled"
 		_ = b.tg.edit(ctx, s.Chat, s.Message, "Cancelled.", nil)
 		return "Cancelled.", nil
-	case op == "ok" && s.KeyID == "" && s.Step == "confirm":
+	case op == opCreate && s.KeyID == "" && s.Step == "confirm":
 		return b.createKey(ctx, c, id)
-	case op == "n" && s.KeyID != "":
+	case op == opNext && s.KeyID != "":
 		return b.saveKey(ctx, c, id, s)
-	case op == "n":
+	case op == opNext:
 		if (s.Step == "endpoints" && len(selection(s.AllFamilies, s.Families, s.Family)) == 0) ||
 			(s.Step == "models" && len(selection(s.AllModels, s.Models, s.Model)) == 0) {
 			c.outcome = "nothing_chosen"
 			return "Choose at least one, or all.", nil
 		}
 		s.Step = map[string]string{"endpoints": "models", "models": "confirm"}[s.Step]
-	case len(op) >= 2 && (op[0] == 'e' && s.Step == "endpoints" || op[0] == 'm' && s.Step == "models"):
+	case len(op) >= 2 && (op[0] == opEndpoints && s.Step == "endpoints" || op[0] == opModels && s.Step == "models"):
 		if !s.toggle(op[0], op[1:]) {
 			c.outcome = "bad_callback"
 			return "Unknown button.", nil
@@ -344,28 +344,28 @@ func (b *Bot) keyButton(ctx context.Context, c *call, confirmed bool, action, ke
 		c.outcome = "not_owner"
 		return msgNotYours, nil
 	}
-	if k.GetState() != "ACTIVE" {
+	if k.GetState() != keyActive {
 		c.outcome = "already_revoked"
 		return "That key is already revoked.", nil
 	}
 	switch {
-	case !confirmed && (action == "m" || action == "e"):
+	case !confirmed && (action == keyModels || action == keyEndpoints):
 		cat, err := b.gw.catalog.GetCatalog(ctx, &catalogv1.GetCatalogRequest{Currency: p.GetCurrency()})
 		if err != nil {
 			return "", err
 		}
 		fams, mods := choices(cat)
 		s := &session{User: c.from.ID, Profile: p.GetId(), KeyID: k.GetId(), Name: k.GetName(), Families: fams, Models: mods, Chat: c.chat, Step: "endpoints"}
-		if action == "m" {
+		if action == keyModels {
 			s.Step = "models"
 		}
 		s.AllFamilies, s.Family = choose(fams, k.GetAllowedEndpoints())
 		s.AllModels, s.Model = choose(mods, k.GetAllowedModels())
 		return "", b.openSession(ctx, c, s)
-	case !confirmed && (action == "r" || action == "o"):
+	case !confirmed && (action == keyRevoke || action == keyRotate):
 		c.outcome = "asked"
 		return "", b.confirmKeyAction(ctx, c, k, action)
-	case confirmed && action == "r":
+	case confirmed && action == keyRevoke:
 		if _, err := b.gw.admin.RevokeKey(ctx, &adminv1.RevokeKeyRequest{Id: k.GetId()}); err != nil {
 			return "", err
 		}
@@ -374,7 +374,7 @@ func (b *Bot) keyButton(ctx context.Context, c *call, confirmed bool, action, ke
 			_ = b.tg.edit(ctx, c.chat, m.ID, fmt.Sprintf("Key <b>%s</b> revoked.", esc(k.GetName())), nil)
 		}
 		return "Revoked.", nil
-	case confirmed && action == "o":
+	case confirmed && action == keyRotate:
 		if !b.limits.allow(c.from.ID, "rotate") {
 			c.outcome = "rate_limited"
 			return msgLimited, nil

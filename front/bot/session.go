@@ -98,10 +98,10 @@ func choose(options, current []string) (all bool, chosen []bool) {
 
 func (s *session) toggle(kind byte, arg string) bool {
 	all, chosen := &s.AllFamilies, s.Family
-	if kind == 'm' {
+	if kind == opModels {
 		all, chosen = &s.AllModels, s.Model
 	}
-	if arg == "a" {
+	if arg == opAll {
 		*all = !*all
 		for i := range chosen {
 			chosen[i] = *all
@@ -119,7 +119,7 @@ func (s *session) toggle(kind byte, arg string) bool {
 
 // view is the session's message and keyboard for its step.
 func (s *session) view(id string) (string, models.ReplyMarkup) {
-	cb := func(op string) string { return "s:" + id + ":" + op }
+	cb := func(op string) string { return cbSession + cbSep + id + cbSep + op }
 	var rows [][]models.InlineKeyboardButton
 	toggles := func(kind string, options []string, chosen []bool, all bool) {
 		var row []models.InlineKeyboardButton
@@ -141,7 +141,7 @@ func (s *session) view(id string) (string, models.ReplyMarkup) {
 		if all {
 			mark = "✅ "
 		}
-		rows = append(rows, []models.InlineKeyboardButton{{Text: mark + "all, including future ones", CallbackData: cb(kind + "a")}})
+		rows = append(rows, []models.InlineKeyboardButton{{Text: mark + "all, including future ones", CallbackData: cb(kind + opAll)}})
 	}
 	var text string
 	done := "Next ›"
@@ -151,17 +151,17 @@ func (s *session) view(id string) (string, models.ReplyMarkup) {
 	switch s.Step {
 	case "endpoints":
 		text = fmt.Sprintf("Key <b>%s</b>: which endpoint families may it call?", esc(s.Name))
-		toggles("e", s.Families, s.Family, s.AllFamilies)
-		rows = append(rows, []models.InlineKeyboardButton{{Text: done, CallbackData: cb("n")}, {Text: "Cancel", CallbackData: cb("x")}})
+		toggles(string(opEndpoints), s.Families, s.Family, s.AllFamilies)
+		rows = append(rows, []models.InlineKeyboardButton{{Text: done, CallbackData: cb(opNext)}, {Text: "Cancel", CallbackData: cb(opCancel)}})
 	case "models":
 		text = fmt.Sprintf("Key <b>%s</b>: which models may it use?", esc(s.Name))
-		toggles("m", s.Models, s.Model, s.AllModels)
-		rows = append(rows, []models.InlineKeyboardButton{{Text: done, CallbackData: cb("n")}, {Text: "Cancel", CallbackData: cb("x")}})
+		toggles(string(opModels), s.Models, s.Model, s.AllModels)
+		rows = append(rows, []models.InlineKeyboardButton{{Text: done, CallbackData: cb(opNext)}, {Text: "Cancel", CallbackData: cb(opCancel)}})
 	default:
 		text = fmt.Sprintf("Create key <b>%s</b>?\nEndpoints: %s\nModels: %s",
 			esc(s.Name), esc(strings.Join(selection(s.AllFamilies, s.Families, s.Family), ", ")),
 			esc(strings.Join(selection(s.AllModels, s.Models, s.Model), ", ")))
-		rows = append(rows, []models.InlineKeyboardButton{{Text: "✅ Create key", CallbackData: cb("ok")}, {Text: "Cancel", CallbackData: cb("x")}})
+		rows = append(rows, []models.InlineKeyboardButton{{Text: "✅ Create key", CallbackData: cb(opCreate)}, {Text: "Cancel", CallbackData: cb(opCancel)}})
 	}
 	return text, &models.InlineKeyboardMarkup{InlineKeyboard: rows}
 }

@@ -1,16 +1,15 @@
 package anthropic
 
 import (
-	"strconv"
-
 	"modelgateway/core/wire/jsontext"
 	mw "modelgateway/core/wire/messageswire"
 )
 
 // message_start and message_delta come once per stream, but encoding/json's reflection over
 // the whole StreamEvent made them (with a text block's content_block_start) 40 % of the
-// decoder's time on a 20-word answer. readStreamEvent reads them in one pass (json.go: each
-// value is checked as it is read, the ones it skips too) into the same StreamEvent. It only
+// decoder's time on a 20-word answer. readStreamEvent reads them in one pass (a
+// jsontext.Scanner over text nobody has checked: each value is checked as it is read, the ones
+// it skips too) into the same StreamEvent. It only
 // accepts what it knows encoding/json would read the same way —
 // valid JSON, the keys of these events spelled exactly (a key that differs only in case would
 // match a field there), no key twice, each value of its field's type, no content blocks —
@@ -33,117 +32,114 @@ func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) {
 	if len(data) > maxFastEvent {
 		return se, false
 	}
-	doc, ok := readDocument(data) // json.go
-	if !ok {
-		return se, false
-	}
-	ok = eachField(doc, eventKeys, func(key string, v value) bool {
+	s := jsontext.NewScanner(data)
+	ok = eachField(s, eventKeys, func(key string) bool {
 		switch key {
 		case "type":
-			return readString(v, &se.Type)
+			return readString(s, &se.Type)
 		case "message":
-			if v.null() {
+			if s.Null() {
 				return true
 			}
 			se.Message = new(mw.Message)
-			return readMessage(v, se.Message)
+			return readMessage(s, se.Message)
 		case "delta":
-			if v.null() {
+			if s.Null() {
 				return true
 			}
 			se.Delta = new(mw.Delta)
-			return readDeltaObject(v, se.Delta)
+			return readDeltaObject(s, se.Delta)
 		case "usage":
-			if v.null() {
+			if s.Null() {
 				return true
 			}
 			se.Usage = new(mw.Usage)
-			return readUsage(v, se.Usage)
+			return readUsage(s, se.Usage)
 		}
 		return false // index, content_block, error: the general decoder's
 	})
-	return se, ok
+	return se, ok && s.End()
 }
 
-func readMessage(v value, m *mw.Message) bool {
-	return eachField(v, messageKeys, func(key string, v value) bool {
+func readMessage(s *jsontext.Scanner, m *mw.Message) bool {
+	return eachField(s, messageKeys, func(key string) bool {
 		switch key {
 		case "id":
-			return readString(v, &m.ID)
+			return readString(s, &m.ID)
 		case "type":
-			return readString(v, &m.Type)
+			return readString(s, &m.Type)
 		case "role":
-			return readString(v, &m.Role)
+			return readString(s, &m.Role)
 		case "model":
-			return readString(v, &m.Model)
+			return readString(s, &m.Model)
 		case "content":
 			// message_start's is empty; blocks have their own decoding.
-			if v.null() {
+			if s.Null() {
 				return true
 			}
-			if !v.emptyArray() {
+			if !s.Array(func() bool { return false }) {
 				return false
 			}
 			m.Content = []mw.ContentBlock{}
 			return true
 		case "stop_reason":
-			return readStringPtr(v, &m.StopReason)
+			return readStringPtr(s, &m.StopReason)
 		case "stop_sequence":
-			return readStringPtr(v, &m.StopSequence)
+			return readStringPtr(s, &m.StopSequence)
 		case "usage":
-			return v.null() || readUsage(v, &m.Usage)
+			return s.Null() || readUsage(s, &m.Usage)
 		}
 		return false
 	})
 }
 
-func readDeltaObject(v value, d *mw.Delta) bool {
-	return eachField(v, deltaKeys, func(key string, v value) bool {
+func readDeltaObject(s *jsontext.Scanner, d *mw.Delta) bool {
+	return eachField(s, deltaKeys, func(key string) bool {
 		switch key {
 		case "type":
-			return readString(v, &d.Type)
+			return readString(s, &d.Type)
 		case "text":
-			return readString(v, &d.Text)
+			return readString(s, &d.Text)
 		case "partial_json":
-			return readString(v, &d.PartialJSON)
+			return readString(s, &d.PartialJSON)
 		case "thinking":
-			return readString(v, &d.Thinking)
+			return readString(s, &d.Thinking)
 		case "signature":
-			return readString(v, &d.Signature)
+			return readString(s, &d.Signature)
 		case "stop_reason":
-			return readStringPtr(v, &d.StopReason)
+			return readStringPtr(s, &d.StopReason)
 		case "stop_sequence":
-			return readStringPtr(v, &d.StopSequence)
+			return readStringPtr(s, &d.StopSequence)
 		}
 		return false
 	})
 }
 
-func readUsage(v value, u *mw.Usage) bool {
-	return eachField(v, usageKeys, func(key string, v value) bool {
+func readUsage(s *jsontext.Scanner, u *mw.Usage) bool {
+	return eachField(s, usageKeys, func(key string) bool {
 		switch key {
 		case "input_tokens":
-			return readIntPtr(v, &u.InputTokens)
+			return readIntPtr(s, &u.InputTokens)
 		case "output_tokens":
-			return readIntPtr(v, &u.OutputTokens)
+			return readIntPtr(s, &u.OutputTokens)
 		case "cache_creation_input_tokens":
-			return readIntPtr(v, &u.CacheCreationInputTokens)
+			return readIntPtr(s, &u.CacheCreationInputTokens)
 		case "cache_read_input_tokens":
-			return readIntPtr(v, &u.CacheReadInputTokens)
+			return readIntPtr(s, &u.CacheReadInputTokens)
 		case "service_tier":
-			return readString(v, &u.ServiceTier)
+			return readString(s, &u.ServiceTier)
 		case "output_tokens_details":
-			if v.null() {
+			if s.Null() {
 				u.OutputTokensDetails = nil
 				return true
 			}
 			d := new(mw.OutputTokensDetails)
 			u.OutputTokensDetails = d
-			return eachField(v, detailsKeys, func(_ string, v value) bool {
-				if v.null() {
+			return eachField(s, detailsKeys, func(string) bool {
+				if s.Null() {
 					return true
 				}
-				n, ok := readInt(v)
+				n, ok := s.Integer(64)
 				d.ThinkingTokens = n
 				return ok
 			})
@@ -152,15 +148,13 @@ func readUsage(v value, u *mw.Usage) bool {
 	})
 }
 
-// eachField calls f for each key of object v that is one of known (lower-case ASCII), and
-// reports false when v is not an object, a known key repeats, a key could match a field only
-// case-insensitively, or f refuses.
-func eachField(v value, known []string, f func(key string, v value) bool) bool {
-	if !v.object() {
-		return false
-	}
-	var seen uint32
-	return v.members(func(key []byte, val value) bool {
+// eachField reads an object, calling f at the value of each key that is one of known
+// (lower-case ASCII); it checks and skips the values of the other keys. It reports false when
+// the value is not an object, a known key repeats, a key could match a field only
+// case-insensitively (or has an escape: the general decoder's), or f refuses.
+func eachField(s *jsontext.Scanner, known []string, f func(key string) bool) bool {
+	var seen jsontext.Seen
+	return s.Object(func(key []byte) bool {
 		i := 0
 		for i < len(known) && known[i] != string(key) {
 			i++
@@ -168,13 +162,9 @@ func eachField(v value, known []string, f func(key string, v value) bool) bool {
 		if i == len(known) {
 			// Ignored by encoding/json unless it folds to a field name; lower-case ASCII keys
 			// cannot without being equal.
-			return lowerASCII(key)
+			return lowerASCII(key) && s.Skip()
 		}
-		if seen&(1<<i) != 0 {
-			return false
-		}
-		seen |= 1 << i
-		return f(known[i], val)
+		return seen.First(i) && f(known[i])
 	})
 }
 
@@ -188,43 +178,36 @@ func lowerASCII(s []byte) bool {
 }
 
 // readString reads a string as encoding/json does; null leaves it as it is.
-func readString(v value, dst *string) bool {
+func readString(s *jsontext.Scanner, dst *string) bool {
 	switch {
-	case v.null():
+	case s.Null():
 		return true
-	case v.str():
-		s, _, ok := jsontext.String(v.raw, 0)
-		*dst = s
+	case s.Peek() == '"':
+		str, ok := s.String()
+		*dst = str
 		return ok
 	}
 	return false
 }
 
-func readStringPtr(v value, dst **string) bool {
-	if v.null() {
+func readStringPtr(s *jsontext.Scanner, dst **string) bool {
+	if s.Null() {
 		*dst = nil
 		return true
 	}
-	s := new(string)
-	*dst = s
-	return readString(v, s)
+	str := new(string)
+	*dst = str
+	return readString(s, str)
 }
 
-// readInt reads an int64 literal as encoding/json does (no fraction, no exponent).
-func readInt(v value) (int64, bool) {
-	if !v.number() {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(v.raw), 10, 64)
-	return n, err == nil
-}
-
-func readIntPtr(v value, dst **int64) bool {
-	if v.null() {
+// readIntPtr reads an int64 literal as encoding/json does (no fraction, no exponent: the
+// Scanner leaves those, and the object's next separator is then missing).
+func readIntPtr(s *jsontext.Scanner, dst **int64) bool {
+	if s.Null() {
 		*dst = nil
 		return true
 	}
-	n, ok := readInt(v)
+	n, ok := s.Integer(64)
 	*dst = &n
 	return ok
 }

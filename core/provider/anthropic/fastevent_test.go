@@ -47,6 +47,11 @@ func TestReadStreamEventAgreesWithEncodingJSON(t *testing.T) {
 		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`, // not these events
 		`{"type":"message_delta","delta":{"stop_reason":"end_turn"}`,                         // cut
 		`{"type":"message_delta","delta":{"stop_reason":"end_turn"}}x`,                       // trailing bytes
+		`{"type":"message_delta","usage":{"output_tokens":01}}`,                              // a leading zero
+		"{\"type\":\"message_delta\",\"x\x01\":1}",                                           // a control character in a key
+		`{"type":"message_delta","extra":[1,}`,                                               // a skipped value that is not JSON
+		`{"type":"message_delta","extra":{"a":tru}}`,                                         // the same, deeper
+		`{"\u0074ype":"message_delta"}`,                                                      // an escaped key
 	} {
 		if se, ok := readStreamEvent([]byte(data)); ok {
 			t.Errorf("%s: read here as %+v; want the general decoder", data, se)

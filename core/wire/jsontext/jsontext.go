@@ -3,7 +3,8 @@
 // read in place, with the same result encoding/json gives), Marshal writes model output
 // without HTML escaping, AppendString and AppendSlogEscaped write a string as encoding/json
 // and log/slog do, without reflection (per stream chunk, per access line), and Scanner reads
-// a valid text token by token for the one-pass readers of a chat request and its usage.
+// a text token by token for the one-pass readers of a chat request, its usage and the
+// Anthropic stream events (checking what it reads where the text was not checked before).
 package jsontext
 
 import (

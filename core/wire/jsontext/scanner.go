@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// Scanner reads a JSON text that json.Valid accepted, token by token, without reflection: the
-// fast passes over the bodies every request has (a chat request, an answer's usage) use it
-// and leave anything unusual to encoding/json or gjson. As the text is valid it checks only
-// the shape its caller expects; a method that finds another reports false, and the caller
-// gives up on the fast pass.
+// Scanner reads a JSON text token by token, without reflection: the fast passes over the
+// bodies every request has (a chat request, an answer's usage, a stream's events) use it and
+// leave anything unusual to encoding/json or gjson. Given a text json.Valid accepted it checks
+// only the shape its caller expects; a method that finds another reports false, and the
+// caller gives up on the fast pass. (check.go: reading text nobody has checked.)
 type Scanner struct {
 	data []byte
 	i    int
@@ -64,8 +64,9 @@ func (s *Scanner) Next(c byte) bool {
 }
 
 // Object reads an object, calling field with each key (its bytes between the quotes) when
-// the scanner is at the key's value, which field must read. A key with an escape ends the
-// read with false, as field's callers match keys as they are written.
+// the scanner is at the key's value, which field must read. A key with an escape (or a
+// control character, which must be escaped) ends the read with false, as field's callers
+// match keys as they are written.
 func (s *Scanner) Object(field func(key []byte) bool) bool {
 	if !s.Next('{') {
 		return false
@@ -79,7 +80,7 @@ func (s *Scanner) Object(field func(key []byte) bool) bool {
 		}
 		start := s.i + 1
 		end := start
-		for end < len(s.data) && s.data[end] != '"' && s.data[end] != '\\' {
+		for end < len(s.data) && s.data[end] != '"' && s.data[end] != '\\' && s.data[end] >= 0x20 {
 			end++
 		}
 		if end >= len(s.data) || s.data[end] != '"' {
@@ -148,11 +149,15 @@ func (s *Scanner) literal(word string) bool {
 
 // Integer reads a number that encoding/json decodes into a signed integer of bits bits: an
 // integer literal in range. Any other number is not read whole: a fraction or an exponent
-// is left, and what follows the value is then no separator.
+// is left, and what follows the value is then no separator. A leading zero (not JSON) is
+// refused.
 func (s *Scanner) Integer(bits uint) (int64, bool) {
 	neg := s.i < len(s.data) && s.data[s.i] == '-'
 	if neg {
 		s.i++
+	}
+	if s.i+1 < len(s.data) && s.data[s.i] == '0' && s.data[s.i+1] >= '0' && s.data[s.i+1] <= '9' {
+		return 0, false
 	}
 	limit := uint64(1)<<(bits-1) - 1 // the largest value; one more when negative
 	if neg {

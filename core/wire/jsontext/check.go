@@ -1,63 +1,26 @@
-package anthropic
+package jsontext
 
-import "modelgateway/core/wire/jsontext"
+// A Scanner's reader may also take text nobody has checked, read in one pass with no
+// validation before it (the provider adapters' readers of stream events): Object, Array,
+// String, Integer, Bool, Null, Skip and End check what they read, so a reader that uses only
+// those and ends with End accepts only what json.Valid accepts. Raw and Float assume a valid
+// text.
 
-// A small JSON reader for readStreamEvent (fastevent.go): one pass over an event, each value
-// checked as it is met, so that the events it reads need neither a validation pass before
-// nor a parse tree. It accepts only RFC 8259 JSON, as encoding/json does; anything else is
-// refused and left to encoding/json.
+// Null reads null.
+func (s *Scanner) Null() bool { return s.literal("null") }
 
-// value is one JSON value, checked: raw is its text, without surrounding whitespace.
-type value struct{ raw []byte }
-
-func (v value) null() bool   { return string(v.raw) == "null" }
-func (v value) str() bool    { return len(v.raw) > 0 && v.raw[0] == '"' }
-func (v value) object() bool { return len(v.raw) > 0 && v.raw[0] == '{' }
-func (v value) number() bool {
-	return len(v.raw) > 0 && (v.raw[0] == '-' || v.raw[0] >= '0' && v.raw[0] <= '9')
+// End tells whether only white space is left.
+func (s *Scanner) End() bool {
+	s.space()
+	return s.i == len(s.data)
 }
 
-// emptyArray reports whether v is [] (whitespace inside allowed).
-func (v value) emptyArray() bool {
-	return len(v.raw) >= 2 && v.raw[0] == '[' && skipSpace(v.raw, 1) == len(v.raw)-1
-}
-
-// readDocument reads data as one JSON value with optional whitespace around it.
-func readDocument(data []byte) (value, bool) {
-	start := skipSpace(data, 0)
-	end, ok := skipValue(data, start)
-	if !ok || skipSpace(data, end) != len(data) {
-		return value{}, false
-	}
-	return value{data[start:end]}, true
-}
-
-// members calls f with each key (decoded; valid until the next call) and value of object
-// v, in order, until f returns false; it reports whether every call returned true. v has
-// been checked (skipValue), so its syntax need not be checked again.
-func (v value) members(f func(key []byte, v value) bool) bool {
-	data := v.raw
-	var buf []byte
-	i := skipSpace(data, 1)
-	if data[i] == '}' {
-		return true
-	}
-	for {
-		key, next, ok := jsontext.Unquote(data, i, &buf)
-		if !ok {
-			return false
-		}
-		start := skipSpace(data, skipSpace(data, next)+1) // past the colon
-		end, ok := skipValue(data, start)
-		if !ok || !f(key, value{data[start:end]}) {
-			return false
-		}
-		i = skipSpace(data, end)
-		if data[i] == '}' {
-			return true
-		}
-		i = skipSpace(data, i+1) // past the comma
-	}
+// Skip reads any value, checking it as json.Valid does (RFC 8259).
+func (s *Scanner) Skip() bool {
+	s.space()
+	next, ok := skipValue(s.data, s.i)
+	s.i = next
+	return ok
 }
 
 func skipSpace(data []byte, i int) int {
@@ -79,7 +42,7 @@ func skipValue(data []byte, i int) (int, bool) {
 	}
 	switch c := data[i]; {
 	case c == '"':
-		_, next, ok := jsontext.Unquote(data, i, nil)
+		_, next, ok := Unquote(data, i, nil)
 		return next, ok
 	case c == '{':
 		return skipComposite(data, i, '}', true)

@@ -1,0 +1,114 @@
+-- gateway_settle writes one batch of finished requests in one statement (one round trip, in
+-- the statement's own transaction): the request records, one ledger entry per new charge,
+-- the balances, and the replica's leases, which shrink by what was charged. The caller has
+-- merged records that appear twice.
+--
+-- A charge already in the ledger (a replayed settlement) is not taken again. A withheld charge
+-- (refunded before its commit arrived, see Store.Refund) is recorded 'unavailable' and not
+-- taken. A fresh charge is capped at what is still free on its profile, free = max(balance -
+-- other replicas' unexpired leases, 0), read after the profile lock, taken in record order:
+-- usage above a hold never takes the balance below zero nor spends money another replica has
+-- reserved. A charged record is final: a later uncharged settlement does not undo it.
+--
+-- Rows returned: one per record (idx, what was charged or NULL, whether it was capped), then
+-- one per charged profile with the replica's lease after the charges (present = false when
+-- the replica has no lease row there; version is then one taken under the profile lock).
+--
+-- Why it is written this way (PostgreSQL CPU per charge, issue 17; the measurements are in
+-- migrations 0009 and 0010 and their commits): it is set-based, the batch read once, because
+-- a per-record loop cost three executor rounds per charge; its plans are generic and use only
+-- lookups by key, because per-batch planning cost as much as ten charges and a generic plan
+-- made on small tables scanned the ledger. core/store's TestSettleAgreesWithTheLoopItReplaced
+-- compares it with the per-record loop (core/store/testdata/gateway_settle_loop.sql).
+--
+-- This file is the function's only text: store.Migrate applies it after the numbered
+-- migrations whenever the database's definition differs (see migrations/embed.go).
+CREATE OR REPLACE FUNCTION gateway_settle(
+    p_replica uuid, p_profiles uuid[], p_ids text[], p_keys uuid[], p_models text[], p_families text[],
+    p_statuses text[], p_currencies text[], p_in bigint[], p_cached bigint[], p_write bigint[], p_out bigint[],
+    p_reason bigint[], p_reliable boolean[], p_costs numeric[], p_starts timestamptz[], p_ends timestamptz[],
+    p_audio_in bigint[], p_audio_out bigint[])
+RETURNS TABLE (idx int, charged numeric, capped boolean, lease_profile uuid, lease_amount numeric, lease_version bigint, lease_present boolean)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
+DECLARE
+    took numeric[];
+    cut boolean[];
+    st text[];
+    fresh boolean[];
+    stamp bigint;
+BEGIN
+    -- Lock the charged profiles in id order (replicas settling together cannot deadlock).
+    PERFORM 1 FROM profiles WHERE id = ANY (SELECT p FROM unnest(p_profiles, p_costs) t(p, c) WHERE c IS NOT NULL)
+    ORDER BY id FOR UPDATE;
+    IF EXISTS (SELECT 1 FROM unnest(p_profiles, p_costs) t(p, c)
+               WHERE t.c IS NOT NULL AND NOT EXISTS (SELECT 1 FROM profiles p WHERE p.id = t.p)) THEN
+        RAISE EXCEPTION 'charge for a profile that does not exist' USING ERRCODE = 'foreign_key_violation';
+    END IF;
+
+    WITH rec AS (
+        SELECT t.i, t.p, t.cost, t.st, o.prior, o.withheld,
+               coalesce(t.cost IS NOT NULL AND o.prior IS NULL AND NOT o.withheld, false) AS due
+        FROM unnest(p_profiles, p_ids, p_costs, p_statuses) WITH ORDINALITY AS t(p, rid, cost, st, i)
+        LEFT JOIN LATERAL (
+            SELECT (SELECT -e.amount FROM ledger_entries e WHERE e.profile_id = t.p AND e.request_id = t.rid) AS prior,
+                   EXISTS (SELECT 1 FROM ledger_entries e WHERE e.profile_id = t.p AND e.idempotency_key = 'refund ' || t.rid) AS withheld
+            WHERE t.cost IS NOT NULL) o ON true
+    ), run AS (
+        SELECT r.*, coalesce(sum(r.cost) FILTER (WHERE r.due) OVER (PARTITION BY r.p ORDER BY r.i ROWS UNBOUNDED PRECEDING), 0)
+            - CASE WHEN r.due THEN r.cost ELSE 0 END AS before
+        FROM rec r
+    ), free AS (
+        SELECT p.id, greatest(p.balance - coalesce((SELECT sum(l.amount) FROM balance_leases l
+            WHERE l.profile_id = p.id AND l.replica_id <> p_replica AND l.expires_at > now()), 0), 0) AS f
+        FROM profiles p WHERE p.id IN (SELECT r.p FROM rec r WHERE r.due)
+    ), took AS (
+        SELECT r.i, r.cost, r.st, r.prior, r.withheld,
+            CASE WHEN r.due THEN least(r.cost, greatest(f.f - r.before, 0)) END AS take
+        FROM run r LEFT JOIN free f ON r.due AND f.id = r.p
+    )
+    SELECT array_agg(coalesce(k.prior, k.take) ORDER BY k.i),
+           array_agg(coalesce(k.take < k.cost, false) ORDER BY k.i),
+           array_agg(CASE WHEN k.withheld AND k.prior IS NULL THEN 'unavailable' ELSE k.st END ORDER BY k.i),
+           array_agg(k.take IS NOT NULL ORDER BY k.i)
+    INTO took, cut, st, fresh
+    FROM took k;
+
+    INSERT INTO ledger_entries (profile_id, amount, kind, reason, request_id)
+    SELECT t.p, -t.take, 'charge', t.m || ' ' || t.fam, t.rid
+    FROM unnest(p_profiles, took, p_models, p_families, p_ids, fresh) AS t(p, take, m, fam, rid, f) WHERE t.f;
+
+    INSERT INTO requests AS r (profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
+        input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+        usage_reliable, cost, start_time, end_time, audio_input_tokens, audio_output_tokens)
+    SELECT * FROM unnest(p_profiles, p_ids, p_keys, p_models, p_families, st, p_currencies,
+        p_in, p_cached, p_write, p_out, p_reason, p_reliable, took, p_starts, p_ends, p_audio_in, p_audio_out)
+    ON CONFLICT (profile_id, request_id) DO UPDATE SET
+        status = excluded.status, input_tokens = excluded.input_tokens,
+        cached_input_tokens = excluded.cached_input_tokens, cache_write_tokens = excluded.cache_write_tokens,
+        output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
+        usage_reliable = excluded.usage_reliable, cost = excluded.cost, end_time = excluded.end_time,
+        audio_input_tokens = excluded.audio_input_tokens, audio_output_tokens = excluded.audio_output_tokens,
+        replica_id = NULL
+    WHERE r.cost IS NULL OR excluded.cost IS NOT NULL;
+
+    RETURN QUERY SELECT (g.i - 1)::int, took[g.i], cut[g.i], NULL::uuid, NULL::numeric, NULL::bigint, NULL::boolean
+        FROM generate_series(1, coalesce(array_length(p_ids, 1), 0)) AS g(i);
+    IF NOT (true = ANY (fresh)) THEN
+        RETURN;
+    END IF;
+    stamp := nextval('balance_lease_version');
+    RETURN QUERY
+    WITH spent AS (
+        SELECT t.p, sum(t.take) AS a FROM unnest(p_profiles, took, fresh) AS t(p, take, f) WHERE t.f GROUP BY t.p
+    ), bal AS (
+        UPDATE profiles p SET balance = p.balance - s.a FROM spent s WHERE p.id = s.p
+    ), lease AS (
+        UPDATE balance_leases l SET amount = greatest(l.amount - s.a, 0), version = nextval('balance_lease_version')
+        FROM spent s WHERE l.profile_id = s.p AND l.replica_id = p_replica
+        RETURNING l.profile_id, l.amount, l.version
+    )
+    SELECT NULL::int, NULL::numeric, NULL::boolean, s.p, coalesce(l.amount, 0), coalesce(l.version, stamp), l.profile_id IS NOT NULL
+    FROM spent s LEFT JOIN lease l ON l.profile_id = s.p;
+END $$;
