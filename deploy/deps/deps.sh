@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `make run` and `make test` need from the machine, installed when it is missing, so that
 # a fresh clone needs only those two commands (and .ci/run only calls them):
-#   run:  PostgreSQL's server binaries (initdb, postgres)
+#   run:  PostgreSQL's server binaries (initdb, postgres), unless DATABASE_URL names a database
 #   test: those, Node.js and npm, the TypeScript SDK suite's npm packages (npm ci in
 #         testdata/tsclients, pinned by its package-lock.json), and Chromium (the page tests)
 # System packages come from apt-get, as root or through sudo (which may ask for a password);
@@ -48,7 +48,10 @@ have_chromium() {
 
 # What is missing: labels and the apt packages that bring them.
 labels=() pkgs=()
-have_postgres || { labels+=("PostgreSQL server"); pkgs+=(postgresql); }
+# make run with DATABASE_URL uses that database and starts no local server.
+if [ "$mode" = test ] || [ -z "${DATABASE_URL:-}" ]; then
+	have_postgres || { labels+=("PostgreSQL server"); pkgs+=(postgresql); }
+fi
 tspkgs_missing=""
 if [ "$mode" = test ]; then
 	have_node || { labels+=("Node.js and npm"); pkgs+=(nodejs npm); }

@@ -180,7 +180,8 @@ func TestDepsOnAFakeMachine(t *testing.T) {
 		name    string
 		m       machine
 		mode    string
-		policy  string // GATEWAY_DEPS
+		policy  string   // GATEWAY_DEPS
+		env     []string // more environment
 		code    int
 		calls   []string
 		out     []string // substrings of the output, in order
@@ -195,6 +196,10 @@ func TestDepsOnAFakeMachine(t *testing.T) {
 				"deps: installing the TypeScript SDK suite's npm packages (npm ci in testdata/tsclients) ... done in"}},
 		{name: "fresh machine as root, run: PostgreSQL only", m: fresh, mode: "run", settled: true,
 			calls: []string{update, pg}, out: []string{"installing PostgreSQL server (apt-get install -y postgresql) ... done in"}},
+		{name: "run with DATABASE_URL: a database of one's own, no PostgreSQL server needed", m: fresh, mode: "run", env: []string{"DATABASE_URL=postgres://db.example/gw"},
+			noOut: true},
+		{name: "test with DATABASE_URL: the tests' throwaway clusters still need the server", m: fresh, mode: "test", env: []string{"DATABASE_URL=postgres://db.example/gw"},
+			settled: true, calls: []string{update, pg, node, chrome, npmCI}},
 		{name: "fresh machine through sudo", m: with(fresh, func(m *machine) { m.uid = "1000"; m.sudo = true }), mode: "test", settled: true,
 			calls: []string{"sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q", update, sudoEnv + pg, pg, sudoEnv + node, node, sudoEnv + chrome, chrome, npmCI},
 			out:   []string{"through sudo (it may ask for your password)", "(sudo apt-get install -y postgresql) ... done in", "(sudo apt-get install -y chromium) ... done in"}},
@@ -223,7 +228,7 @@ func TestDepsOnAFakeMachine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, tt.m)
-			var env []string
+			env := tt.env
 			if tt.policy != "" {
 				env = append(env, "GATEWAY_DEPS="+tt.policy)
 			}
