@@ -7,14 +7,25 @@ BUF := $(BIN)/buf
 GREMLINS := $(BIN)/gremlins
 GO  ?= go
 
-.PHONY: all build run test check fmt generate lint vet imports gen-check clean image
+.PHONY: all build run test deps check fmt generate lint vet imports gen-check clean image
 
 all: build
+
+# What run and test need from the machine, installed when missing (deploy/deps/deps.sh):
+# PostgreSQL's server for both; Node.js, npm, the TypeScript SDK suite's npm packages and
+# Chromium for test. apt-get as root or through sudo; otherwise it stops with the command to
+# run. GATEWAY_DEPS=check only says what is missing, GATEWAY_DEPS=skip installs nothing.
+DEPS := bash deploy/deps/deps.sh
+deps:
+	@$(DEPS) test
+.PHONY: deps-run
+deps-run:
+	@$(DEPS) run
 
 build:
 	$(GO) build -o $(BIN)/gateway .
 
-run: build
+run: deps-run build
 	$(BIN)/gateway dev
 
 # The gateway against a bare reverse proxy at saturation (canned 0 ms upstream, 64 clients):
@@ -25,11 +36,11 @@ run: build
 bench: build
 	$(BIN)/gateway bench $(BENCH_FLAGS)
 
-# The TypeScript SDK suite (testdata/tsclients) needs `npm ci` there first; go test hides the
-# skip message of a passing package, so it is said here.
+# deps first: the TypeScript SDK suite (testdata/tsclients) needs its npm packages, which go
+# test would skip with a message it hides for a passing package (GATEWAY_DEPS=skip says so).
 # deploy/ is its own module (image tool, Helm chart test): ./... does not enter it.
 test:
-	@[ -d testdata/tsclients/node_modules ] || echo "*** testdata/tsclients/node_modules is missing: the TypeScript SDK suite will be SKIPPED (run npm ci in testdata/tsclients; .ci/run does) ***" >&2
+	@$(DEPS) test
 	$(GO) test -count=1 -timeout 15m ./...
 	cd deploy && $(GO) test -count=1 -timeout 5m ./...
 

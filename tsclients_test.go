@@ -11,7 +11,7 @@ import (
 )
 
 // tsclientsDir holds the TypeScript SDK suite and its pinned npm packages (package-lock.json);
-// `npm ci` there installs them (.ci/run does).
+// `npm ci` there installs them (make test does, through deploy/deps/deps.sh).
 var tsclientsDir = filepath.Join("testdata", "tsclients")
 
 // The official TypeScript SDKs (openai, @anthropic-ai/sdk, @google/genai and the legacy
@@ -24,7 +24,7 @@ func TestOfficialTypeScriptSDKs(t *testing.T) {
 	node, err := exec.LookPath("node")
 	_, statErr := os.Stat(filepath.Join(tsclientsDir, "node_modules"))
 	if err != nil || statErr != nil {
-		msg := fmt.Sprintf("THE TYPESCRIPT SDK SUITE DID NOT RUN: node %v, node_modules %v; run `npm ci` in %s (.ci/run does)", err, statErr, tsclientsDir)
+		msg := fmt.Sprintf("THE TYPESCRIPT SDK SUITE DID NOT RUN: node %v, node_modules %v; run `npm ci` in %s (make test does unless GATEWAY_DEPS=skip)", err, statErr, tsclientsDir)
 		if os.Getenv("GATEWAY_REQUIRE_TSCLIENTS") != "" {
 			t.Fatal(msg)
 		}

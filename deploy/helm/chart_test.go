@@ -14,8 +14,10 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -93,6 +95,10 @@ func decode(doc []byte) (any, string, error) {
 		obj = &batchv1.Job{}
 	case "monitoring.coreos.com/v1 ServiceMonitor":
 		obj = &monitoringv1.ServiceMonitor{}
+	case "networking.k8s.io/v1 Ingress":
+		obj = &networkingv1.Ingress{}
+	case "gateway.networking.k8s.io/v1 HTTPRoute":
+		obj = &gatewayv1.HTTPRoute{}
 	default:
 		return nil, "", fmt.Errorf("unexpected kind %s %s", tm.APIVersion, tm.Kind)
 	}

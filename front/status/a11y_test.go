@@ -128,7 +128,7 @@ func TestPagesAreAccessible(t *testing.T) {
 }
 
 // The page as a browser draws it: headless Chromium under the page's own CSP, with the
-// stylesheet loaded from the site. Skips when Chromium is not installed (CI installs it), or
+// stylesheet loaded from the site. Skips when Chromium is not installed (make test installs it), or
 // when the browser cannot start at all in this environment: it died by a signal on every
 // attempt before it asked for the page, which says nothing about the page.
 func TestChromiumRendersTheStatusPage(t *testing.T) {
