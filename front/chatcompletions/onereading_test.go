@@ -1,13 +1,11 @@
 package chatcompletions
 
 import (
-	"context"
 	"net/http/httptest"
 	"testing"
 
-	"modelgateway/core/provider"
 	"modelgateway/core/provider/openai"
-	"modelgateway/core/wire/strictjson"
+	"modelgateway/core/provider/providertest"
 	"modelgateway/core/wire/strictjson/strictjsontest"
 )
 
@@ -39,32 +37,14 @@ var oneReadingSeeds = []string{
 // model, output limit, stream, usage report and n it priced and authorized are what the
 // upstream reads from the bytes the OpenAI adapter sent it.
 func FuzzOneReading(f *testing.F) {
-	for _, s := range oneReadingSeeds {
-		f.Add([]byte(s))
-	}
-	up := strictjsontest.NewUpstream(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		if strictjson.Check(body) != nil {
-			return // refused before Decode
-		}
+	fields := strictjsontest.Fields{Model: "model", Limit: []string{"max_completion_tokens", "max_tokens"}, Stream: "stream", N: "n",
+		Usage: []string{"stream_options", "include_usage"}}
+	strictjsontest.Fuzz(f, oneReadingSeeds, fields, func(body []byte) (strictjsontest.Decided, func(string), bool) {
 		req, apiErr := Protocol{}.Decode(httptest.NewRequest("POST", "/v1/chat/completions", nil), body)
 		if apiErr != nil {
-			return
+			return strictjsontest.Decided{}, nil, false
 		}
 		req.RawBody = body
-		sent := up.Received(func() {
-			_, _ = openai.Adapter{}.Generate(context.Background(), &provider.Call{
-				Upstream: provider.Upstream{PublicModel: req.Model, UpstreamModel: "up-model", BaseURL: up.URL}, Request: req})
-		})
-		client, _ := strictjsontest.Read(body)
-		if m, _ := strictjsontest.String(strictjsontest.Get(client, "model")); m != req.Model {
-			t.Errorf("%s: authorized the model %q, the body names %q", body, req.Model, m)
-		}
-		strictjsontest.Compare(t, body, sent, strictjsontest.Fields{Model: "model", Limit: []string{"max_completion_tokens", "max_tokens"}, Stream: "stream", N: "n"},
-			strictjsontest.Decided{UpstreamModel: "up-model", MaxOutput: req.MaxOutputTokens, Stream: req.Stream, N: req.N})
-		got, _ := strictjsontest.Read(sent)
-		if req.Stream && !strictjsontest.True(strictjsontest.Get(got, "stream_options", "include_usage")) {
-			t.Errorf("%s: a stream whose upstream does not read include_usage: true reports no usage: %s", body, sent)
-		}
+		return providertest.Decided(req), func(url string) { providertest.Generate(openai.Adapter{}, req, url) }, true
 	})
 }

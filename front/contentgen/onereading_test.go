@@ -1,13 +1,11 @@
 package contentgen
 
 import (
-	"context"
 	"net/http/httptest"
 	"testing"
 
-	"modelgateway/core/provider"
 	"modelgateway/core/provider/gemini"
-	"modelgateway/core/wire/strictjson"
+	"modelgateway/core/provider/providertest"
 	"modelgateway/core/wire/strictjson/strictjsontest"
 )
 
@@ -15,7 +13,7 @@ import (
 // model, output limit and stream it priced and authorized are what the upstream reads from
 // the bytes the gemini adapter sent it (see front/chatcompletions for the chat seeds).
 func FuzzOneReading(f *testing.F) {
-	for _, s := range []string{
+	seeds := []string{
 		`{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":3000}}`,
 		`{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"MaxOutputTokens":1,"maxOutputTokens":3000}}`,
 		`{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":1,"max_output_tokens":3000}}`,
@@ -24,24 +22,15 @@ func FuzzOneReading(f *testing.F) {
 		`{"contents":[{"parts":[{"text":"hi"}]}],"GenerationConfig":{"maxOutputTokens":1}}`,
 		`{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":1,"maxOutputTokens":3000}}`,
 		`{"model":"models/m","Model":"x","contents":[{"parts":[{"text":"hi"}]}]}`,
-	} {
-		f.Add([]byte(s))
 	}
-	up := strictjsontest.NewUpstream(f)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		if strictjson.Check(body) != nil {
-			return // refused before Decode
-		}
-		req, apiErr := Protocol{}.Decode(httptest.NewRequest("POST", "/v1beta/models/m:streamGenerateContent", nil), body)
+	fields := strictjsontest.Fields{Limit: []string{"maxOutputTokens", "max_output_tokens"}, Parent: []string{"generationConfig", "generation_config"}}
+	strictjsontest.Fuzz(f, seeds, fields, func(body []byte) (strictjsontest.Decided, func(string), bool) {
+		r := httptest.NewRequest("POST", "/v1beta/models/m:streamGenerateContent", nil)
+		req, apiErr := Protocol{}.Decode(r, body)
 		if apiErr != nil {
-			return
+			return strictjsontest.Decided{}, nil, false
 		}
 		req.RawBody = body
-		sent := up.Received(func() {
-			_, _ = gemini.Adapter{}.Generate(context.Background(), &provider.Call{
-				Upstream: provider.Upstream{PublicModel: req.Model, UpstreamModel: "up-model", BaseURL: up.URL}, Request: req})
-		})
-		strictjsontest.Compare(t, body, sent, strictjsontest.Fields{Limit: []string{"maxOutputTokens", "max_output_tokens"}, Parent: []string{"generationConfig", "generation_config"}},
-			strictjsontest.Decided{UpstreamModel: "up-model", MaxOutput: req.MaxOutputTokens, Stream: req.Stream, N: req.N})
+		return providertest.Decided(req), func(url string) { providertest.Generate(gemini.Adapter{}, req, url) }, true
 	})
 }

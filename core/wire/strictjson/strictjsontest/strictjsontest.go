@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"modelgateway/core/wire/strictjson"
 )
 
 // Read decodes body as a provider does; false when it is not one JSON value. Go's
@@ -135,14 +137,25 @@ type Fields struct {
 	Stream string
 	// N is the member of the number of answers ("" when the protocol has none).
 	N string
+	// Usage is the path of the flag that asks a stream to report its usage, which must read
+	// true upstream on a stream (nil when the protocol reports usage unasked).
+	Usage []string
+	// Items is the member holding the inputs (one, or a list of them) that a local count
+	// prices when the upstream reports no usage ("" when none is counted).
+	Items string
 }
 
 // Decided is what the gateway priced and authorized.
 type Decided struct {
+	// PublicModel is the model authorized, which the client's body names where it names one
+	// ("" when the model comes from elsewhere: the path, a default).
+	PublicModel   string
 	UpstreamModel string
 	MaxOutput     *int64
 	Stream        bool
 	N             *int32
+	// Items is how many inputs were counted (Fields.Items).
+	Items int
 }
 
 // Compare fails t where the upstream's reading of sent differs from what was decided.
@@ -156,6 +169,22 @@ func Compare(t testing.TB, body, sent []byte, f Fields, d Decided) {
 		if m, _ := String(Get(got, f.Model)); m != d.UpstreamModel {
 			t.Errorf("%s: the upstream reads the model %q, not %q", body, m, d.UpstreamModel)
 		}
+		client, _ := Read(body)
+		if m, ok := String(Get(client, f.Model)); ok && m != "" && d.PublicModel != "" && m != d.PublicModel {
+			t.Errorf("%s: authorized the model %q, the body names %q", body, d.PublicModel, m)
+		}
+	}
+	if f.Items != "" {
+		n := 1
+		if list, ok := Get(got, f.Items).([]any); ok {
+			n = len(list)
+		}
+		if n != d.Items {
+			t.Errorf("%s: counted %d inputs, the upstream reads %d", body, d.Items, n)
+		}
+	}
+	if len(f.Usage) > 0 && d.Stream && !True(Get(got, f.Usage...)) {
+		t.Errorf("%s: a stream whose upstream does not read %s true reports no usage: %s", body, strings.Join(f.Usage, "."), sent)
 	}
 	if len(f.Limit) > 0 {
 		parent := got
@@ -276,4 +305,26 @@ func CheckWrongTypes(t testing.TB, base string, paths [][]string, decode func(bo
 	if refused == 0 {
 		t.Fatal("no body was refused: the walk did not reach the decoder")
 	}
+}
+
+// Fuzz is a route family's differential target. For every body that passes Check (the front
+// refuses the rest before decoding) and that decide accepts (the family's decoder: ok false
+// when it refuses), send makes the real adapter send the decoded request to the stub, and
+// the upstream's reading of the bytes it received must be what decide says was priced and
+// authorized.
+func Fuzz(f *testing.F, seeds []string, fields Fields, decide func(body []byte) (d Decided, send func(upstreamURL string), ok bool)) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	up := NewUpstream(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if strictjson.Check(body) != nil {
+			return
+		}
+		d, send, ok := decide(body)
+		if !ok {
+			return
+		}
+		Compare(t, body, up.Received(func() { send(up.URL) }), fields, d)
+	})
 }
