@@ -34,7 +34,7 @@ func TestStartAndShutdownAreLogged(t *testing.T) {
 		lines[rec["msg"].(string)] = rec
 	}
 	for msg, want := range map[string]map[string]any{
-		"gateway serving": {"version": "devel", "http": g.HTTPAddr, "grpc": g.GRPCAddr, "admin_http": g.AdminHTTPAddr, "metrics": g.MetricsAddr},
+		"gateway serving":  {"version": "devel", "http": g.HTTPAddr, "grpc": g.GRPCAddr, "admin_http": g.AdminHTTPAddr, "metrics": g.MetricsAddr},
 		"gateway draining": {"streams": float64(0), "drain_timeout": float64(5 * time.Second)},
 		"gateway stopped":  {"streams_drained": float64(0), "streams_cut": float64(0)},
 	} {
