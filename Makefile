@@ -47,11 +47,19 @@ test:
 # The container image, built without a daemon (deploy/image): the static binary on a minimal
 # non-root base, reproducible from SOURCE_DATE_EPOCH (the last commit's time by default).
 # IMAGE_FLAGS='-format oci -o bin/gateway-oci' writes an OCI layout instead.
+# The version, commit and commit date go into the binary (`gateway version`) and the image's
+# OCI labels; the static build has no VCS stamp of its own (-buildvcs=false keeps it reproducible).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null | grep . || echo unknown)
+VERSION_X = -X modelgateway/core/version.Version=$(VERSION) -X modelgateway/core/version.Commit=$(COMMIT) -X modelgateway/core/version.Date=$(BUILD_DATE)
 IMAGE_FLAGS ?= -o $(BIN)/gateway-image.tar
 image:
-	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o $(BIN)/gateway-static .
-	cd deploy && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./image -binary $(BIN)/gateway-static $(IMAGE_FLAGS)
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags='-s -w -buildid= $(VERSION_X)' -o $(BIN)/gateway-static .
+	cd deploy && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./image -binary $(BIN)/gateway-static \
+		-label org.opencontainers.image.version=$(VERSION) -label org.opencontainers.image.revision=$(COMMIT) \
+		-label org.opencontainers.image.created=$(BUILD_DATE) $(IMAGE_FLAGS)
 
 # Every fuzz target (each decoder of client input and of upstream answers) for FUZZTIME,
 # then the executions of each; `make test` runs their seed corpora only. The default is a

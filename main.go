@@ -4,13 +4,17 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"modelgateway/core/bench"
 	"modelgateway/core/simulator"
+	"modelgateway/core/version"
 	"modelgateway/front/admincli"
 	"modelgateway/front/bot"
 	"modelgateway/front/verifycli"
@@ -26,8 +30,11 @@ commands:
   dev               local run: throwaway PostgreSQL in .data/, demo catalogue, demo key, serve
   simulator         serve the upstream simulator alone (-addr, -first-byte, -chunk-delay, -words)
   verify            probe models for the optional parameters they accept and record them
-  bot               run the Telegram bot (TELEGRAM_BOT_TOKEN, GATEWAY_ADMIN_ADDR; see README)
+  bot               run the Telegram bot (its settings: gateway bot --help)
   bench             measure the gateway against a bare reverse proxy (make bench)
+  version           print the version, commit and build date (also: gateway --version)
+
+Every command answers -h/--help with its flags.
 `
 
 func main() {
@@ -36,41 +43,61 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	if err := setLogger(os.Args[1]); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(2)
 	}
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "serve":
-		err = cmdServe(ctx, args)
-	case "migrate":
-		err = cmdMigrate(ctx, args)
-	case "apply":
-		err = admincli.Apply(ctx, args)
-	case "admin":
-		err = admincli.Admin(ctx, args, os.Stdout)
-	case "dev":
-		err = cmdDev(ctx, args)
-	case "simulator":
-		err = simulator.Main(ctx, args)
-	case "verify":
-		err = verifycli.Main(ctx, args)
-	case "bot":
-		err = bot.Main(ctx, args)
-	case "bench":
-		err = bench.Main(ctx, args)
-	case "bare-proxy":
-		err = bench.BareProxy(ctx, args)
-	case "help", "-h", "--help":
-		fmt.Print(usage)
+	code := run(ctx, os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// errUnknownCommand is dispatch's answer to a command it does not have.
+var errUnknownCommand = errors.New("unknown command")
+
+// run runs one command and says the exit status: 0, also for -h/--help; 1 for a failure; 2
+// for an unknown command.
+func run(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
+	switch err := dispatch(ctx, cmd, args, stdout); {
+	case err == nil, errors.Is(err, flag.ErrHelp): // the flag set printed its usage
+		return 0
+	case errors.Is(err, errUnknownCommand):
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usage)
+		return 2
 	default:
-		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "gateway:", err)
+		return 1
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gateway:", err)
-		os.Exit(1)
+}
+
+func dispatch(ctx context.Context, cmd string, args []string, stdout io.Writer) error {
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, args)
+	case "migrate":
+		return cmdMigrate(ctx, args)
+	case "apply":
+		return admincli.Apply(ctx, args)
+	case "admin":
+		return admincli.Admin(ctx, args, stdout)
+	case "dev":
+		return cmdDev(ctx, args)
+	case "simulator":
+		return simulator.Main(ctx, args)
+	case "verify":
+		return verifycli.Main(ctx, args)
+	case "bot":
+		return bot.Main(ctx, args)
+	case "bench":
+		return bench.Main(ctx, args)
+	case "bare-proxy":
+		return bench.BareProxy(ctx, args)
+	case "version", "--version":
+		_, err := fmt.Fprint(stdout, version.Get())
+		return err
+	case "help", "-h", "--help":
+		_, err := fmt.Fprint(stdout, usage)
+		return err
 	}
+	return errUnknownCommand
 }

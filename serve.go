@@ -38,6 +38,7 @@ import (
 	"modelgateway/core/telemetry"
 	"modelgateway/core/tokens"
 	"modelgateway/core/verify"
+	"modelgateway/core/version"
 	"modelgateway/front"
 	"modelgateway/front/status"
 	"modelgateway/realtime"
@@ -102,6 +103,9 @@ type Gateway struct {
 	streams *rpc.InProcess
 	// the bound listeners, served from the end of Start
 	httpLn, grpcLn net.Listener
+	log            *slog.Logger
+	// cut is how many streams were still running at the drain bound
+	cut int64
 }
 
 // Start migrates, loads the snapshot and serves; it returns once both listeners are bound.
@@ -320,7 +324,7 @@ func (w *wiring) listen(handler *front.Server, core corev1.CoreServiceClient, st
 		front: handler, httpSrv: newHTTPServer(w.tel.Handler(site.Before(handler))),
 		tel: w.tel, MetricsAddr: w.tel.MetricsAddr,
 		grpcSrv: w.grpcSrv, stop: stop, done: make(chan struct{}), simSrv: w.simSrv, Status: w.site.Recorder, statusDone: w.site.Done(), streams: w.streams,
-		httpLn: httpLn, grpcLn: grpcLn,
+		httpLn: httpLn, grpcLn: grpcLn, log: w.log,
 	}
 	if cfg.AdminHTTPAddr != "" {
 		adminLn, err := net.Listen("tcp", cfg.AdminHTTPAddr)
@@ -359,12 +363,23 @@ func (w *wiring) run(runCtx context.Context, g *Gateway) {
 	for _, warning := range admin.SnapshotCredentials(holder.Current(), cfg.Env) {
 		log.Warn(warning)
 	}
-	log.Info("gateway serving", "http", g.HTTPAddr, "grpc", g.GRPCAddr, "admin_api", cfg.AdminToken != "")
+	v := version.Get()
+	log.Info("gateway serving", "version", v.Version, "commit", v.Commit, "http", g.HTTPAddr, "grpc", g.GRPCAddr,
+		"admin_http", g.AdminHTTPAddr, "metrics", g.MetricsAddr, "admin_api", cfg.AdminToken != "")
 }
 
 // Shutdown stops accepting, drains in-flight requests and streams within the bound, then
-// releases the database.
+// releases the database. A line says it begins and one what it drained in how long.
 func (g *Gateway) Shutdown(drain time.Duration) error {
+	start, running := time.Now(), g.streams.Running()
+	g.log.Info("gateway draining", "streams", running, "drain_timeout", drain)
+	err := g.shutdown(drain)
+	g.log.Info("gateway stopped", "streams_drained", running-g.cut, "streams_cut", g.cut,
+		"took", time.Since(start).Round(time.Millisecond).String(), "err", err)
+	return err
+}
+
+func (g *Gateway) shutdown(drain time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	// Upgraded realtime connections are not the HTTP server's to drain: close them alongside.
@@ -377,6 +392,7 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 	if ctx.Err() != nil {
 		// The drain bound has passed: Shutdown leaves running requests be, so cut them. An
 		// answer finished after the ledger closed would be delivered and never charged.
+		g.cut = g.streams.Running()
 		_ = g.httpSrv.Close()
 	}
 	cut := make(chan struct{})

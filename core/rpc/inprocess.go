@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -26,6 +27,8 @@ type InProcess struct {
 	// calls counts the streams running: after the drain bound they are cut, and the ledger
 	// closes only once they have queued their records (Wait).
 	calls sync.WaitGroup
+	// running is calls' count, which a WaitGroup does not tell: the shutdown line says it.
+	running atomic.Int64
 }
 
 // Generate runs CoreService.Generate for the front; it implements relay.GenerateFunc.
@@ -46,6 +49,9 @@ func (p *InProcess) Realtime(stream corev1.CoreService_RealtimeServer) error {
 // Wait returns when no call is running.
 func (p *InProcess) Wait() { p.calls.Wait() }
 
+// Running is the number of calls running now.
+func (p *InProcess) Running() int64 { return p.running.Load() }
+
 // The streams' server infos, made once rather than per call.
 var (
 	generateInfo = &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Generate_FullMethodName, IsServerStream: true}
@@ -55,7 +61,8 @@ var (
 
 func (p *InProcess) run(info *grpc.StreamServerInfo, stream grpc.ServerStream, call func() error) error {
 	p.calls.Add(1)
-	defer p.calls.Done()
+	p.running.Add(1)
+	defer func() { p.running.Add(-1); p.calls.Done() }()
 	return p.Interceptor(p.Server, stream, info, func(any, grpc.ServerStream) error { return call() })
 }
 

@@ -45,7 +45,7 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 			break
 		}
 		if b.s.Deps.Log != nil {
-			b.s.Deps.Log.WarnContext(b.ctx, "upstream failed, trying the next route", "model", b.m.ID, "provider", p.ID, "err", err)
+			b.s.Deps.Log.WarnContext(b.ctx, "upstream failed, trying the next route", "request_id", b.out.RequestID, "model", b.m.ID, "provider", p.ID, "err", err)
 		}
 	}
 	if lastErr == nil || errors.Is(lastErr, errNoAdapter) {

@@ -29,11 +29,12 @@ const (
 
 // Options are the inputs of Build; equal inputs give an equal image.
 type Options struct {
-	Binary  string    // path of the static gateway binary
-	CACerts string    // path of a PEM bundle
-	Arch    string    // GOARCH of the binary
-	Tag     string    // reference written into a docker tarball
-	Created time.Time // every timestamp of the image: SOURCE_DATE_EPOCH
+	Binary  string            // path of the static gateway binary
+	CACerts string            // path of a PEM bundle
+	Arch    string            // GOARCH of the binary
+	Tag     string            // reference written into a docker tarball
+	Created time.Time         // every timestamp of the image: SOURCE_DATE_EPOCH
+	Labels  map[string]string // added to (or replacing) the title and description labels
 }
 
 // Build makes the image: a base layer (passwd, group, CA certificates, /tmp, the user's home)
@@ -108,6 +109,9 @@ func Build(o Options) (v1.Image, error) {
 			"org.opencontainers.image.title":       "modelgateway",
 			"org.opencontainers.image.description": "Model gateway: one service between applications and AI model providers",
 		},
+	}
+	for k, v := range o.Labels {
+		cf.Config.Labels[k] = v
 	}
 	return mutate.ConfigFile(img, cf)
 }

@@ -37,7 +37,8 @@ func TestTarballReadBack(t *testing.T) {
 	binary, certs := fixture(t)
 	out := filepath.Join(t.TempDir(), "image.tar")
 	epoch := func(string) string { return "1700000000" }
-	if err := run([]string{"-binary", binary, "-ca-certificates", certs, "-arch", "amd64", "-o", out}, epoch); err != nil {
+	labels := []string{"-label", "org.opencontainers.image.version=v1.2.3", "-label", "org.opencontainers.image.revision=abc=1"}
+	if err := run(append([]string{"-binary", binary, "-ca-certificates", certs, "-arch", "amd64", "-o", out}, labels...), epoch); err != nil {
 		t.Fatal(err)
 	}
 	img, err := tarball.ImageFromPath(out, nil)
@@ -47,6 +48,15 @@ func TestTarballReadBack(t *testing.T) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// make image passes the version as OCI labels; the built-in ones stay.
+	for k, want := range map[string]string{"org.opencontainers.image.version": "v1.2.3", "org.opencontainers.image.revision": "abc=1", "org.opencontainers.image.title": "modelgateway"} {
+		if got := cf.Config.Labels[k]; got != want {
+			t.Errorf("label %s = %q, want %q", k, got, want)
+		}
+	}
+	if err := run([]string{"-binary", binary, "-o", out, "-label", "novalue"}, epoch); err == nil || !strings.Contains(err.Error(), "KEY=VALUE") {
+		t.Errorf("a label without =: %v", err)
 	}
 	if got := strings.Join(cf.Config.Entrypoint, " "); got != BinaryPath {
 		t.Errorf("entrypoint %q, want %s", got, BinaryPath)

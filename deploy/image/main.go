@@ -17,6 +17,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,17 @@ func run(args []string, getenv func(string) string) error {
 	fs.StringVar(&o.Tag, "tag", "modelgateway:latest", "image reference written into a docker tarball")
 	out := fs.String("o", "", "output: a tarball file (docker) or a directory (oci)")
 	format := fs.String("format", "docker", "docker (a `docker load` tarball) or oci (an OCI image layout)")
+	fs.Func("label", "an image label KEY=VALUE, repeatable (make image: the OCI version, revision and created)", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q is not KEY=VALUE", v)
+		}
+		if o.Labels == nil {
+			o.Labels = map[string]string{}
+		}
+		o.Labels[k] = val
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@
 package admincli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,11 +31,13 @@ import (
 	"modelgateway/core/wire/yamljson"
 )
 
-const adminUsage = `usage: gateway admin VERB [--field=value ...] ['{"json":"request"}']
+const adminUsage = `usage: gateway admin [-grpc-addr ADDR | -http-addr ADDR] VERB [--field=value ...] ['{"json":"request"}']
 
-Calls one AdminService RPC over gRPC (GATEWAY_GRPC_ADDR, bearer GATEWAY_ADMIN_TOKEN) and prints
-the result as JSON. Fields are the request's proto field names; repeated fields take
-comma-separated values. A JSON request object may be given instead of, or besides, flags.
+Calls one AdminService RPC over gRPC (-grpc-addr, default GATEWAY_GRPC_ADDR or 127.0.0.1:9090),
+or over its admin HTTP route when only -http-addr is given (default GATEWAY_HTTP_ADDR or
+127.0.0.1:8080), with the bearer GATEWAY_ADMIN_TOKEN, and prints the result as JSON. Fields are the request's proto field
+names; repeated fields take comma-separated values. A JSON request object may be given instead
+of, or besides, flags. "gateway admin VERB --help" lists the verb's fields.
 
 verbs:
 `
@@ -65,35 +68,143 @@ func kebab(s string) string {
 	return b.String()
 }
 
-// Admin implements `gateway admin VERB [--field=value ...] ['{"json":"request"}']`.
+// Admin implements `gateway admin [-grpc-addr ADDR] VERB [--field=value ...] ['{"json":"request"}']`.
 func Admin(ctx context.Context, args []string, out io.Writer) error {
 	methods := adminMethods()
-	if len(args) == 0 || args[0] == "help" {
-		verbs := make([]string, 0, len(methods))
-		for v := range methods {
-			verbs = append(verbs, v)
+	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { printVerbs(out, methods) }
+	addr := AddrFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
 		}
-		sort.Strings(verbs)
-		fmt.Fprint(out, adminUsage+"  "+strings.Join(verbs, "\n  ")+"\n")
+		return err
+	}
+	if args = fs.Args(); len(args) == 0 || args[0] == "help" {
+		printVerbs(out, methods)
 		return nil
 	}
 	md, ok := methods[args[0]]
 	if !ok {
 		return fmt.Errorf("unknown admin verb %q (try: gateway admin help)", args[0])
 	}
+	if wantsHelp(args[1:]) {
+		printFields(out, args[0], md)
+		return flag.ErrHelp
+	}
 	req, err := buildRequest(md.Input(), args[1:])
 	if err != nil {
 		return err
 	}
-	resp, err := callAdmin(ctx, md, req)
+	var resp proto.Message
+	if addr.viaHTTP(fs) {
+		resp, err = callHTTP(ctx, addr.HTTP, os.Getenv("GATEWAY_ADMIN_TOKEN"), md, req)
+	} else {
+		resp, err = callAdmin(ctx, addr.GRPC, md, req)
+	}
 	if err != nil {
 		return err
 	}
-	b, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true, Multiline: true}.Marshal(resp)
+	return printJSON(out, resp)
+}
+
+// viaHTTP is true when the command line named -http-addr (and not -grpc-addr): the command
+// then calls over HTTP instead of its own default.
+func (a *Addrs) viaHTTP(fs *flag.FlagSet) bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return (set["http-addr"] || set["addr"]) && !set["grpc-addr"]
+}
+
+// Addrs are the gateway addresses `gateway admin` and `gateway verify` both take: admin calls
+// over gRPC unless only -http-addr is given, verify over HTTP unless only -grpc-addr is.
+type Addrs struct {
+	GRPC, HTTP string
+}
+
+// AddrFlags defines -grpc-addr and -http-addr, defaulted from GATEWAY_GRPC_ADDR and
+// GATEWAY_HTTP_ADDR as the gateway's own listeners are.
+func AddrFlags(fs *flag.FlagSet) *Addrs {
+	a := &Addrs{}
+	fs.StringVar(&a.GRPC, "grpc-addr", envOr("GATEWAY_GRPC_ADDR", "127.0.0.1:9090"), "the gateway's gRPC address (GATEWAY_GRPC_ADDR)")
+	fs.StringVar(&a.HTTP, "http-addr", envOr("GATEWAY_HTTP_ADDR", "127.0.0.1:8080"), "the gateway's HTTP address or base URL (GATEWAY_HTTP_ADDR)")
+	return a
+}
+
+func printVerbs(out io.Writer, methods map[string]protoreflect.MethodDescriptor) {
+	verbs := make([]string, 0, len(methods))
+	for v := range methods {
+		verbs = append(verbs, v)
+	}
+	sort.Strings(verbs)
+	fmt.Fprint(out, adminUsage+"  "+strings.Join(verbs, "\n  ")+"\n")
+}
+
+// wantsHelp is true when a verb's arguments ask for its help rather than a call.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "--help", "-help", "help":
+			return true
+		}
+	}
+	return false
+}
+
+// printFields is `gateway admin VERB --help`: the RPC and the request's fields with the form
+// each flag takes, read from the descriptor so that a new field is listed without an edit.
+func printFields(out io.Writer, verb string, md protoreflect.MethodDescriptor) {
+	fmt.Fprintf(out, "usage: gateway admin [-grpc-addr ADDR | -http-addr ADDR] %s [--field=value ...] ['{\"json\":\"request\"}']\n\n", verb)
+	fmt.Fprintf(out, "Calls %s.%s with a %s and prints the %s it returns as JSON.\n\nfields:\n",
+		md.Parent().Name(), md.Name(), md.Input().Name(), md.Output().Name())
+	fields := md.Input().Fields()
+	if fields.Len() == 0 {
+		fmt.Fprintln(out, "  (none)")
+	}
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		fmt.Fprintf(out, "  --%s=%s\n", fd.Name(), fieldForm(fd))
+	}
+}
+
+// fieldForm is how a flag's value is written for the field's type.
+func fieldForm(fd protoreflect.FieldDescriptor) string {
+	switch {
+	case fd.IsMap():
+		return "KEY=VALUE,..."
+	case fd.Kind() == protoreflect.EnumKind:
+		vals := fd.Enum().Values()
+		names := make([]string, 0, vals.Len())
+		for i := 0; i < vals.Len(); i++ {
+			names = append(names, string(vals.Get(i).Name()))
+		}
+		return strings.Join(names, "|")
+	case fd.Kind() == protoreflect.BoolKind:
+		return "true|false"
+	case fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == "google.protobuf.Timestamp":
+		return "RFC3339-TIME"
+	case fd.Kind() == protoreflect.MessageKind:
+		return "JSON (" + string(fd.Message().Name()) + ")"
+	case fd.IsList():
+		return strings.ToUpper(fd.Kind().String()) + ",..."
+	}
+	return strings.ToUpper(fd.Kind().String())
+}
+
+// printJSON prints a message the way jq does: two-space indent, one space after the colon.
+// protojson's own Multiline output spaces randomly (two spaces, on purpose: it is unstable).
+func printJSON(out io.Writer, m proto.Message) error {
+	b, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(out, string(b))
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err = out.Write(buf.Bytes())
 	return err
 }
 
@@ -170,12 +281,29 @@ func describeRPCError(err error) error {
 	return fmt.Errorf("%s: %s", e.Code, e.Message)
 }
 
-func callAdmin(ctx context.Context, md protoreflect.MethodDescriptor, req proto.Message) (proto.Message, error) {
-	token := os.Getenv("GATEWAY_ADMIN_TOKEN")
+// Call calls the AdminService RPC named rpc (VerifyCapabilities) at the gRPC address with the
+// admin token and prints its answer as JSON: `gateway verify -grpc-addr` goes this way.
+func Call(ctx context.Context, addr, token, rpc string, req proto.Message, out io.Writer) error {
+	md := adminv1.File_gateway_admin_v1_admin_proto.Services().ByName("AdminService").Methods().ByName(protoreflect.Name(rpc))
+	if md == nil {
+		return fmt.Errorf("AdminService has no RPC %s", rpc)
+	}
+	resp, err := callAdminAs(ctx, addr, token, md, req)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, resp)
+}
+
+func callAdmin(ctx context.Context, addr string, md protoreflect.MethodDescriptor, req proto.Message) (proto.Message, error) {
+	return callAdminAs(ctx, addr, os.Getenv("GATEWAY_ADMIN_TOKEN"), md, req)
+}
+
+func callAdminAs(ctx context.Context, addr, token string, md protoreflect.MethodDescriptor, req proto.Message) (proto.Message, error) {
 	if token == "" {
 		return nil, errors.New("GATEWAY_ADMIN_TOKEN is not set")
 	}
-	conn, err := grpc.NewClient(envOr("GATEWAY_GRPC_ADDR", "127.0.0.1:9090"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, fmt.Errorf("dial gateway: %w", err)
 	}
@@ -215,12 +343,13 @@ func Apply(ctx context.Context, args []string) error {
 		return fmt.Errorf("%s: the document is not a mapping: %w", *file, err)
 	}
 	md := adminv1.File_gateway_admin_v1_admin_proto.Services().ByName("AdminService").Methods().ByName("ApplyCatalog")
-	resp, err := callAdmin(ctx, md, &adminv1.ApplyCatalogRequest{Document: st})
+	resp, err := callAdmin(ctx, envOr("GATEWAY_GRPC_ADDR", "127.0.0.1:9090"), md, &adminv1.ApplyCatalogRequest{Document: st})
 	if err != nil {
 		return fmt.Errorf("%s: %w", *file, err)
 	}
-	b, _ := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true, Multiline: true}.Marshal(resp)
-	fmt.Println(string(b))
+	if err := printJSON(os.Stdout, resp); err != nil {
+		return err
+	}
 	// The server's warnings (e.g. a provider key variable it does not have) on stderr too.
 	if f := resp.ProtoReflect().Descriptor().Fields().ByName("warnings"); f != nil {
 		ws := resp.ProtoReflect().Get(f).List()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -306,10 +307,39 @@ func chatOf(u *models.Update) int64 {
 	return 0
 }
 
+// Usage is `gateway bot --help`: the environment FromEnv reads, with the defaults it applies.
+const Usage = `usage: gateway bot
+
+Runs the Telegram bot. It takes no flags; it reads its environment:
+
+  TELEGRAM_BOT_TOKEN               the bot's token from @BotFather (required)
+  TELEGRAM_API_URL                 Bot API base URL (default https://api.telegram.org)
+  GATEWAY_ADMIN_ADDR               the gateway's gRPC address (default 127.0.0.1:9090)
+  GATEWAY_ADMIN_TOKEN              the gateway's admin token
+  GATEWAY_BOT_OPERATORS            comma-separated Telegram user ids allowed /credit and /find
+  TELEGRAM_PAYMENT_PROVIDER_TOKEN  Bot Payments provider token; /topup sends invoices only with it
+  GATEWAY_PUBLIC_BASE_URL          base URL shown in /help and with new keys
+                                   (default http://$GATEWAY_HTTP_ADDR)
+  GATEWAY_HTTP_ADDR                the gateway's HTTP address (default 127.0.0.1:8080)
+  GATEWAY_BOT_WEBHOOK_URL          receive updates on this public URL instead of long polling
+  GATEWAY_BOT_WEBHOOK_ADDR         local listener of the webhook (default 127.0.0.1:8081)
+  GATEWAY_BOT_SECRET_TTL           how long a message holding a secret stays (default 10m)
+  GATEWAY_BOT_POLL_TIMEOUT         getUpdates long-polling timeout (default 50s)
+  GATEWAY_LOG_LEVEL                debug, info, warn or error (default info)
+`
+
 // Main is `gateway bot`: the environment of contract.md, JSON logs on stderr.
 func Main(ctx context.Context, args []string) error {
+	return run(ctx, args, os.Stdout)
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
+		_, err := io.WriteString(out, Usage)
+		return err
+	}
 	if len(args) > 0 {
-		return fmt.Errorf("bot takes no arguments; it reads its environment (see README)")
+		return fmt.Errorf("bot takes no arguments; it reads its environment (gateway bot --help lists it)")
 	}
 	cfg, err := FromEnv(os.Getenv)
 	if err != nil {

@@ -3,6 +3,7 @@ package status
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -51,5 +52,38 @@ func TestBeforeSplitsTheSiteFromTheClientRoutes(t *testing.T) {
 		if resp.StatusCode != tc.code || csp != tc.site {
 			t.Errorf("%s: %d, site's CSP %v; want %d, %v", tc.path, resp.StatusCode, csp, tc.code, tc.site)
 		}
+	}
+}
+
+// The site's answers carry a request id as the client routes' do, so that their access log
+// lines have one (they were logged with request_id=""); a client's well-formed id is kept.
+func TestSiteAnswersCarryARequestID(t *testing.T) {
+	h, err := New(Config{Status: fixed{fixture()}, BaseURL: "https://gw.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	seen := map[string]bool{}
+	for _, path := range []string{"/status", "/docs", "/status/api/v2/summary.json", "/status/nope"} {
+		resp, body := get(t, srv.URL+path)
+		id := resp.Header.Get("X-Request-Id")
+		if id == "" || seen[id] {
+			t.Errorf("%s: X-Request-Id %q, want a fresh one", path, id)
+		}
+		seen[id] = true
+		if resp.StatusCode == http.StatusNotFound && !strings.Contains(string(body), id) {
+			t.Errorf("%s: the error envelope lacks the request id %s: %s", path, id, body)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/status", nil)
+	req.Header.Set("X-Request-Id", "client-chosen-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Request-Id"); got != "client-chosen-1" {
+		t.Errorf("a client's id: answered %q", got)
 	}
 }

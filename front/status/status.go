@@ -17,6 +17,8 @@ import (
 	"time"
 
 	statusv1 "modelgateway/gen/gateway/status/v1"
+
+	"modelgateway/core/wire/requestid"
 )
 
 //go:embed assets/*
@@ -97,6 +99,13 @@ func (h *Handler) Before(next http.Handler) http.Handler {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A request id as the client routes assign one: the access log line and a support
+	// question about this answer name it. A client's id is kept when it has the allowed form.
+	id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
+	if id == "" || requestid.CheckClient(id) != nil {
+		id = requestid.New()
+	}
+	w.Header().Set("X-Request-Id", id)
 	w.Header().Set("Content-Security-Policy", CSP)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "no-referrer")
@@ -116,7 +125,7 @@ func (h *Handler) status(r *http.Request) (*statusv1.GetStatusResponse, error) {
 func (h *Handler) fail(w http.ResponseWriter, code int, errCode, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg, "type": "service_error", "code": errCode}})
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg, "type": "service_error", "code": errCode, "request_id": w.Header().Get("X-Request-Id")}})
 }
 
 func (h *Handler) unavailable(w http.ResponseWriter, err error) {

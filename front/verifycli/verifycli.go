@@ -15,7 +15,10 @@ import (
 	"os"
 	"strings"
 
+	adminv1 "modelgateway/gen/gateway/admin/v1"
+
 	"modelgateway/core/wire/apierror"
+	"modelgateway/front/admincli"
 )
 
 // verifyPath is the HTTP route of AdminService.VerifyCapabilities.
@@ -32,7 +35,8 @@ func Run(ctx context.Context, args []string, out io.Writer, token string) error 
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	models := fs.String("models", "", "comma-separated model ids; default: every active model")
 	families := fs.String("families", "", "comma-separated endpoint families; default: every text-generation family a model is routed on")
-	addr := fs.String("addr", envOr("GATEWAY_HTTP_ADDR", "127.0.0.1:8080"), "the gateway's HTTP address or base URL (GATEWAY_HTTP_ADDR)")
+	addrs := admincli.AddrFlags(fs)
+	fs.StringVar(&addrs.HTTP, "addr", addrs.HTTP, "the same as -http-addr")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,11 +46,23 @@ func Run(ctx context.Context, args []string, out io.Writer, token string) error 
 	if token == "" {
 		return errors.New("GATEWAY_ADMIN_TOKEN is not set")
 	}
-	body, err := json.Marshal(map[string][]string{"models": splitList(*models), "endpoint_families": splitList(*families)})
+	// The admin HTTP route by default; over gRPC, as `gateway admin` calls, when only -grpc-addr is given.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["grpc-addr"] && !set["http-addr"] && !set["addr"] {
+		req := &adminv1.VerifyCapabilitiesRequest{Models: splitList(*models), EndpointFamilies: splitList(*families)}
+		return admincli.Call(ctx, addrs.GRPC, token, "VerifyCapabilities", req, out)
+	}
+	return callHTTP(ctx, addrs.HTTP, token, splitList(*models), splitList(*families), out)
+}
+
+// callHTTP asks the admin HTTP route and prints its answer indented.
+func callHTTP(ctx context.Context, addr, token string, models, families []string, out io.Writer) error {
+	body, err := json.Marshal(map[string][]string{"models": models, "endpoint_families": families})
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL(*addr)+verifyPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL(addr)+verifyPath, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
@@ -98,11 +114,4 @@ func baseURL(addr string) string {
 		addr = "127.0.0.1" + addr
 	}
 	return "http://" + addr
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

@@ -5,12 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	adminv1 "modelgateway/gen/gateway/admin/v1"
 )
 
 func TestVerifyCommandCallsTheAdminRoute(t *testing.T) {
@@ -74,5 +79,61 @@ func TestBaseURL(t *testing.T) {
 		if got := baseURL(in); got != want {
 			t.Errorf("baseURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// fakeAdmin answers VerifyCapabilities over gRPC with what it was asked.
+type fakeAdmin struct {
+	adminv1.UnimplementedAdminServiceServer
+	auth string
+}
+
+func (f *fakeAdmin) VerifyCapabilities(ctx context.Context, req *adminv1.VerifyCapabilitiesRequest) (*adminv1.VerifyCapabilitiesResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	f.auth = strings.Join(md.Get("authorization"), ",")
+	out := &adminv1.VerifyCapabilitiesResponse{}
+	for _, m := range req.Models {
+		out.Capabilities = append(out.Capabilities, &adminv1.Capability{Model: m, EndpointFamily: strings.Join(req.EndpointFamilies, "+")})
+	}
+	return out, nil
+}
+
+// verify takes the address flags admin takes: -http-addr (and the old -addr) for the admin
+// HTTP route, its default; -grpc-addr alone for the gRPC AdminService, as `gateway admin` calls.
+func TestVerifyTakesAdminsAddressFlags(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, fake := grpc.NewServer(), &fakeAdmin{}
+	adminv1.RegisterAdminServiceServer(gs, fake)
+	go gs.Serve(ln)
+	defer gs.Stop()
+	httpCalls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpCalls++
+		io.WriteString(w, `{"capabilities":[]}`)
+	}))
+	defer srv.Close()
+
+	var out bytes.Buffer
+	if err := Run(context.Background(), []string{"-grpc-addr", ln.Addr().String(), "-models", "a,b", "-families", "messages"}, &out, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if fake.auth != "Bearer tok" || httpCalls != 0 {
+		t.Errorf("gRPC call: auth %q, %d HTTP calls", fake.auth, httpCalls)
+	}
+	want := "{\n  \"capabilities\": [\n    {\n      \"model\": \"a\",\n      \"endpoint_family\": \"messages\","
+	if !strings.HasPrefix(out.String(), want) {
+		t.Errorf("printed:\n%s\nwant it to start with:\n%s", out.String(), want)
+	}
+	for _, flagName := range []string{"-http-addr", "-addr"} {
+		if err := Run(context.Background(), []string{flagName, srv.URL, "-grpc-addr", ln.Addr().String()}, io.Discard, "tok"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if httpCalls != 2 {
+		t.Errorf("-http-addr and -addr: %d HTTP calls, want 2", httpCalls)
 	}
 }
