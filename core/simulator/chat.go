@@ -165,11 +165,8 @@ func chatFinish(a *answer) string {
 
 func serveChat(x *exchange) {
 	var q chatRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	id := "chatcmpl-sim" + a.id

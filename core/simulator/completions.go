@@ -76,11 +76,8 @@ func completionFinish(a *answer) string {
 
 func serveCompletions(x *exchange) {
 	var q completionRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	id := "cmpl-sim" + a.id

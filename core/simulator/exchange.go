@@ -30,6 +30,20 @@ func (x *exchange) decode(v any) bool {
 	return true
 }
 
+// conversation is a request body the simulator plans a text answer for.
+type conversation interface{ convo() *convo }
+
+// planned decodes the body into q, plans the answer to it and begins the exchange: the
+// preamble every text route shares. It returns false when the exchange is already over (a
+// bad body, a #sim:fail, or the client left).
+func (x *exchange) planned(q conversation) (*answer, bool) {
+	if !x.decode(q) {
+		return nil, false
+	}
+	a := plan(q.convo(), x.sim.o.Words)
+	return a, x.begin(a)
+}
+
 // now is the creation time of the answer in unix seconds.
 func (x *exchange) now() int64 { return x.sim.o.Now().Unix() }
 

@@ -268,11 +268,8 @@ func geminiPieces(a *answer) []geminiPiece {
 func serveGenerate(x *exchange) {
 	model, method, _ := geminiPath(x.r.URL.Path)
 	var q geminiRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	resp := func(parts []geminiPartOut, finish string, u geminiUsage) geminiResponse {
@@ -333,11 +330,8 @@ func mergeParts(ps []geminiPiece) []geminiPartOut {
 
 func serveGeminiCount(x *exchange) {
 	var q geminiRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	x.writeJSON(nil, 1, struct {

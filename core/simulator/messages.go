@@ -173,11 +173,8 @@ func (a *answer) hasText() bool {
 
 func serveMessages(x *exchange) {
 	var q messagesRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	if q.Stream {
@@ -264,11 +261,8 @@ func streamMessages(x *exchange, a *answer, model string) {
 
 func serveCountTokens(x *exchange) {
 	var q messagesRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	x.writeJSON(nil, 1, struct {

@@ -292,11 +292,8 @@ func orJSON(raw json.RawMessage, def string) json.RawMessage {
 
 func serveResponses(x *exchange) {
 	var q responsesRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	r := &respReply{q: &q, a: a, created: x.now()}
@@ -427,11 +424,8 @@ type inputText struct {
 // as the real endpoint does.
 func serveCompact(x *exchange) {
 	var q responsesRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	var out []any
@@ -452,11 +446,8 @@ func serveCompact(x *exchange) {
 
 func serveResponsesInputTokens(x *exchange) {
 	var q responsesRequest
-	if !x.decode(&q) {
-		return
-	}
-	a := plan(q.convo(), x.sim.o.Words)
-	if !x.begin(a) {
+	a, ok := x.planned(&q)
+	if !ok {
 		return
 	}
 	x.writeJSON(nil, 1, struct {
