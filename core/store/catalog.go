@@ -127,9 +127,7 @@ func (s *Store) LoadCatalog(ctx context.Context) (*CatalogData, error) {
 		if d.Fx, err = latestFx(ctx, tx); err != nil {
 			return err
 		}
-		if d.Keys, err = collect(ctx, tx, `SELECT `+keyColumns+` FROM api_keys WHERE state = '`+KeyActive+`'`, func(r pgx.Rows) (*Key, error) {
-			return scanKey(r)
-		}); err != nil {
+		if d.Keys, err = collect(ctx, tx, `SELECT `+keyColumns+` FROM api_keys WHERE state = '`+KeyActive+`'`, scanKeyRow); err != nil {
 			return fmt.Errorf("load keys: %w", err)
 		}
 		return nil
@@ -145,6 +143,11 @@ func collect[T any](ctx context.Context, tx pgx.Tx, sql string, scan func(pgx.Ro
 	if err != nil {
 		return nil, err
 	}
+	return collectRows(rows, scan)
+}
+
+// collectRows scans every row and closes rows; nil when there are none.
+func collectRows[T any](rows pgx.Rows, scan func(pgx.Rows) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {

@@ -43,6 +43,9 @@ func scanKey(row pgx.Row) (*Key, error) {
 	return &k, nil
 }
 
+// scanKeyRow is scanKey for collectRows.
+func scanKeyRow(rows pgx.Rows) (*Key, error) { return scanKey(rows) }
+
 // CreateKey inserts a key for an existing profile.
 func (s *Store) CreateKey(ctx context.Context, k *Key) (*Key, error) {
 	return createKey(ctx, s.Pool, k)
@@ -72,16 +75,7 @@ func (s *Store) ListKeys(ctx context.Context, profileID uuid.UUID) ([]*Key, erro
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
-	defer rows.Close()
-	var keys []*Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return collectRows(rows, scanKeyRow)
 }
 
 // KeyUpdate names the fields to change; nil means unchanged.
@@ -155,14 +149,5 @@ func (s *Store) ActiveKeys(ctx context.Context) ([]*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load keys: %w", err)
 	}
-	defer rows.Close()
-	var keys []*Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return collectRows(rows, scanKeyRow)
 }
