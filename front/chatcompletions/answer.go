@@ -2,10 +2,8 @@ package chatcompletions
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -19,11 +17,10 @@ import (
 // answerEncoder collects a non-streaming answer and writes it in Finish: the upstream's own
 // body on passthrough, else a chat.completion built from the events.
 type answerEncoder struct {
-	w           http.ResponseWriter
-	requestID   string
-	passthrough bool
-	native      []byte
-	head        head
+	w         http.ResponseWriter
+	requestID string
+	pt        relay.Passthrough
+	head      head
 
 	text, reasoning strings.Builder
 	tools           []chatwire.ToolCall
@@ -34,17 +31,14 @@ type answerEncoder struct {
 
 // Start implements relay.Encoder.
 func (e *answerEncoder) Start(s *corev1.Start) error {
-	e.passthrough = s.GetPassthrough()
+	e.pt.Start(s)
 	e.head = newHead(s)
 	return nil
 }
 
 // Event implements relay.Encoder.
 func (e *answerEncoder) Event(ev *corev1.GenerateEvent) error {
-	if e.passthrough {
-		if n := ev.GetNative(); n != nil {
-			e.native = n.GetData()
-		}
+	if e.pt.Event(ev) {
 		return nil
 	}
 	switch x := ev.GetEvent().(type) {
@@ -76,11 +70,8 @@ func (e *answerEncoder) Event(ev *corev1.GenerateEvent) error {
 
 // Finish implements relay.Encoder.
 func (e *answerEncoder) Finish() error {
-	if e.passthrough {
-		if e.native == nil {
-			return errors.New("the upstream answered nothing")
-		}
-		return e.write(e.native)
+	if done, err := e.pt.Finish(e.w); done {
+		return err
 	}
 	msg := chatwire.AnswerMessage{Role: "assistant", ToolCalls: e.tools}
 	// content is null when the answer is only tool calls, as OpenAI sends it.
@@ -106,17 +97,7 @@ func (e *answerEncoder) Finish() error {
 	if err != nil {
 		return fmt.Errorf("encoding the chat completion: %w", err)
 	}
-	return e.write(body)
-}
-
-// write sends the answer. A failed write means the client has gone; it is not reported,
-// since the status line is out and the relay must not write an error envelope after it.
-func (e *answerEncoder) write(body []byte) error {
-	h := e.w.Header()
-	relay.SetJSON(h)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	e.w.WriteHeader(http.StatusOK)
-	_, _ = e.w.Write(body)
+	relay.WriteAnswer(e.w, body)
 	return nil
 }
 

@@ -2,10 +2,8 @@ package completions
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,29 +22,26 @@ func (Protocol) Encoder(w http.ResponseWriter, r *http.Request, _ *corev1.Genera
 }
 
 type encoder struct {
-	w           http.ResponseWriter
-	requestID   string
-	start       *corev1.Start
-	passthrough bool
-	native      []byte
-	text        strings.Builder
-	finish      string
-	usage       *corev1.Usage
+	w         http.ResponseWriter
+	requestID string
+	start     *corev1.Start
+	pt        relay.Passthrough
+	text      strings.Builder
+	finish    string
+	usage     *corev1.Usage
 }
 
 // Start implements relay.Encoder.
 func (e *encoder) Start(s *corev1.Start) error {
-	e.start, e.passthrough = s, s.GetPassthrough()
+	e.start = s
+	e.pt.Start(s)
 	return nil
 }
 
 // Event implements relay.Encoder. Reasoning and tool calls have no place in a text completion
 // and are dropped.
 func (e *encoder) Event(ev *corev1.GenerateEvent) error {
-	if e.passthrough {
-		if n := ev.GetNative(); n != nil {
-			e.native = n.GetData()
-		}
+	if e.pt.Event(ev) {
 		return nil
 	}
 	switch x := ev.GetEvent().(type) {
@@ -62,11 +57,8 @@ func (e *encoder) Event(ev *corev1.GenerateEvent) error {
 
 // Finish implements relay.Encoder.
 func (e *encoder) Finish() error {
-	if e.passthrough {
-		if e.native == nil {
-			return errors.New("the upstream answered nothing")
-		}
-		return e.write(e.native)
+	if done, err := e.pt.Finish(e.w); done {
+		return err
 	}
 	u := e.usage
 	usage, err := jsontext.Marshal(chatwire.NewUsage(u.GetInputTokens(), u.GetCachedInputTokens(), u.GetCacheWriteTokens(), u.GetOutputTokens(), u.GetReasoningTokens()))
@@ -89,24 +81,14 @@ func (e *encoder) Finish() error {
 	if err != nil {
 		return fmt.Errorf("encoding the text completion: %w", err)
 	}
-	return e.write(body)
+	relay.WriteAnswer(e.w, body)
+	return nil
 }
 
 // Fail implements relay.Encoder; the relay writes the envelope itself for this non-streaming
 // route, this only covers a caller that does not.
 func (e *encoder) Fail(se *corev1.StreamError) {
 	apierror.Write(e.w, e.requestID, &apierror.Error{Code: se.GetCode(), Message: se.GetMessage()})
-}
-
-// write sends the answer; a failed write means the client has gone and is not reported, since
-// the status line is out.
-func (e *encoder) write(body []byte) error {
-	h := e.w.Header()
-	relay.SetJSON(h)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	e.w.WriteHeader(http.StatusOK)
-	_, _ = e.w.Write(body)
-	return nil
 }
 
 // FinishReason maps a canonical finish reason to the legacy values stop, length and
