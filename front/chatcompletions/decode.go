@@ -98,28 +98,23 @@ func decodeOptions(in *chatwire.Request, out *corev1.GenerateRequest) *apierror.
 // in the spec's order. A boolean switched off is not a use of the parameter: a model that was
 // verified without streaming must still accept stream:false.
 func parameters(in *chatwire.Request) []string {
-	var p []string
-	add := func(present bool, name string) {
-		if present {
-			p = append(p, name)
-		}
-	}
-	add(in.Temperature != nil, "temperature")
-	add(in.TopP != nil, "top_p")
-	add(in.MaxCompletionTokens != nil || in.MaxTokens != nil, "max_tokens")
-	add(in.FrequencyPenalty != nil, "frequency_penalty")
-	add(in.PresencePenalty != nil, "presence_penalty")
-	add(len(in.Stop) > 0, "stop")
-	add(in.Seed != nil, "seed")
-	add(in.N != nil, "n")
-	add(in.Stream != nil && *in.Stream, "stream")
-	add(in.ResponseFormat != nil, "response_format")
-	add(len(in.Tools) > 0, "tools")
-	add(chatwire.Present(in.ToolChoice), "tool_choice")
-	add(in.Logprobs != nil && *in.Logprobs, "logprobs")
-	add(in.TopLogprobs != nil, "top_logprobs")
-	add(chatwire.Present(in.LogitBias), "logit_bias")
-	add(in.User != nil || in.SafetyIdentifier != nil, "user")
+	var p relay.Params
+	p.Add(in.Temperature != nil, "temperature")
+	p.Add(in.TopP != nil, "top_p")
+	p.Add(in.MaxCompletionTokens != nil || in.MaxTokens != nil, "max_tokens")
+	p.Add(in.FrequencyPenalty != nil, "frequency_penalty")
+	p.Add(in.PresencePenalty != nil, "presence_penalty")
+	p.Add(len(in.Stop) > 0, "stop")
+	p.Add(in.Seed != nil, "seed")
+	p.Add(in.N != nil, "n")
+	p.Add(in.Stream != nil && *in.Stream, "stream")
+	p.Add(in.ResponseFormat != nil, "response_format")
+	p.Add(len(in.Tools) > 0, "tools")
+	p.Add(chatwire.Present(in.ToolChoice), "tool_choice")
+	p.Add(in.Logprobs != nil && *in.Logprobs, "logprobs")
+	p.Add(in.TopLogprobs != nil, "top_logprobs")
+	p.Add(chatwire.Present(in.LogitBias), "logit_bias")
+	p.Add(in.User != nil || in.SafetyIdentifier != nil, "user")
 	return p
 }
 

@@ -81,23 +81,18 @@ func (Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest, *
 
 // parameters lists the canonical names (spec 2.6) of the optional parameters the client set.
 func parameters(in *chatwire.CompletionRequest) []string {
-	var p []string
-	add := func(present bool, name string) {
-		if present {
-			p = append(p, name)
-		}
-	}
-	add(in.Temperature != nil, "temperature")
-	add(in.TopP != nil, "top_p")
-	add(in.MaxTokens != nil, "max_tokens")
-	add(in.FrequencyPenalty != nil, "frequency_penalty")
-	add(in.PresencePenalty != nil, "presence_penalty")
-	add(len(in.Stop) > 0, "stop")
-	add(in.Seed != nil, "seed")
-	add(in.N != nil, "n")
-	add(in.Logprobs != nil, "logprobs")
-	add(len(in.LogitBias) > 0 && string(in.LogitBias) != "null", "logit_bias")
-	add(in.User != nil, "user")
+	var p relay.Params
+	p.Add(in.Temperature != nil, "temperature")
+	p.Add(in.TopP != nil, "top_p")
+	p.Add(in.MaxTokens != nil, "max_tokens")
+	p.Add(in.FrequencyPenalty != nil, "frequency_penalty")
+	p.Add(in.PresencePenalty != nil, "presence_penalty")
+	p.Add(len(in.Stop) > 0, "stop")
+	p.Add(in.Seed != nil, "seed")
+	p.Add(in.N != nil, "n")
+	p.Add(in.Logprobs != nil, "logprobs")
+	p.Add(len(in.LogitBias) > 0 && string(in.LogitBias) != "null", "logit_bias")
+	p.Add(in.User != nil, "user")
 	return p
 }
 

@@ -11,6 +11,7 @@ import (
 	"modelgateway/core/wire/apierror"
 	mw "modelgateway/core/wire/messageswire"
 	"modelgateway/core/wire/strictjson"
+	"modelgateway/front/relay"
 )
 
 // decode parses a messages body into the canonical request. generation is true for
@@ -74,21 +75,16 @@ func decode(body []byte, generation bool) (*corev1.GenerateRequest, *apierror.Er
 // native spellings mapped: stop_sequences → stop, metadata.user_id → user,
 // output_config.format → response_format.
 func parameters(w *mw.Request, generation bool) []string {
-	var p []string
-	add := func(present bool, name string) {
-		if present {
-			p = append(p, name)
-		}
-	}
-	add(w.Temperature != nil, "temperature")
-	add(w.TopP != nil, "top_p")
-	add(generation && w.MaxTokens != nil, "max_tokens")
-	add(w.StopSequences != nil, "stop")
-	add(w.Stream != nil && *w.Stream, "stream") // stream:false asks for nothing optional
-	add(w.OutputConfig != nil && w.OutputConfig.Format != nil, "response_format")
-	add(w.Tools != nil, "tools")
-	add(w.ToolChoice != nil, "tool_choice")
-	add(w.Metadata != nil && w.Metadata.UserID != "", "user")
+	var p relay.Params
+	p.Add(w.Temperature != nil, "temperature")
+	p.Add(w.TopP != nil, "top_p")
+	p.Add(generation && w.MaxTokens != nil, "max_tokens")
+	p.Add(w.StopSequences != nil, "stop")
+	p.Add(w.Stream != nil && *w.Stream, "stream") // stream:false asks for nothing optional
+	p.Add(w.OutputConfig != nil && w.OutputConfig.Format != nil, "response_format")
+	p.Add(w.Tools != nil, "tools")
+	p.Add(w.ToolChoice != nil, "tool_choice")
+	p.Add(w.Metadata != nil && w.Metadata.UserID != "", "user")
 	return p
 }
 
