@@ -243,6 +243,13 @@ func (p *Prober) once(ctx context.Context, sem chan struct{}, t *Target, param s
 		return Inconclusive, ctx.Err()
 	}
 	defer func() { <-sem }()
+	err := p.sendProbe(ctx, t, param)
+	return Classify(err), err
+}
+
+// sendProbe sends the pair's smallest request using param ("" for none) within the prober's
+// timeout and drains the answer.
+func (p *Prober) sendProbe(ctx context.Context, t *Target, param string) error {
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -253,8 +260,7 @@ func (p *Prober) once(ctx context.Context, sem chan struct{}, t *Target, param s
 	if l := t.Model.OutputTokenLimit; l != nil && *l > 0 {
 		maxTokens = min(maxTokens, int64(*l)) // the probe must not break the model's own limit
 	}
-	err := p.send(ctx, t, request(t.Model.ID, t.Family, param, maxTokens))
-	return Classify(err), err
+	return p.send(ctx, t, request(t.Model.ID, t.Family, param, maxTokens))
 }
 
 // send generates and drains the answer: a stream that breaks off is not a success.
