@@ -88,3 +88,17 @@ func TestApplyRefusesWhatIsNotADocumentBeforeCalling(t *testing.T) {
 		t.Errorf("no file: %v", err)
 	}
 }
+
+func TestBaseURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"127.0.0.1:8080":      "http://127.0.0.1:8080",
+		":8080":               "http://127.0.0.1:8080",
+		"https://gw.example/": "https://gw.example",
+		"http://10.0.0.1:80":  "http://10.0.0.1:80",
+	} {
+		if got := BaseURL(in); got != want {
+			t.Errorf("BaseURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func callHTTP(ctx context.Context, base, token string, md protoreflect.MethodDes
 		}
 		body = c.Bytes()
 	}
-	hreq, err := http.NewRequestWithContext(ctx, method, baseURL(base)+path, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, method, BaseURL(base)+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +147,8 @@ func queryOf(fields map[string]json.RawMessage) string {
 	return "?" + q.Encode()
 }
 
-// baseURL turns a listener address (127.0.0.1:8080, :8080) or a URL into a base URL.
-func baseURL(addr string) string {
+// BaseURL turns a listener address (127.0.0.1:8080, :8080) or a URL into a base URL.
+func BaseURL(addr string) string {
 	if strings.Contains(addr, "://") {
 		return strings.TrimRight(addr, "/")
 	}

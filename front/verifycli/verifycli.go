@@ -62,7 +62,7 @@ func callHTTP(ctx context.Context, addr, token string, models, families []string
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL(addr)+verifyPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, admincli.BaseURL(addr)+verifyPath, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
@@ -103,15 +103,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// baseURL turns a listener address (127.0.0.1:8080, :8080) or a URL into a base URL.
-func baseURL(addr string) string {
-	if strings.Contains(addr, "://") {
-		return strings.TrimRight(addr, "/")
-	}
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr
-	}
-	return "http://" + addr
 }

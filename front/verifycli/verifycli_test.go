@@ -68,20 +68,6 @@ func TestVerifyCommandCallsTheAdminRoute(t *testing.T) {
 	}
 }
 
-func TestBaseURL(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"127.0.0.1:8080":      "http://127.0.0.1:8080",
-		":8080":               "http://127.0.0.1:8080",
-		"https://gw.example/": "https://gw.example",
-		"http://10.0.0.1:80":  "http://10.0.0.1:80",
-	} {
-		if got := baseURL(in); got != want {
-			t.Errorf("baseURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // fakeAdmin answers VerifyCapabilities over gRPC with what it was asked.
 type fakeAdmin struct {
 	adminv1.UnimplementedAdminServiceServer
