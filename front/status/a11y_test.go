@@ -70,7 +70,7 @@ func tag(name string) func(*html.Node) bool { return func(n *html.Node) bool { r
 func TestPagesAreAccessible(t *testing.T) {
 	t.Parallel()
 	srv := server(t, fixture())
-	for _, path := range []string{"/status", "/docs"} {
+	for _, path := range []string{"/status", "/docs", "/"} {
 		_, body := get(t, srv.URL+path)
 		doc, err := html.Parse(bytes.NewReader(body))
 		if err != nil {
@@ -80,7 +80,7 @@ func TestPagesAreAccessible(t *testing.T) {
 			t.Errorf("%s: <html> without lang", path)
 		}
 		tables := all(doc, tag("table"))
-		if len(tables) < 2 {
+		if len(tables) < 1 || (path != "/" && len(tables) < 2) {
 			t.Fatalf("%s: %d tables", path, len(tables))
 		}
 		for _, tb := range tables {

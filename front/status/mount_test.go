@@ -44,6 +44,8 @@ func TestBeforeSplitsTheSiteFromTheClientRoutes(t *testing.T) {
 		{"/status", http.StatusOK, true},
 		{"/status/api/v2/summary.json", http.StatusOK, true},
 		{"/docs", http.StatusOK, true},
+		{"/", http.StatusOK, true},
+		{"/nope", http.StatusTeapot, false}, // only the root itself is the site's
 		{"/v1/models", http.StatusTeapot, false},
 		{"/statusx", http.StatusTeapot, false},
 	} {

@@ -1,5 +1,6 @@
 // Package status is the public status site and documentation front (contract.md, "Status
-// site and docs"): /status, /status/api/v2/summary.json, /status/models.json and /docs,
+// site and docs"): the landing page /, /status, /status/api/v2/summary.json,
+// /status/models.json and /docs,
 // server-rendered with html/template and one embedded stylesheet, without a key. It reaches
 // core only through the generated StatusService client. Pages carry a strict
 // Content-Security-Policy: no script at all, styles only from this origin.
@@ -40,7 +41,7 @@ type Config struct {
 	Log    *slog.Logger
 }
 
-// Handler serves the four paths and the stylesheet.
+// Handler serves the site's pages, their JSON and the stylesheet.
 type Handler struct {
 	cfg   Config
 	pages *template.Template
@@ -70,11 +71,13 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /status/style.css", h.style)
 	h.mux.HandleFunc("GET /docs", h.docs)
 	h.mux.HandleFunc("GET /docs/{$}", h.docs)
+	h.mux.HandleFunc("GET /{$}", h.home)
 	return h, nil
 }
 
 // Paths are the path prefixes the handler serves, for the server's router.
-var Paths = []string{"/status", "/status/", "/docs", "/docs/"}
+// "/{$}" is the root alone: every other unknown path stays the client routes' 404 envelope.
+var Paths = []string{"/status", "/status/", "/docs", "/docs/", "/{$}"}
 
 // ConfigFromEnv reads the site's settings (contract.md, "Status site and docs"): the public
 // base URL (GATEWAY_PUBLIC_BASE_URL, else the client listener httpAddr) and the chat bot's
@@ -193,6 +196,17 @@ func (h *Handler) docs(w http.ResponseWriter, _ *http.Request) {
 		Quickstarts: quickstarts(h.cfg.BaseURL), Auth: Auth, Errors: Errors, Limits: Limits,
 		BillingRules: BillingRules, BotCommands: BotCommands,
 	})
+}
+
+// home is the landing page. It asks core for nothing, so it answers at once and even when
+// the database is away.
+func (h *Handler) home(w http.ResponseWriter, _ *http.Request) {
+	h.render(w, "home.html", homeData{BaseURL: h.cfg.BaseURL, BotURL: h.cfg.BotURL, Quickstarts: quickstarts(h.cfg.BaseURL)})
+}
+
+type homeData struct {
+	BaseURL, BotURL string
+	Quickstarts     []Quickstart
 }
 
 func wsBase(base string) string {

@@ -140,6 +140,7 @@ func TestPagesMatchGoldenFilesAndCarryAStrictCSP(t *testing.T) {
 	srv := server(t, fixture())
 	for _, tc := range []struct{ path, golden, ctype string }{
 		{"/status", "status.golden.html", "text/html; charset=utf-8"},
+		{"/", "home.golden.html", "text/html; charset=utf-8"},
 		{"/docs", "docs.golden.html", "text/html; charset=utf-8"},
 		{"/status/api/v2/summary.json", "summary.golden.json", "application/json"},
 		{"/status/models.json", "models.golden.json", "application/json"},
@@ -349,5 +350,47 @@ func TestNoTrafficAnywhereSaysNoDataNotOperational(t *testing.T) {
 	}
 	if strings.Contains(string(body), "All Systems Operational") {
 		t.Error("a page without data claims all systems operational")
+	}
+}
+
+// The landing page says what the gateway is and where to go next: every page of the site, the
+// base URL to give an SDK, and the chat bot only when one is configured.
+func TestLandingPageLinksTheSiteAndTheBaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, bot string
+	}{
+		{"with bot", "https://t.me/example_gateway_bot"},
+		{"without bot", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := New(Config{Status: fixed{fixture()}, BaseURL: "https://gw.example.com/", BotURL: tc.bot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			resp, body := get(t, srv.URL+"/")
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+				t.Fatalf("/: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			page := html.UnescapeString(string(body))
+			for _, want := range []string{
+				`href="/models"`, `href="/status"`, `href="/docs"`, `href="/status/api/v2/summary.json"`,
+				`<code id="base-url">https://gw.example.com</code>`,
+				`<code>https://gw.example.com/v1</code>`, // OpenAI SDKs
+				`<code>ANTHROPIC_API_KEY</code>`,
+			} {
+				if !strings.Contains(page, want) {
+					t.Errorf("landing page lacks %q", want)
+				}
+			}
+			if got := strings.Contains(page, `href="https://t.me/example_gateway_bot"`); got != (tc.bot != "") {
+				t.Errorf("bot link shown %v with GATEWAY_BOT_URL %q", got, tc.bot)
+			}
+			if !strings.Contains(page, "operator of this gateway") && tc.bot == "" {
+				t.Error("without a bot the page must say where keys come from")
+			}
+		})
 	}
 }
