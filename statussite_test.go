@@ -248,3 +248,56 @@ func TestStatusSiteShowsTheChatBotsReports(t *testing.T) {
 		t.Fatalf("after a report: %q, want operational", got)
 	}
 }
+
+// The landing page and the models page on a running gateway: /models shows every model that
+// GET /v1/catalog publishes, in the currency asked for, with the catalogue's FX status; the
+// root is the site's, any other unknown path is still the client routes' 404.
+func TestLandingAndModelsPagesShowTheServedCatalogue(t *testing.T) {
+	t.Parallel()
+	g := startGenOn(t, storetest.DatabaseURL(t), true)
+	get := func(path string) (int, string, string) {
+		resp, err := http.Get(g.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(body)
+	}
+	if code, ctype, body := get("/"); code != http.StatusOK || ctype != "text/html; charset=utf-8" || !strings.Contains(body, `href="/models"`) {
+		t.Fatalf("/: %d %s\n%.300s", code, ctype, body)
+	}
+	if code, _, _ := get("/no-such-page"); code != http.StatusNotFound {
+		t.Errorf("/no-such-page: %d", code)
+	}
+	code, _, raw := get("/v1/catalog")
+	var cat struct {
+		Currency string
+		Snapshot struct {
+			FxStatus string `json:"fx_status"`
+		}
+		Families []struct{ Models []struct{ ID string } }
+	}
+	if err := json.Unmarshal([]byte(raw), &cat); err != nil || code != http.StatusOK {
+		t.Fatalf("/v1/catalog: %d %v", code, err)
+	}
+	code, ctype, page := get("/models?currency=" + cat.Currency)
+	if code != http.StatusOK || ctype != "text/html; charset=utf-8" {
+		t.Fatalf("/models: %d %s", code, ctype)
+	}
+	n := 0
+	for _, f := range cat.Families {
+		for _, m := range f.Models {
+			n++
+			if !strings.Contains(page, `id="m-`+m.ID+`"`) {
+				t.Errorf("/models lacks %s", m.ID)
+			}
+		}
+	}
+	if n == 0 || !strings.Contains(page, `class="fx-`+cat.Snapshot.FxStatus+`"`) || !strings.Contains(page, " "+cat.Currency+" per ") {
+		t.Errorf("/models: %d models in the catalogue, FX %s, currency %s:\n%s", n, cat.Snapshot.FxStatus, cat.Currency, page)
+	}
+	if code, _, body := get("/models?currency=XYZ"); code != http.StatusBadRequest || !strings.Contains(body, "invalid_catalog_currency") {
+		t.Errorf("/models?currency=XYZ: %d %s", code, body)
+	}
+}

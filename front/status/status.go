@@ -1,5 +1,5 @@
 // Package status is the public status site and documentation front (contract.md, "Status
-// site and docs"): the landing page /, /status, /status/api/v2/summary.json,
+// site and docs"): the landing page /, the models page /models, /status, /status/api/v2/summary.json,
 // /status/models.json and /docs,
 // server-rendered with html/template and one embedded stylesheet, without a key. It reaches
 // core only through the generated StatusService client. Pages carry a strict
@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	catalogv1 "modelgateway/gen/gateway/catalog/v1"
 	statusv1 "modelgateway/gen/gateway/status/v1"
 
 	"modelgateway/core/wire/requestid"
@@ -32,6 +33,8 @@ const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'non
 // Config is what the front needs.
 type Config struct {
 	Status statusv1.StatusServiceClient
+	// Catalog is the public catalogue /models shows (the same as GET /v1/catalog).
+	Catalog catalogv1.CatalogServiceClient
 	// BaseURL is the {base_url} the pages show (GATEWAY_PUBLIC_BASE_URL, else derived from
 	// the listener), without a trailing slash.
 	BaseURL string
@@ -72,12 +75,13 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /docs", h.docs)
 	h.mux.HandleFunc("GET /docs/{$}", h.docs)
 	h.mux.HandleFunc("GET /{$}", h.home)
+	h.mux.HandleFunc("GET /models", h.catalog)
 	return h, nil
 }
 
 // Paths are the path prefixes the handler serves, for the server's router.
 // "/{$}" is the root alone: every other unknown path stays the client routes' 404 envelope.
-var Paths = []string{"/status", "/status/", "/docs", "/docs/", "/{$}"}
+var Paths = []string{"/status", "/status/", "/docs", "/docs/", "/{$}", "/models"}
 
 // ConfigFromEnv reads the site's settings (contract.md, "Status site and docs"): the public
 // base URL (GATEWAY_PUBLIC_BASE_URL, else the client listener httpAddr) and the chat bot's
@@ -132,7 +136,7 @@ func (h *Handler) fail(w http.ResponseWriter, code int, errCode, msg string) {
 }
 
 func (h *Handler) unavailable(w http.ResponseWriter, err error) {
-	h.cfg.Log.Warn("status site: status not readable", "err", err)
+	h.cfg.Log.Warn("status site: core not readable", "err", err)
 	h.fail(w, http.StatusServiceUnavailable, "unavailable", "the status is not readable right now")
 }
 

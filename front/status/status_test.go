@@ -95,7 +95,7 @@ func fixture() *statusv1.GetStatusResponse {
 
 func server(t *testing.T, resp *statusv1.GetStatusResponse) *httptest.Server {
 	t.Helper()
-	h, err := New(Config{Status: fixed{resp}, BaseURL: "https://gw.example.com/", BotURL: "https://t.me/example_gateway_bot"})
+	h, err := New(Config{Status: fixed{resp}, Catalog: catalogue{}, BaseURL: "https://gw.example.com/", BotURL: "https://t.me/example_gateway_bot"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +141,7 @@ func TestPagesMatchGoldenFilesAndCarryAStrictCSP(t *testing.T) {
 	for _, tc := range []struct{ path, golden, ctype string }{
 		{"/status", "status.golden.html", "text/html; charset=utf-8"},
 		{"/", "home.golden.html", "text/html; charset=utf-8"},
+		{"/models?currency=USD", "models-usd.golden.html", "text/html; charset=utf-8"},
 		{"/docs", "docs.golden.html", "text/html; charset=utf-8"},
 		{"/status/api/v2/summary.json", "summary.golden.json", "application/json"},
 		{"/status/models.json", "models.golden.json", "application/json"},
@@ -377,8 +378,8 @@ func TestLandingPageLinksTheSiteAndTheBaseURL(t *testing.T) {
 			page := html.UnescapeString(string(body))
 			for _, want := range []string{
 				`href="/models"`, `href="/status"`, `href="/docs"`, `href="/status/api/v2/summary.json"`,
-				`<code id="base-url">https://gw.example.com</code>`,
-				`<code>https://gw.example.com/v1</code>`, // OpenAI SDKs
+				`<code class="url" id="base-url">https://gw.example.com</code>`,
+				`<code class="url">https://gw.example.com/v1</code>`, // OpenAI SDKs
 				`<code>ANTHROPIC_API_KEY</code>`,
 			} {
 				if !strings.Contains(page, want) {
