@@ -1,8 +1,8 @@
 // Package status is the public status site and documentation front (contract.md, "Status
-// site and docs"): the landing page /, the models page /models, /status, /status/api/v2/summary.json,
-// /status/models.json and /docs,
-// server-rendered with html/template and one embedded stylesheet, without a key. It reaches
-// core only through the generated StatusService client. Pages carry a strict
+// site and docs"): the landing page /, the models page /models, /status, the Statuspage v2
+// documents under /status/api/v2/, /status/models.json and /docs, server-rendered with
+// html/template and one embedded stylesheet, without a key. It reaches core only through the
+// generated StatusService and CatalogService clients. Pages carry a strict
 // Content-Security-Policy: no script at all, styles only from this origin.
 package status
 
@@ -70,6 +70,10 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /status", h.page)
 	h.mux.HandleFunc("GET /status/{$}", h.page)
 	h.mux.HandleFunc("GET /status/api/v2/summary.json", h.summary)
+	h.mux.HandleFunc("GET /status/api/v2/status.json", h.statuspage(h.statusDoc))
+	h.mux.HandleFunc("GET /status/api/v2/components.json", h.statuspage(h.componentsDoc))
+	h.mux.HandleFunc("GET /status/api/v2/incidents.json", h.statuspage(h.incidentsDoc))
+	h.mux.HandleFunc("GET /status/api/v2/scheduled-maintenances.json", h.statuspage(h.maintenancesDoc))
 	h.mux.HandleFunc("GET /status/models.json", h.models)
 	h.mux.HandleFunc("GET /status/style.css", h.style)
 	h.mux.HandleFunc("GET /docs", h.docs)

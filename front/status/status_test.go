@@ -145,6 +145,10 @@ func TestPagesMatchGoldenFilesAndCarryAStrictCSP(t *testing.T) {
 		{"/docs", "docs.golden.html", "text/html; charset=utf-8"},
 		{"/status/api/v2/summary.json", "summary.golden.json", "application/json"},
 		{"/status/models.json", "models.golden.json", "application/json"},
+		{"/status/api/v2/status.json", "status.golden.json", "application/json"},
+		{"/status/api/v2/components.json", "components.golden.json", "application/json"},
+		{"/status/api/v2/incidents.json", "incidents.golden.json", "application/json"},
+		{"/status/api/v2/scheduled-maintenances.json", "scheduled-maintenances.golden.json", "application/json"},
 	} {
 		resp, body := get(t, srv.URL+tc.path)
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.ctype {
@@ -279,8 +283,8 @@ func TestJSONShapesDecodeStrictly(t *testing.T) {
 		t.Errorf("first component: %+v", sum.Components[0])
 	}
 	emb := sum.Components[4]
-	if emb.Status != "no_data" || emb.Metrics.SuccessRatio != nil || emb.Metrics.P50Ms != nil || emb.Metrics.Requests != 0 {
-		t.Errorf("a component without traffic: %+v, want no_data and null numbers", emb)
+	if emb.Status != "operational" || emb.Metrics.SuccessRatio != nil || emb.Metrics.P50Ms != nil || emb.Metrics.Requests != 0 {
+		t.Errorf("a component without traffic: %+v, want operational (Statuspage has no no_data) and null numbers", emb)
 	}
 	if bot := sum.Components[6]; bot.Metrics.LastReportAt == nil || *bot.Metrics.LastReportAt != "2026-11-24T11:59:30Z" {
 		t.Errorf("chat bot: %+v", bot)
@@ -393,5 +397,75 @@ func TestLandingPageLinksTheSiteAndTheBaseURL(t *testing.T) {
 				t.Error("without a bot the page must say where keys come from")
 			}
 		})
+	}
+}
+
+// The other Statuspage v2 documents: the same page and parts as summary.json, component
+// statuses only in Statuspage's four words, and incidents.json / scheduled-maintenances.json
+// with the resolved ones too (summary.json has only what is open).
+func TestStatuspageDocuments(t *testing.T) {
+	t.Parallel()
+	srv := server(t, fixture())
+	type ref struct {
+		ID         string  `json:"id"`
+		Status     string  `json:"status"`
+		ResolvedAt *string `json:"resolved_at"`
+	}
+	var doc struct {
+		Page struct {
+			ID  string `json:"id"`
+			URL string `json:"url"`
+		} `json:"page"`
+		Status *struct {
+			Indicator string `json:"indicator"`
+		} `json:"status"`
+		Components            []ref `json:"components"`
+		Incidents             []ref `json:"incidents"`
+		ScheduledMaintenances []ref `json:"scheduled_maintenances"`
+	}
+	read := func(name string) {
+		t.Helper()
+		doc.Status, doc.Components, doc.Incidents, doc.ScheduledMaintenances = nil, nil, nil, nil
+		resp, body := get(t, srv.URL+"/status/api/v2/"+name)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s: %d %s", name, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if doc.Page.ID != PageID || doc.Page.URL != "https://gw.example.com/status" {
+			t.Errorf("%s: page %+v", name, doc.Page)
+		}
+	}
+	read("status.json")
+	if doc.Status == nil || doc.Status.Indicator != "critical" || doc.Components != nil {
+		t.Errorf("status.json: %+v", doc)
+	}
+	allowed := map[string]bool{"operational": true, "degraded_performance": true, "partial_outage": true, "major_outage": true}
+	for _, name := range []string{"components.json", "summary.json"} {
+		read(name)
+		if len(doc.Components) != 7 {
+			t.Fatalf("%s: %d components", name, len(doc.Components))
+		}
+		got := map[string]string{}
+		for _, c := range doc.Components {
+			got[c.ID] = c.Status
+			if !allowed[c.Status] {
+				t.Errorf("%s: component %s is %q, not a Statuspage status", name, c.ID, c.Status)
+			}
+		}
+		// Mapped, not flattened: the fixture's outages stay, no data becomes operational.
+		if got["embeddings"] != "operational" || got["content-generation"] != "major_outage" || got["responses"] != "degraded_performance" {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+	read("incidents.json")
+	if len(doc.Incidents) != 2 || doc.Incidents[0].ID != "inc-1" || doc.Incidents[0].ResolvedAt != nil ||
+		doc.Incidents[1].ID != "inc-0" || doc.Incidents[1].ResolvedAt == nil || *doc.Incidents[1].ResolvedAt != "2026-11-22T13:00:00Z" {
+		t.Errorf("incidents.json: %+v, want the open and the resolved incident", doc.Incidents)
+	}
+	read("scheduled-maintenances.json")
+	if len(doc.ScheduledMaintenances) != 1 || doc.ScheduledMaintenances[0].ID != "mnt-1" || doc.Incidents != nil {
+		t.Errorf("scheduled-maintenances.json: %+v", doc)
 	}
 }
