@@ -221,7 +221,8 @@ func screenshot(t *testing.T, bin string, srv *httptest.Server, path string, wid
 	return img
 }
 
-// The landing page and the models page as a phone (390 px) and a desktop (1280 px) draw them:
+// The landing page, the models page and the status page as a phone (390 px) and a desktop
+// (1280 px) draw them:
 // the stylesheet loads under the CSP (the background and the link colour come from it), and
 // on /models the chosen currency is the filled pill near the top.
 func TestChromiumRendersTheLandingAndModelsPages(t *testing.T) {
@@ -231,13 +232,20 @@ func TestChromiumRendersTheLandingAndModelsPages(t *testing.T) {
 		t.Skip("chromium is not installed (apt-get install -y chromium)")
 	}
 	srv := server(t, fixture())
-	for _, path := range []string{"/", "/models?currency=USD", "/models"} {
+	for _, path := range []string{"/", "/models?currency=USD", "/models", "/status"} {
 		for _, width := range []int{390, 1280} {
 			img := screenshot(t, bin, srv, path, width, 900)
 			if c := img.At(2, 4); !near(c, background) {
 				t.Errorf("%s at %d px: (2,4) is %v, want the background #f7f8fa from style.css", path, width, c)
 			}
-			if path == "/" {
+			switch path {
+			case "/":
+				continue
+			case "/status":
+				// The major outage banner, at a phone's width too.
+				if c := img.At(width/2, 140); !near(c, color.RGBA{0xc5, 0x30, 0x30, 0xff}) {
+					t.Errorf("/status at %d px: (%d,140) is %v, want the red banner", width, width/2, c)
+				}
 				continue
 			}
 			pill := false

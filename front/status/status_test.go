@@ -469,3 +469,26 @@ func TestStatuspageDocuments(t *testing.T) {
 		t.Errorf("scheduled-maintenances.json: %+v", doc)
 	}
 }
+
+// Each component's history carries its uptime over the 90 days: the share of counted
+// requests served, floored (one failure in 100 000 is not 100 %), and "no data" without any.
+func TestHistoryShowsUptimeOverNinetyDays(t *testing.T) {
+	t.Parallel()
+	days := history("operational", "degraded_performance")
+	days[88].Requests, days[89].Requests, days[89].Failures = 50000, 50000, 1
+	resp := &statusv1.GetStatusResponse{GenerateTime: timestamppb.New(t0), WindowMinutes: 30, Components: []*statusv1.Component{
+		{Id: "chat-completions", Name: "Chat completions", State: "operational", History: days},
+		{Id: "clean", Name: "Clean", State: "operational", History: history("operational")},
+		{Id: "quiet", Name: "Quiet", State: "no_data", History: history()},
+	}}
+	_, body := get(t, server(t, resp).URL+"/status")
+	for _, want := range []string{
+		"Uptime over 90 days: 99.99 % of 100000 requests served",
+		"Uptime over 90 days: 100.00 % of 100 requests served",
+		"Uptime over 90 days: no data",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("status page lacks %q", want)
+		}
+	}
+}
