@@ -310,6 +310,7 @@ func (w *wiring) listen(handler *front.Server, core corev1.CoreServiceClient, st
 	w.closers = append(w.closers, func() { httpLn.Close() })
 	statusCfg := status.ConfigFromEnv(os.Getenv, httpLn.Addr().String())
 	statusCfg.Status, statusCfg.Log = statusv1.NewStatusServiceClient(w.inproc), w.log
+	statusCfg.Catalog = catalogv1.NewCatalogServiceClient(w.inproc)
 	site, err := status.New(statusCfg)
 	if err != nil {
 		return nil, err

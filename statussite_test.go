@@ -90,6 +90,13 @@ func TestStatusSiteIsTheSameOnTwoReplicas(t *testing.T) {
 	if s := chat(b, okKey, "#sim:fail=500", false); s < 500 {
 		t.Fatalf("upstream failure answered %d", s)
 	}
+	// 20 counted requests: enough for the ratio to show (contract.md: at least 20 requests
+	// or 5 failures in a row before a component is degraded or out).
+	for range 16 {
+		if s := chat(a, okKey, "hello", false); s != http.StatusOK {
+			t.Fatalf("chat: %d", s)
+		}
+	}
 	if s := chat(a, broke, "hello", false); s != http.StatusPaymentRequired {
 		t.Fatalf("no balance answered %d, want 402", s)
 	}
@@ -123,19 +130,19 @@ func TestStatusSiteIsTheSameOnTwoReplicas(t *testing.T) {
 		byID[c.ID] = i
 	}
 	cc := sa.Components[byID["chat-completions"]]
-	if cc.Metrics.Requests != 4 || cc.Metrics.Failures != 1 || cc.Status != "partial_outage" || *cc.Metrics.SuccessRatio != 0.75 || cc.Metrics.P50Ms == nil {
-		t.Errorf("chat-completions: %+v, want 3 of 4 served (the 402 left out), partial outage", cc)
+	if cc.Metrics.Requests != 20 || cc.Metrics.Failures != 1 || cc.Status != "degraded_performance" || *cc.Metrics.SuccessRatio != 0.95 || cc.Metrics.P50Ms == nil {
+		t.Errorf("chat-completions: %+v, want 19 of 20 served (the 402 left out), degraded performance", cc)
 	}
 	if m := sa.Components[byID["messages"]]; m.Status != "operational" || m.Metrics.Requests != 1 {
 		t.Errorf("messages: %+v", m)
 	}
-	if e := sa.Components[byID["images"]]; e.Status != "no_data" || e.Metrics.SuccessRatio != nil {
-		t.Errorf("images without traffic: %+v, want no_data", e)
+	if e := sa.Components[byID["images"]]; e.Status != "operational" || e.Metrics.Requests != 0 || e.Metrics.SuccessRatio != nil {
+		t.Errorf("images without traffic: %+v, want operational with zero requests (Statuspage has no no_data)", e)
 	}
 	if ad := sa.Components[byID["admin-api"]]; ad.Status != "operational" || ad.Metrics.Requests == 0 {
 		t.Errorf("admin-api: %+v, want the admin calls counted", ad)
 	}
-	if bot := sa.Components[byID["chat-bot"]]; bot.Status != "no_data" {
+	if bot := sa.Components[byID["chat-bot"]]; bot.Status != "operational" || bot.Metrics.Requests != 0 {
 		t.Errorf("chat-bot before any report: %+v", bot)
 	}
 	if len(sb.Incidents) != 1 || sb.Incidents[0].Name != "Slow chat answers" || sb.Incidents[0].Status != "investigating" || sb.Status.Indicator != "major" {
@@ -162,7 +169,7 @@ func TestStatusSiteIsTheSameOnTwoReplicas(t *testing.T) {
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(page), "Slow chat answers") || !strings.Contains(string(page), "m-openai") || !strings.Contains(string(page), "Partial outage") {
+	if !strings.Contains(string(page), "Slow chat answers") || !strings.Contains(string(page), "m-openai") || !strings.Contains(string(page), "Degraded performance") || !strings.Contains(string(page), "No data") {
 		t.Errorf("status page lacks the incident, the matrix or the state")
 	}
 	resp, err = http.Get(a.base + "/docs")
@@ -225,26 +232,90 @@ func TestProbeIntervalIsCheckedAtStart(t *testing.T) {
 	}
 }
 
-// The chat bot component follows the bot's health reports: no data before the first one,
-// operational once one arrived through the admin API.
+// The chat bot component follows the bot's health reports: no data before the first one
+// (on the page; operational in summary.json, which has no such status), operational once
+// one arrived through the admin API.
 func TestStatusSiteShowsTheChatBotsReports(t *testing.T) {
 	t.Parallel()
 	g := startGenOn(t, storetest.DatabaseURL(t), true)
-	state := func() string {
+	state := func() (status, row string) {
 		s, raw := g.summary(t)
 		for _, c := range s.Components {
 			if c.ID == "chat-bot" {
-				return c.Status
+				status = c.Status
 			}
 		}
-		t.Fatalf("no chat-bot component in %s", raw)
-		return ""
+		if status == "" {
+			t.Fatalf("no chat-bot component in %s", raw)
+		}
+		resp, err := http.Get(g.base + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		_, row, _ = strings.Cut(string(page), `<tr id="component-chat-bot">`)
+		row, _, _ = strings.Cut(row, "</tr>")
+		return status, row
 	}
-	if got := state(); got != "no_data" {
-		t.Fatalf("before any report: %q, want no_data", got)
+	if status, row := state(); status != "operational" || !strings.Contains(row, "No data") || !strings.Contains(row, "no report yet") {
+		t.Fatalf("before any report: %q, page row %q; want operational in summary.json, no data on the page", status, row)
 	}
 	g.admin("POST", "/admin/v1/bot/health:report", `{"last_poll_time":"`+time.Now().UTC().Format(time.RFC3339)+`"}`)
-	if got := state(); got != "operational" {
-		t.Fatalf("after a report: %q, want operational", got)
+	if status, row := state(); status != "operational" || !strings.Contains(row, "Operational") || !strings.Contains(row, "last report") {
+		t.Fatalf("after a report: %q, page row %q; want operational", status, row)
+	}
+}
+
+// The landing page and the models page on a running gateway: /models shows every model that
+// GET /v1/catalog publishes, in the currency asked for, with the catalogue's FX status; the
+// root is the site's, any other unknown path is still the client routes' 404.
+func TestLandingAndModelsPagesShowTheServedCatalogue(t *testing.T) {
+	t.Parallel()
+	g := startGenOn(t, storetest.DatabaseURL(t), true)
+	get := func(path string) (int, string, string) {
+		resp, err := http.Get(g.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(body)
+	}
+	if code, ctype, body := get("/"); code != http.StatusOK || ctype != "text/html; charset=utf-8" || !strings.Contains(body, `href="/models"`) {
+		t.Fatalf("/: %d %s\n%.300s", code, ctype, body)
+	}
+	if code, _, _ := get("/no-such-page"); code != http.StatusNotFound {
+		t.Errorf("/no-such-page: %d", code)
+	}
+	code, _, raw := get("/v1/catalog")
+	var cat struct {
+		Currency string
+		Snapshot struct {
+			FxStatus string `json:"fx_status"`
+		}
+		Families []struct{ Models []struct{ ID string } }
+	}
+	if err := json.Unmarshal([]byte(raw), &cat); err != nil || code != http.StatusOK {
+		t.Fatalf("/v1/catalog: %d %v", code, err)
+	}
+	code, ctype, page := get("/models?currency=" + cat.Currency)
+	if code != http.StatusOK || ctype != "text/html; charset=utf-8" {
+		t.Fatalf("/models: %d %s", code, ctype)
+	}
+	n := 0
+	for _, f := range cat.Families {
+		for _, m := range f.Models {
+			n++
+			if !strings.Contains(page, `id="m-`+m.ID+`"`) {
+				t.Errorf("/models lacks %s", m.ID)
+			}
+		}
+	}
+	if n == 0 || !strings.Contains(page, `class="fx-`+cat.Snapshot.FxStatus+`"`) || !strings.Contains(page, " "+cat.Currency+" per ") {
+		t.Errorf("/models: %d models in the catalogue, FX %s, currency %s:\n%s", n, cat.Snapshot.FxStatus, cat.Currency, page)
+	}
+	if code, _, body := get("/models?currency=XYZ"); code != http.StatusBadRequest || !strings.Contains(body, "invalid_catalog_currency") {
+		t.Errorf("/models?currency=XYZ: %d %s", code, body)
 	}
 }

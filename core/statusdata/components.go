@@ -6,9 +6,11 @@ package statusdata
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"time"
 
+	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -167,6 +169,42 @@ func State(ok, failed int64) string {
 		return PartialOutage
 	}
 	return MajorOutage
+}
+
+// A component is shown degraded or out only on enough evidence (contract.md, "Status site
+// and docs"): two upstream failures in nine requests are noise, not a partial outage of a
+// whole protocol family.
+const (
+	// MinRequests is how many counted requests a window needs before its ratio is trusted.
+	MinRequests = 20
+	// MinFailuresInARow is how many failures with no success after them show a fault even
+	// below MinRequests: a family that fails every request is out, however quiet it is.
+	MinFailuresInARow = 5
+)
+
+// ComponentState is State for a component or a day: below MinRequests and MinFailuresInARow
+// the few requests there were count as operational, never as degraded or out.
+func ComponentState(ok, failed, failuresInARow int64) string {
+	if ok+failed > 0 && ok+failed < MinRequests && failuresInARow < MinFailuresInARow {
+		return Operational
+	}
+	return State(ok, failed)
+}
+
+// FailuresInARow is how many of the newest counted requests failed with no success after
+// them, from per-minute counts (any order). The order inside a minute is not kept, so a
+// minute with a success ends the run: the count is a lower bound, and a fault is never
+// shown on a run the numbers cannot prove.
+func FailuresInARow(minutes []store.StatusMinute) int64 {
+	sorted := slices.SortedFunc(slices.Values(minutes), func(a, b store.StatusMinute) int { return b.Minute.Compare(a.Minute) })
+	var run int64
+	for _, m := range sorted {
+		if m.OK > 0 {
+			break
+		}
+		run += m.Failed
+	}
+	return run
 }
 
 // Severity orders states for the page's overall state: no data and operational are 0.

@@ -65,6 +65,7 @@ func (r *Reader) Status(ctx context.Context) (*statusv1.GetStatusResponse, error
 	type sums struct {
 		ok, failed int64
 		hist       []int64
+		minutes    []store.StatusMinute
 	}
 	live := map[string]*sums{}
 	for _, m := range minutes {
@@ -73,7 +74,7 @@ func (r *Reader) Status(ctx context.Context) (*statusv1.GetStatusResponse, error
 			s = &sums{hist: make([]int64, len(LatencyBounds)+1)}
 			live[m.Component] = s
 		}
-		s.ok, s.failed = s.ok+m.OK, s.failed+m.Failed
+		s.ok, s.failed, s.minutes = s.ok+m.OK, s.failed+m.Failed, append(s.minutes, m)
 		for i, n := range m.Latency {
 			if i < len(s.hist) {
 				s.hist[i] += n
@@ -91,7 +92,7 @@ func (r *Reader) Status(ctx context.Context) (*statusv1.GetStatusResponse, error
 		pc := &statusv1.Component{Id: c.ID, Name: c.Name, Description: c.Description, State: NoData}
 		if s := live[c.ID]; s != nil {
 			pc.Requests, pc.Failures = s.ok+s.failed, s.failed
-			pc.State = State(s.ok, s.failed)
+			pc.State = ComponentState(s.ok, s.failed, FailuresInARow(s.minutes))
 			if pc.Requests > 0 {
 				pc.SuccessRatio = wrapperspb.Double(float64(s.ok) / float64(pc.Requests))
 				pc.P50Ms, pc.P95Ms = ms(Quantile(s.hist, 0.5)), ms(Quantile(s.hist, 0.95))
@@ -106,7 +107,12 @@ func (r *Reader) Status(ctx context.Context) (*statusv1.GetStatusResponse, error
 			key := d.Format(time.DateOnly)
 			day := &statusv1.Day{Date: key, State: NoData}
 			if v, ok := daily[c.ID][key]; ok {
-				day.Requests, day.Failures, day.State = v.OK+v.Failed, v.Failed, State(v.OK, v.Failed)
+				// A day without a success failed every request in a row.
+				run := int64(0)
+				if v.OK == 0 {
+					run = v.Failed
+				}
+				day.Requests, day.Failures, day.State = v.OK+v.Failed, v.Failed, ComponentState(v.OK, v.Failed, run)
 			}
 			pc.History = append(pc.History, day)
 		}

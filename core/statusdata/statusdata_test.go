@@ -321,3 +321,91 @@ func TestProbeFillsTheMatrixOnOneReplicaAtATime(t *testing.T) {
 		t.Errorf("probes left %d request records and %d ledger entries, want none", records, entries)
 	}
 }
+
+// A component is degraded or out only after MinRequests requests in its window or
+// MinFailuresInARow failures in a row: 2 upstream failures in 9 requests stay operational.
+func TestComponentStateNeedsTwentyRequestsOrFiveFailuresInARow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name              string
+		ok, failed, inRow int64
+		want              string
+	}{
+		{"nothing counted", 0, 0, 0, statusdata.NoData},
+		{"2 of 9 failed", 7, 2, 1, statusdata.Operational},
+		{"4 of 4 failed: one short of a run", 0, 4, 4, statusdata.Operational},
+		{"19 requests, 10 failed, not in a row", 9, 10, 0, statusdata.Operational},
+		{"5 failures in a row", 0, 5, 5, statusdata.MajorOutage},
+		{"5 in a row after 14 successes", 14, 5, 5, statusdata.MajorOutage},
+		{"5 in a row after 40 successes", 40, 5, 5, statusdata.PartialOutage},
+		{"20 requests, 1 failed", 19, 1, 0, statusdata.DegradedPerformance},
+		{"20 requests, 5 failed", 15, 5, 0, statusdata.PartialOutage},
+		{"20 requests, none failed", 20, 0, 0, statusdata.Operational},
+		{"100 requests, 1 failed", 99, 1, 1, statusdata.Operational},
+	} {
+		if got := statusdata.ComponentState(tc.ok, tc.failed, tc.inRow); got != tc.want {
+			t.Errorf("%s: ComponentState(%d, %d, %d) = %s, want %s", tc.name, tc.ok, tc.failed, tc.inRow, got, tc.want)
+		}
+	}
+}
+
+// The run of failures is read from the newest minutes back to the first minute with a
+// success; the minutes may come in any order.
+func TestFailuresInARowStopsAtTheNewestSuccess(t *testing.T) {
+	t.Parallel()
+	at := func(min int, ok, failed int64) store.StatusMinute {
+		return store.StatusMinute{Minute: time.Date(2026, 11, 24, 12, min, 0, 0, time.UTC), OK: ok, Failed: failed}
+	}
+	for _, tc := range []struct {
+		name    string
+		minutes []store.StatusMinute
+		want    int64
+	}{
+		{"none", nil, 0},
+		{"newest minute has a success", []store.StatusMinute{at(1, 0, 9), at(2, 1, 3)}, 0},
+		{"two failing minutes after a success", []store.StatusMinute{at(3, 0, 2), at(1, 5, 1), at(2, 0, 3)}, 5},
+		{"only failures", []store.StatusMinute{at(1, 0, 2), at(2, 0, 4)}, 6},
+	} {
+		if got := statusdata.FailuresInARow(tc.minutes); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Read back from PostgreSQL: the case (2 upstream failures in 9 requests) stays
+// operational, on the page and in today's bar; a quiet family that fails five times after
+// its last success is a major outage.
+func TestReaderNeedsEnoughEvidenceBeforeAFault(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t, storetest.DatabaseURL(t))
+	rec := &statusdata.Recorder{Store: st}
+	now := time.Now()
+	ev := func(family, status string, end time.Time) statusdata.Event {
+		return statusdata.Event{EndpointFamily: family, Model: "m", Status: status, Start: end.Add(-time.Second), End: end}
+	}
+	for i := range 9 {
+		rec.Record(ev("messages", map[bool]string{true: "upstream_error", false: "ok"}[i%4 == 1], now))
+	}
+	rec.Record(ev("images.generations", "ok", now.Add(-3*time.Minute)))
+	for range 5 {
+		rec.Record(ev("images.generations", "upstream_timeout", now))
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&statusdata.Reader{Store: st, Snapshots: func() *snapshot.Snapshot { return nil }}).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := component(t, got, "messages")
+	if m.GetRequests() != 9 || m.GetFailures() != 2 || m.GetState() != statusdata.Operational {
+		t.Errorf("messages: %s with %d of %d failed, want operational", m.GetState(), m.GetFailures(), m.GetRequests())
+	}
+	if day := m.GetHistory()[statusdata.HistoryDays-1]; day.GetState() != statusdata.Operational {
+		t.Errorf("messages today: %s, want operational", day.GetState())
+	}
+	if img := component(t, got, "images"); img.GetRequests() != 6 || img.GetState() != statusdata.MajorOutage {
+		t.Errorf("images: %s with %d requests, want a major outage after 5 failures in a row", img.GetState(), img.GetRequests())
+	}
+}

@@ -70,7 +70,7 @@ func tag(name string) func(*html.Node) bool { return func(n *html.Node) bool { r
 func TestPagesAreAccessible(t *testing.T) {
 	t.Parallel()
 	srv := server(t, fixture())
-	for _, path := range []string{"/status", "/docs"} {
+	for _, path := range []string{"/status", "/docs", "/", "/models"} {
 		_, body := get(t, srv.URL+path)
 		doc, err := html.Parse(bytes.NewReader(body))
 		if err != nil {
@@ -80,7 +80,7 @@ func TestPagesAreAccessible(t *testing.T) {
 			t.Errorf("%s: <html> without lang", path)
 		}
 		tables := all(doc, tag("table"))
-		if len(tables) < 2 {
+		if len(tables) < 1 || (path == "/status" && len(tables) < 2) {
 			t.Fatalf("%s: %d tables", path, len(tables))
 		}
 		for _, tb := range tables {
@@ -138,49 +138,9 @@ func TestChromiumRendersTheStatusPage(t *testing.T) {
 		t.Skip("chromium is not installed (apt-get install -y chromium)")
 	}
 	srv := server(t, fixture())
-	var fetched atomic.Int32
-	watched := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fetched.Add(1)
-		srv.Config.Handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(watched.Close)
-	dir := t.TempDir()
-	shot := filepath.Join(dir, "status.png")
-	var crashes []string
-	for attempt, extra := range [][]string{nil, {"--single-process"}, {"--single-process", "--disable-features=VizDisplayCompositor"}} {
-		fetched.Store(0)
-		out, err := runChromium(bin, filepath.Join(dir, fmt.Sprint("profile", attempt)), append(extra, "--screenshot="+shot, watched.URL+"/status"))
-		if err == nil {
-			crashes = nil
-			break
-		}
-		var exit *exec.ExitError
-		if signalled := errors.As(err, &exit) && !exit.Exited(); signalled && fetched.Load() == 0 {
-			// Killed by a signal before the first request: the browser, not the page.
-			crashes = append(crashes, fmt.Sprintf("attempt %d %v: %v\n%s", attempt+1, extra, err, out))
-			continue
-		}
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	if len(crashes) > 0 {
-		t.Skipf("chromium cannot start here (every attempt died by a signal before it asked for the page):\n%s", strings.Join(crashes, "\n"))
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	defer f.Close()
-	img, _, err := image.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := screenshot(t, bin, srv, "/status", 1200, 900)
 	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 900 {
 		t.Fatalf("screenshot is %v, want 1200x900", b)
-	}
-	near := func(c color.Color, want color.RGBA) bool {
-		r, g, b, _ := c.RGBA()
-		d := func(x uint32, y uint8) bool { return int(x>>8)-int(y) < 12 && int(y)-int(x>>8) < 12 }
-		return d(r, want.R) && d(g, want.G) && d(b, want.B)
 	}
 	// The page background comes from the stylesheet: loaded despite default-src 'none'.
 	if c := img.At(10, 890); !near(c, color.RGBA{0xf7, 0xf8, 0xfa, 0xff}) {
@@ -200,8 +160,104 @@ func TestChromiumRendersTheStatusPage(t *testing.T) {
 	if c := img.At(5, banner+5); !near(c, color.RGBA{0xf7, 0xf8, 0xfa, 0xff}) {
 		t.Errorf("left of the banner at (5,%d) is %v, want the background", banner+5, c)
 	}
+}
+
+func near(c color.Color, want color.RGBA) bool {
+	r, g, b, _ := c.RGBA()
+	d := func(x uint32, y uint8) bool { return int(x>>8)-int(y) < 12 && int(y)-int(x>>8) < 12 }
+	return d(r, want.R) && d(g, want.G) && d(b, want.B)
+}
+
+var (
+	background = color.RGBA{0xf7, 0xf8, 0xfa, 0xff}
+	linkBlue   = color.RGBA{0x2b, 0x6c, 0xb0, 0xff}
+)
+
+// screenshot draws path of srv in headless Chromium at width×height, through a server that
+// counts the browser's requests. It skips the test when the browser cannot start here: it
+// died by a signal on every attempt before it asked for the page, which says nothing about
+// the page. With -v the PNG is also kept in the temporary directory for a person to look at.
+func screenshot(t *testing.T, bin string, srv *httptest.Server, path string, width, height int) image.Image {
+	t.Helper()
+	var fetched atomic.Int32
+	watched := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(watched.Close)
+	dir := t.TempDir()
+	shot := filepath.Join(dir, "page.png")
+	var crashes []string
+	for attempt, extra := range [][]string{nil, {"--single-process"}, {"--single-process", "--disable-features=VizDisplayCompositor"}} {
+		fetched.Store(0)
+		out, err := runChromium(bin, filepath.Join(dir, fmt.Sprint("profile", attempt)), width, height, append(extra, "--screenshot="+shot, watched.URL+path))
+		if err == nil {
+			crashes = nil
+			break
+		}
+		var exit *exec.ExitError
+		if signalled := errors.As(err, &exit) && !exit.Exited(); signalled && fetched.Load() == 0 {
+			// Killed by a signal before the first request: the browser, not the page.
+			crashes = append(crashes, fmt.Sprintf("attempt %d %v: %v\n%s", attempt+1, extra, err, out))
+			continue
+		}
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	if len(crashes) > 0 {
+		t.Skipf("chromium cannot start here (every attempt died by a signal before it asked for the page):\n%s", strings.Join(crashes, "\n"))
+	}
+	raw := mustRead(t, shot)
+	img, _, err := image.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != width || b.Dy() != height {
+		t.Fatalf("%s: screenshot is %v, want %dx%d", path, b, width, height)
+	}
 	if testing.Verbose() {
-		_ = os.WriteFile(filepath.Join(os.TempDir(), "status-page.png"), mustRead(t, shot), 0o644)
+		name := strings.NewReplacer("/", "_", "?", "_", "=", "_").Replace(fmt.Sprintf("page%s-%d.png", path, width))
+		_ = os.WriteFile(filepath.Join(os.TempDir(), name), raw, 0o644)
+	}
+	return img
+}
+
+// The landing page, the models page and the status page as a phone (390 px) and a desktop
+// (1280 px) draw them:
+// the stylesheet loads under the CSP (the background and the link colour come from it), and
+// on /models the chosen currency is the filled pill near the top.
+func TestChromiumRendersTheLandingAndModelsPages(t *testing.T) {
+	t.Parallel()
+	bin := chromium()
+	if bin == "" {
+		t.Skip("chromium is not installed (apt-get install -y chromium)")
+	}
+	srv := server(t, fixture())
+	for _, path := range []string{"/", "/models?currency=USD", "/models", "/status"} {
+		for _, width := range []int{390, 1280} {
+			img := screenshot(t, bin, srv, path, width, 900)
+			if c := img.At(2, 4); !near(c, background) {
+				t.Errorf("%s at %d px: (2,4) is %v, want the background #f7f8fa from style.css", path, width, c)
+			}
+			switch path {
+			case "/":
+				continue
+			case "/status":
+				// The major outage banner, at a phone's width too.
+				if c := img.At(width/2, 140); !near(c, color.RGBA{0xc5, 0x30, 0x30, 0xff}) {
+					t.Errorf("/status at %d px: (%d,140) is %v, want the red banner", width, width/2, c)
+				}
+				continue
+			}
+			pill := false
+			for y := 0; y < 300 && !pill; y++ {
+				for x := 0; x < width && !pill; x++ {
+					pill = near(img.At(x, y), linkBlue)
+				}
+			}
+			if !pill {
+				t.Errorf("%s at %d px: no filled currency pill (#2b6cb0) in the top 300 px", path, width)
+			}
+		}
 	}
 }
 
@@ -222,11 +278,11 @@ func chromium() string {
 
 // runChromium runs one headless browser to completion with a fresh profile and home (no
 // crash reporter, no shared-memory files, no network beyond the page), killing it after 90 s.
-func runChromium(bin, profile string, args []string) (string, error) {
+func runChromium(bin, profile string, width, height int, args []string) (string, error) {
 	cmd := exec.Command(bin, append([]string{"--headless", "--no-sandbox", "--no-zygote", "--disable-gpu",
 		"--disable-dev-shm-usage", "--disable-crash-reporter", "--disable-breakpad", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-extensions", "--hide-scrollbars", "--user-data-dir=" + profile, "--window-size=1200,900"}, args...)...)
+		"--disable-extensions", "--hide-scrollbars", "--user-data-dir=" + profile, fmt.Sprintf("--window-size=%d,%d", width, height)}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+profile, "XDG_CONFIG_HOME="+profile, "XDG_CACHE_HOME="+profile)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -29,7 +29,7 @@ func TestConfigFromEnv(t *testing.T) {
 
 // Before serves the site's paths itself and hands every other path to the client routes.
 func TestBeforeSplitsTheSiteFromTheClientRoutes(t *testing.T) {
-	h, err := New(Config{Status: fixed{fixture()}, BaseURL: "https://gw.example.com"})
+	h, err := New(Config{Status: fixed{fixture()}, Catalog: catalogue{}, BaseURL: "https://gw.example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +44,10 @@ func TestBeforeSplitsTheSiteFromTheClientRoutes(t *testing.T) {
 		{"/status", http.StatusOK, true},
 		{"/status/api/v2/summary.json", http.StatusOK, true},
 		{"/docs", http.StatusOK, true},
+		{"/", http.StatusOK, true},
+		{"/nope", http.StatusTeapot, false}, // only the root itself is the site's
+		{"/models?currency=EUR", http.StatusOK, true},
+		{"/models/gpt-x", http.StatusTeapot, false},
 		{"/v1/models", http.StatusTeapot, false},
 		{"/statusx", http.StatusTeapot, false},
 	} {

@@ -48,6 +48,8 @@ type compView struct {
 	History                             []dayView
 	HistoryFrom, HistoryTo              string
 	HistorySummary                      string
+	// Uptime is the share of counted requests served over the history, or "no data".
+	Uptime string
 }
 
 type dayView struct {
@@ -104,7 +106,9 @@ func pageData(st *statusv1.GetStatusResponse, base string) view {
 			}
 		}
 		bad, measured := 0, 0
+		var requests, failures int64
 		for _, d := range c.GetHistory() {
+			requests, failures = requests+d.GetRequests(), failures+d.GetFailures()
 			cv.History = append(cv.History, dayView{Date: d.GetDate(), State: d.GetState(), Words: words(d.GetState()), Requests: d.GetRequests()})
 			if d.GetState() != "no_data" {
 				measured++
@@ -116,6 +120,12 @@ func pageData(st *statusv1.GetStatusResponse, base string) view {
 		if n := len(cv.History); n > 0 {
 			cv.HistoryFrom, cv.HistoryTo = cv.History[0].Date, cv.History[n-1].Date
 			cv.HistorySummary = fmt.Sprintf("%d days: %d with data, %d with degraded performance or an outage", n, measured, bad)
+		}
+		cv.Uptime = fmt.Sprintf("Uptime over %d days: no data", len(cv.History))
+		if requests > 0 {
+			// In hundredths, floored in integers: one failure in 100 000 must not read as 100 %.
+			bp := (requests - failures) * 10000 / requests
+			cv.Uptime = fmt.Sprintf("Uptime over %d days: %d.%02d %% of %d requests served", len(cv.History), bp/100, bp%100, requests)
 		}
 		v.Components = append(v.Components, cv)
 	}

@@ -1,7 +1,8 @@
 // Package status is the public status site and documentation front (contract.md, "Status
-// site and docs"): /status, /status/api/v2/summary.json, /status/models.json and /docs,
-// server-rendered with html/template and one embedded stylesheet, without a key. It reaches
-// core only through the generated StatusService client. Pages carry a strict
+// site and docs"): the landing page /, the models page /models, /status, the Statuspage v2
+// documents under /status/api/v2/, /status/models.json and /docs, server-rendered with
+// html/template and one embedded stylesheet, without a key. It reaches core only through the
+// generated StatusService and CatalogService clients. Pages carry a strict
 // Content-Security-Policy: no script at all, styles only from this origin.
 package status
 
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	catalogv1 "modelgateway/gen/gateway/catalog/v1"
 	statusv1 "modelgateway/gen/gateway/status/v1"
 
 	"modelgateway/core/wire/requestid"
@@ -31,6 +33,8 @@ const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'non
 // Config is what the front needs.
 type Config struct {
 	Status statusv1.StatusServiceClient
+	// Catalog is the public catalogue /models shows (the same as GET /v1/catalog).
+	Catalog catalogv1.CatalogServiceClient
 	// BaseURL is the {base_url} the pages show (GATEWAY_PUBLIC_BASE_URL, else derived from
 	// the listener), without a trailing slash.
 	BaseURL string
@@ -40,7 +44,7 @@ type Config struct {
 	Log    *slog.Logger
 }
 
-// Handler serves the four paths and the stylesheet.
+// Handler serves the site's pages, their JSON and the stylesheet.
 type Handler struct {
 	cfg   Config
 	pages *template.Template
@@ -66,15 +70,22 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /status", h.page)
 	h.mux.HandleFunc("GET /status/{$}", h.page)
 	h.mux.HandleFunc("GET /status/api/v2/summary.json", h.summary)
+	h.mux.HandleFunc("GET /status/api/v2/status.json", h.statuspage(h.statusDoc))
+	h.mux.HandleFunc("GET /status/api/v2/components.json", h.statuspage(h.componentsDoc))
+	h.mux.HandleFunc("GET /status/api/v2/incidents.json", h.statuspage(h.incidentsDoc))
+	h.mux.HandleFunc("GET /status/api/v2/scheduled-maintenances.json", h.statuspage(h.maintenancesDoc))
 	h.mux.HandleFunc("GET /status/models.json", h.models)
 	h.mux.HandleFunc("GET /status/style.css", h.style)
 	h.mux.HandleFunc("GET /docs", h.docs)
 	h.mux.HandleFunc("GET /docs/{$}", h.docs)
+	h.mux.HandleFunc("GET /{$}", h.home)
+	h.mux.HandleFunc("GET /models", h.catalog)
 	return h, nil
 }
 
 // Paths are the path prefixes the handler serves, for the server's router.
-var Paths = []string{"/status", "/status/", "/docs", "/docs/"}
+// "/{$}" is the root alone: every other unknown path stays the client routes' 404 envelope.
+var Paths = []string{"/status", "/status/", "/docs", "/docs/", "/{$}", "/models"}
 
 // ConfigFromEnv reads the site's settings (contract.md, "Status site and docs"): the public
 // base URL (GATEWAY_PUBLIC_BASE_URL, else the client listener httpAddr) and the chat bot's
@@ -129,7 +140,7 @@ func (h *Handler) fail(w http.ResponseWriter, code int, errCode, msg string) {
 }
 
 func (h *Handler) unavailable(w http.ResponseWriter, err error) {
-	h.cfg.Log.Warn("status site: status not readable", "err", err)
+	h.cfg.Log.Warn("status site: core not readable", "err", err)
 	h.fail(w, http.StatusServiceUnavailable, "unavailable", "the status is not readable right now")
 }
 
@@ -193,6 +204,17 @@ func (h *Handler) docs(w http.ResponseWriter, _ *http.Request) {
 		Quickstarts: quickstarts(h.cfg.BaseURL), Auth: Auth, Errors: Errors, Limits: Limits,
 		BillingRules: BillingRules, BotCommands: BotCommands,
 	})
+}
+
+// home is the landing page. It asks core for nothing, so it answers at once and even when
+// the database is away.
+func (h *Handler) home(w http.ResponseWriter, _ *http.Request) {
+	h.render(w, "home.html", homeData{BaseURL: h.cfg.BaseURL, BotURL: h.cfg.BotURL, Quickstarts: quickstarts(h.cfg.BaseURL)})
+}
+
+type homeData struct {
+	BaseURL, BotURL string
+	Quickstarts     []Quickstart
 }
 
 func wsBase(base string) string {

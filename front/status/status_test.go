@@ -95,7 +95,7 @@ func fixture() *statusv1.GetStatusResponse {
 
 func server(t *testing.T, resp *statusv1.GetStatusResponse) *httptest.Server {
 	t.Helper()
-	h, err := New(Config{Status: fixed{resp}, BaseURL: "https://gw.example.com/", BotURL: "https://t.me/example_gateway_bot"})
+	h, err := New(Config{Status: fixed{resp}, Catalog: catalogue{}, BaseURL: "https://gw.example.com/", BotURL: "https://t.me/example_gateway_bot"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +140,15 @@ func TestPagesMatchGoldenFilesAndCarryAStrictCSP(t *testing.T) {
 	srv := server(t, fixture())
 	for _, tc := range []struct{ path, golden, ctype string }{
 		{"/status", "status.golden.html", "text/html; charset=utf-8"},
+		{"/", "home.golden.html", "text/html; charset=utf-8"},
+		{"/models?currency=USD", "models-usd.golden.html", "text/html; charset=utf-8"},
 		{"/docs", "docs.golden.html", "text/html; charset=utf-8"},
 		{"/status/api/v2/summary.json", "summary.golden.json", "application/json"},
 		{"/status/models.json", "models.golden.json", "application/json"},
+		{"/status/api/v2/status.json", "status.golden.json", "application/json"},
+		{"/status/api/v2/components.json", "components.golden.json", "application/json"},
+		{"/status/api/v2/incidents.json", "incidents.golden.json", "application/json"},
+		{"/status/api/v2/scheduled-maintenances.json", "scheduled-maintenances.golden.json", "application/json"},
 	} {
 		resp, body := get(t, srv.URL+tc.path)
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.ctype {
@@ -277,8 +283,8 @@ func TestJSONShapesDecodeStrictly(t *testing.T) {
 		t.Errorf("first component: %+v", sum.Components[0])
 	}
 	emb := sum.Components[4]
-	if emb.Status != "no_data" || emb.Metrics.SuccessRatio != nil || emb.Metrics.P50Ms != nil || emb.Metrics.Requests != 0 {
-		t.Errorf("a component without traffic: %+v, want no_data and null numbers", emb)
+	if emb.Status != "operational" || emb.Metrics.SuccessRatio != nil || emb.Metrics.P50Ms != nil || emb.Metrics.Requests != 0 {
+		t.Errorf("a component without traffic: %+v, want operational (Statuspage has no no_data) and null numbers", emb)
 	}
 	if bot := sum.Components[6]; bot.Metrics.LastReportAt == nil || *bot.Metrics.LastReportAt != "2026-11-24T11:59:30Z" {
 		t.Errorf("chat bot: %+v", bot)
@@ -349,5 +355,140 @@ func TestNoTrafficAnywhereSaysNoDataNotOperational(t *testing.T) {
 	}
 	if strings.Contains(string(body), "All Systems Operational") {
 		t.Error("a page without data claims all systems operational")
+	}
+}
+
+// The landing page says what the gateway is and where to go next: every page of the site, the
+// base URL to give an SDK, and the chat bot only when one is configured.
+func TestLandingPageLinksTheSiteAndTheBaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, bot string
+	}{
+		{"with bot", "https://t.me/example_gateway_bot"},
+		{"without bot", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := New(Config{Status: fixed{fixture()}, BaseURL: "https://gw.example.com/", BotURL: tc.bot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			resp, body := get(t, srv.URL+"/")
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+				t.Fatalf("/: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			page := html.UnescapeString(string(body))
+			for _, want := range []string{
+				`href="/models"`, `href="/status"`, `href="/docs"`, `href="/status/api/v2/summary.json"`,
+				`<code class="url" id="base-url">https://gw.example.com</code>`,
+				`<code class="url">https://gw.example.com/v1</code>`, // OpenAI SDKs
+				`<code>ANTHROPIC_API_KEY</code>`,
+			} {
+				if !strings.Contains(page, want) {
+					t.Errorf("landing page lacks %q", want)
+				}
+			}
+			if got := strings.Contains(page, `href="https://t.me/example_gateway_bot"`); got != (tc.bot != "") {
+				t.Errorf("bot link shown %v with GATEWAY_BOT_URL %q", got, tc.bot)
+			}
+			if !strings.Contains(page, "operator of this gateway") && tc.bot == "" {
+				t.Error("without a bot the page must say where keys come from")
+			}
+		})
+	}
+}
+
+// The other Statuspage v2 documents: the same page and parts as summary.json, component
+// statuses only in Statuspage's four words, and incidents.json / scheduled-maintenances.json
+// with the resolved ones too (summary.json has only what is open).
+func TestStatuspageDocuments(t *testing.T) {
+	t.Parallel()
+	srv := server(t, fixture())
+	type ref struct {
+		ID         string  `json:"id"`
+		Status     string  `json:"status"`
+		ResolvedAt *string `json:"resolved_at"`
+	}
+	var doc struct {
+		Page struct {
+			ID  string `json:"id"`
+			URL string `json:"url"`
+		} `json:"page"`
+		Status *struct {
+			Indicator string `json:"indicator"`
+		} `json:"status"`
+		Components            []ref `json:"components"`
+		Incidents             []ref `json:"incidents"`
+		ScheduledMaintenances []ref `json:"scheduled_maintenances"`
+	}
+	read := func(name string) {
+		t.Helper()
+		doc.Status, doc.Components, doc.Incidents, doc.ScheduledMaintenances = nil, nil, nil, nil
+		resp, body := get(t, srv.URL+"/status/api/v2/"+name)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s: %d %s", name, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if doc.Page.ID != PageID || doc.Page.URL != "https://gw.example.com/status" {
+			t.Errorf("%s: page %+v", name, doc.Page)
+		}
+	}
+	read("status.json")
+	if doc.Status == nil || doc.Status.Indicator != "critical" || doc.Components != nil {
+		t.Errorf("status.json: %+v", doc)
+	}
+	allowed := map[string]bool{"operational": true, "degraded_performance": true, "partial_outage": true, "major_outage": true}
+	for _, name := range []string{"components.json", "summary.json"} {
+		read(name)
+		if len(doc.Components) != 7 {
+			t.Fatalf("%s: %d components", name, len(doc.Components))
+		}
+		got := map[string]string{}
+		for _, c := range doc.Components {
+			got[c.ID] = c.Status
+			if !allowed[c.Status] {
+				t.Errorf("%s: component %s is %q, not a Statuspage status", name, c.ID, c.Status)
+			}
+		}
+		// Mapped, not flattened: the fixture's outages stay, no data becomes operational.
+		if got["embeddings"] != "operational" || got["content-generation"] != "major_outage" || got["responses"] != "degraded_performance" {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+	read("incidents.json")
+	if len(doc.Incidents) != 2 || doc.Incidents[0].ID != "inc-1" || doc.Incidents[0].ResolvedAt != nil ||
+		doc.Incidents[1].ID != "inc-0" || doc.Incidents[1].ResolvedAt == nil || *doc.Incidents[1].ResolvedAt != "2026-11-22T13:00:00Z" {
+		t.Errorf("incidents.json: %+v, want the open and the resolved incident", doc.Incidents)
+	}
+	read("scheduled-maintenances.json")
+	if len(doc.ScheduledMaintenances) != 1 || doc.ScheduledMaintenances[0].ID != "mnt-1" || doc.Incidents != nil {
+		t.Errorf("scheduled-maintenances.json: %+v", doc)
+	}
+}
+
+// Each component's history carries its uptime over the 90 days: the share of counted
+// requests served, floored (one failure in 100 000 is not 100 %), and "no data" without any.
+func TestHistoryShowsUptimeOverNinetyDays(t *testing.T) {
+	t.Parallel()
+	days := history("operational", "degraded_performance")
+	days[88].Requests, days[89].Requests, days[89].Failures = 50000, 50000, 1
+	resp := &statusv1.GetStatusResponse{GenerateTime: timestamppb.New(t0), WindowMinutes: 30, Components: []*statusv1.Component{
+		{Id: "chat-completions", Name: "Chat completions", State: "operational", History: days},
+		{Id: "clean", Name: "Clean", State: "operational", History: history("operational")},
+		{Id: "quiet", Name: "Quiet", State: "no_data", History: history()},
+	}}
+	_, body := get(t, server(t, resp).URL+"/status")
+	for _, want := range []string{
+		"Uptime over 90 days: 99.99 % of 100000 requests served",
+		"Uptime over 90 days: 100.00 % of 100 requests served",
+		"Uptime over 90 days: no data",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("status page lacks %q", want)
+		}
 	}
 }

@@ -37,7 +37,8 @@ type Indicator struct {
 }
 
 // Component is one status component. Status is operational, degraded_performance,
-// partial_outage, major_outage, or no_data when nothing was measured.
+// partial_outage or major_outage; operational also when nothing was measured (see
+// statuspageStatus).
 type Component struct {
 	ID                 string  `json:"id"`
 	Name               string  `json:"name"`
@@ -190,11 +191,9 @@ func summary(st *statusv1.GetStatusResponse, baseURL string) Summary {
 		Incidents:             []Incident{},
 		ScheduledMaintenances: []Maintenance{},
 	}
-	names := map[string]string{}
 	for i, c := range st.GetComponents() {
-		names[c.GetId()] = c.GetName()
 		out.Components = append(out.Components, Component{
-			ID: c.GetId(), Name: c.GetName(), Status: c.GetState(), Description: c.GetDescription(), Position: i + 1,
+			ID: c.GetId(), Name: c.GetName(), Status: statuspageStatus(c.GetState()), Description: c.GetDescription(), Position: i + 1,
 			UpdatedAt: updated, PageID: PageID, Showcase: true,
 			Metrics: Metrics{
 				WindowMinutes: st.GetWindowMinutes(), Requests: c.GetRequests(), Failures: c.GetFailures(),
@@ -204,30 +203,8 @@ func summary(st *statusv1.GetStatusResponse, baseURL string) Summary {
 			},
 		})
 	}
-	for _, in := range st.GetIncidents() {
-		if in.GetResolveTime() != nil {
-			continue // summary.json lists what is still open
-		}
-		inc := Incident{
-			ID: in.GetId(), Name: in.GetTitle(), Status: in.GetStatus(), Impact: in.GetImpact(),
-			CreatedAt: stamp(in.GetCreateTime()), UpdatedAt: stamp(in.GetUpdateTime()), StartedAt: stamp(in.GetCreateTime()),
-			Shortlink: baseURL + "/status#incident-" + in.GetId(), PageID: PageID,
-			IncidentUpdates: []IncidentUpdate{}, Components: []Ref{},
-		}
-		for _, u := range in.GetUpdates() {
-			at := stamp(u.GetCreateTime())
-			inc.IncidentUpdates = append(inc.IncidentUpdates, IncidentUpdate{ID: u.GetId(), IncidentID: in.GetId(), Status: u.GetStatus(), Body: u.GetBody(), CreatedAt: at, UpdatedAt: at, DisplayAt: at})
-		}
-		for _, c := range in.GetComponents() {
-			inc.Components = append(inc.Components, Ref{ID: c, Name: names[c]})
-		}
-		if in.GetKind() == "maintenance" {
-			out.ScheduledMaintenances = append(out.ScheduledMaintenances, Maintenance{Incident: inc,
-				ScheduledFor: optStamp(in.GetScheduledFor()), ScheduledUntil: optStamp(in.GetScheduledUntil())})
-			continue
-		}
-		out.Incidents = append(out.Incidents, inc)
-	}
+	// summary.json lists what is still open.
+	out.Incidents, out.ScheduledMaintenances = incidents(st, baseURL, false)
 	return out
 }
 
