@@ -43,6 +43,9 @@ type Config struct {
 	// RealtimeIdle closes a realtime session after this long without a frame; 0 is the
 	// realtime package's default (tests shorten it).
 	RealtimeIdle time.Duration
+	// Step, when set, hears each step of Start as it ends ("migrations"); `make run` prints
+	// a line with its duration for each.
+	Step func(step string)
 }
 
 func configFlags(fs *flag.FlagSet) *Config {

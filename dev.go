@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -24,6 +25,8 @@ import (
 )
 
 // cmdDev is `make run`: everything a newcomer needs on a fresh machine, idempotent on re-run.
+// It prints a line per start-up step with its duration (the Makefile prints the build's), so
+// that a first start that takes a while says what it is doing.
 func cmdDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	cfg := configFlags(fs)
@@ -34,7 +37,8 @@ func cmdDev(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		return err
 	}
-	pgNote, err := devDatabase(ctx, cfg, *dataDir)
+	clock := newPhases(os.Stdout)
+	pgNote, err := devDatabase(ctx, cfg, *dataDir, clock)
 	if err != nil {
 		return err
 	}
@@ -47,10 +51,16 @@ func cmdDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.Step = func(step string) {
+		if step == "migrations" {
+			clock.lap("database migrations applied")
+		}
+	}
 	g, err := Start(ctx, cfg, slog.Default())
 	if err != nil {
 		return err
 	}
+	clock.lap("gateway listening on " + g.HTTPAddr)
 	secret, err := seedDemo(ctx, g, sim, filepath.Join(*dataDir, "demo-key"))
 	if err != nil {
 		_ = g.Shutdown(cfg.DrainTimeout)
@@ -64,15 +74,41 @@ func cmdDev(ctx context.Context, args []string) error {
 		}
 		fxNote = "  FX rates: demo values (not real; set GATEWAY_FX_URL or call SetFxRates for real ones)"
 	}
+	clock.lap("demo catalogue, profile, key and FX rates loaded")
+	clock.total("ready")
 	printDevBanner(g, sim, secret, cfg.AdminToken, fxNote, pgNote)
 	<-ctx.Done()
 	return g.Shutdown(cfg.DrainTimeout)
 }
 
+// phases prints `make run`'s progress: one line per step, with how long it took since the
+// step before.
+type phases struct {
+	w           io.Writer
+	start, last time.Time
+}
+
+func newPhases(w io.Writer) *phases {
+	now := time.Now()
+	return &phases{w: w, start: now, last: now}
+}
+
+// lap ends a step.
+func (p *phases) lap(what string) {
+	now := time.Now()
+	fmt.Fprintf(p.w, "run: %-58s %6.2fs\n", what, now.Sub(p.last).Seconds())
+	p.last = now
+}
+
+// total says how long all the steps took together.
+func (p *phases) total(what string) {
+	fmt.Fprintf(p.w, "run: %-58s %6.2fs\n", what+" (all steps since the gateway process started)", time.Since(p.start).Seconds())
+}
+
 // devDatabase starts the local PostgreSQL cluster when no DATABASE_URL is given, and keeps
 // the admin token in dataDir when none is; the note says where the cluster's data went when
 // it is not under dataDir.
-func devDatabase(ctx context.Context, cfg *Config, dataDir string) (pgNote string, err error) {
+func devDatabase(ctx context.Context, cfg *Config, dataDir string, clock *phases) (pgNote string, err error) {
 	if cfg.DatabaseURL == "" {
 		dir, moved, err := devPGDir(dataDir) // devdata.go
 		if err != nil {
@@ -82,9 +118,22 @@ func devDatabase(ctx context.Context, cfg *Config, dataDir string) (pgNote strin
 			pgNote = fmt.Sprintf("  local PostgreSQL data: %s (the postgres user cannot reach %s)\n", dir, dataDir)
 			fmt.Print(pgNote)
 		}
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Persistent: true})
+		var started string
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir, Persistent: true, Step: func(step string) {
+			switch step {
+			case "initdb":
+				clock.lap("PostgreSQL cluster set up (initdb " + dir + ")")
+			default:
+				started = step
+			}
+		}})
 		if err != nil {
 			return "", fmt.Errorf("local PostgreSQL: %w", err)
+		}
+		if started == "running" {
+			clock.lap(fmt.Sprintf("PostgreSQL already running on 127.0.0.1:%d", c.Port()))
+		} else {
+			clock.lap(fmt.Sprintf("PostgreSQL started on 127.0.0.1:%d", c.Port()))
 		}
 		cfg.DatabaseURL = c.URL("postgres")
 	}
@@ -101,6 +150,10 @@ func devDatabase(ctx context.Context, cfg *Config, dataDir string) (pgNote strin
 // printDevBanner shows what the local run serves and how to try it.
 func printDevBanner(g *Gateway, sim, secret, adminToken, fxNote, pgNote string) {
 	base := "http://" + g.HTTPAddr
+	metrics := "off (GATEWAY_METRICS_ADDR is empty)"
+	if g.MetricsAddr != "" {
+		metrics = "http://" + g.MetricsAddr + "/metrics"
+	}
 	fmt.Printf(`
   Model gateway is running on %[1]s (gRPC %[2]s), upstream simulator on %[3]s
 
@@ -131,10 +184,17 @@ func printDevBanner(g *Gateway, sim, secret, adminToken, fxNote, pgNote string) 
   TELEGRAM_BOT_TOKEN=... GATEWAY_ADMIN_ADDR=%[2]s GATEWAY_ADMIN_TOKEN=%[5]s GATEWAY_PUBLIC_BASE_URL=%[1]s bin/gateway bot
 
 %[6]s
-%[7]s  stop: Ctrl-C (the local PostgreSQL keeps running for the next run; README.md, Quick start,
+%[7]s
+  in a browser:
+    API reference   %[1]s/docs
+    status page     %[1]s/status
+    models page     %[1]s/models
+    metrics         %[8]s
+
+  stop: Ctrl-C (the local PostgreSQL keeps running for the next run; README.md, Quick start,
   says how to stop it and start over)
 
-`, base, g.GRPCAddr, sim, secret, adminToken, fxNote, pgNote)
+`, base, g.GRPCAddr, sim, secret, adminToken, fxNote, pgNote, metrics)
 }
 
 // demoKeyEnv is the api_key_env of the demo catalogue's providers.

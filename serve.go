@@ -116,6 +116,9 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
+	if cfg.Step != nil {
+		cfg.Step("migrations")
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err

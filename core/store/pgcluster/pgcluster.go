@@ -28,6 +28,10 @@ type Options struct {
 	Port       int       // 0 = a free port (persistent clusters remember theirs)
 	Persistent bool      // keep the server running and the data between runs
 	Log        io.Writer // server output for throwaway clusters; nil = discarded
+	// Step, when set, hears each start-up step as it ends: "initdb" (a new data directory),
+	// then "start" (the server accepts connections) or "running" (a persistent server was
+	// already running on the directory). `make run` prints a line for each.
+	Step func(step string)
 }
 
 // Cluster is a running server.
@@ -74,14 +78,21 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			c.cleanup()
 			return nil, fmt.Errorf("initdb: %w: %s", err, out)
 		}
+		opts.step("initdb")
 	}
 	if c.persistent {
-		if err := c.startPersistent(ctx, bin, cred); err != nil {
+		running, err := c.startPersistent(ctx, bin, cred)
+		if err != nil {
 			return nil, err
 		}
 		if err := c.waitReady(ctx); err != nil {
 			c.Stop()
 			return nil, err
+		}
+		if running {
+			opts.step("running")
+		} else {
+			opts.step("start")
 		}
 		return c, nil
 	}
@@ -94,6 +105,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		err := c.waitReady(ctx)
 		if err == nil {
+			opts.step("start")
 			return c, nil
 		}
 		if opts.Port != 0 || attempt == 3 || !errors.Is(err, errExited) {
@@ -104,6 +116,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 }
 
+func (o Options) step(name string) {
+	if o.Step != nil {
+		o.Step(name)
+	}
+}
+
 // errExited is a server that stopped before it accepted a connection.
 var errExited = errors.New("postgres exited during start-up")
 
@@ -111,6 +129,9 @@ var errExited = errors.New("postgres exited during start-up")
 func (c *Cluster) URL(database string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, database)
 }
+
+// Port is the server's TCP port on 127.0.0.1.
+func (c *Cluster) Port() int { return c.port }
 
 func (c *Cluster) serverArgs() []string {
 	return []string{
@@ -147,12 +168,12 @@ func (c *Cluster) startChild(ctx context.Context, bin string, cred *syscall.Cred
 	return nil
 }
 
-// startPersistent reuses a server already running on the directory or starts one with pg_ctl
-// so that it outlives this process.
-func (c *Cluster) startPersistent(ctx context.Context, bin string, cred *syscall.Credential) error {
+// startPersistent reuses a server already running on the directory (running) or starts one
+// with pg_ctl so that it outlives this process.
+func (c *Cluster) startPersistent(ctx context.Context, bin string, cred *syscall.Credential) (running bool, err error) {
 	if port, ok := runningPort(c.dir); ok {
 		c.port = port
-		return nil
+		return true, nil
 	}
 	portFile := filepath.Join(c.dir, "gateway.port")
 	if c.port == 0 {
@@ -163,20 +184,20 @@ func (c *Cluster) startPersistent(ctx context.Context, bin string, cred *syscall
 	if c.port == 0 || !portFree(c.port) {
 		p, err := freePort()
 		if err != nil {
-			return err
+			return false, err
 		}
 		c.port = p
 	}
 	if err := os.WriteFile(portFile, []byte(strconv.Itoa(c.port)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("remember port: %w", err)
+		return false, fmt.Errorf("remember port: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_ctl"), "start", "-w", "-D", c.dir,
 		"-l", filepath.Join(c.dir, "server.log"), "-o", strings.Join(c.serverArgs(), " "))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setsid: true}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("pg_ctl start: %w: %s", err, out)
+		return false, fmt.Errorf("pg_ctl start: %w: %s", err, out)
 	}
-	return nil
+	return false, nil
 }
 
 // runningPort reads postmaster.pid: line 1 is the pid, line 4 the port.
