@@ -40,8 +40,9 @@ func TestGatewayChild(t *testing.T) {
 
 // Issue 16, finding 1, measured: 200 connections each declare a 32 MiB body, send all of it
 // but the last byte and stall; 100 of them carry a bogus key, 100 one of four valid keys.
-// The gateway's peak resident memory stays under 200 MB: the bogus keys are refused unread,
-// and of the others only what the replica's body budget admits is buffered.
+// The gateway's peak resident memory stays within its base, twice the profile's body budget
+// and a margin: the bogus keys are refused unread, and of the others only what the body
+// budgets admit is buffered.
 func TestStalledUploadsStayWithinMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends a few hundred MB over loopback")
@@ -144,7 +145,13 @@ func TestStalledUploadsStayWithinMemory(t *testing.T) {
 	if stalled.Load() == 0 {
 		t.Error("no upload was admitted: the measurement shows nothing")
 	}
-	if hwm > 200_000 {
-		t.Errorf("peak RSS %d kB, want under 200 MB", hwm)
+	// Bodies are charged to the budgets as their bytes arrive (issue 30): the four valid keys
+	// share one profile, whose budget (64 MiB) bounds what their uploads hold at once; the
+	// uploads refused halfway leave their chunks to the garbage collector, which lets the
+	// heap reach about twice what is live before it collects. Measured: 165-201 MB peak (147
+	// MB when the declared length was charged at once and refused uploads allocated nothing).
+	const profileBudgetKB = 64 << 10
+	if limit := base + 2*profileBudgetKB + 32<<10; hwm > limit {
+		t.Errorf("peak RSS %d kB, want under %d kB (the base, twice the profile's body budget and 32 MiB)", hwm, limit)
 	}
 }
