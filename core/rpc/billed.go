@@ -60,7 +60,7 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 			// Recorded as unavailable once the database is back: the id counts as used.
 			b.out.Status = apierror.Unavailable
 			b.finish()
-			return nil, unavailable("reserve request id", err)
+			return nil, unavailable(ctx, "reserve request id", err)
 		}
 		if !ok {
 			return nil, apierror.New(apierror.DuplicateRequestID, "the request id %q was already used", id)
@@ -114,7 +114,7 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 		b.out.Status = store.StatusCancelled
 		return err
 	}
-	ae := unavailable("hold", err)
+	ae := unavailable(b.ctx, "hold", err)
 	b.out.Status = ae.Code
 	return ae
 }
@@ -132,13 +132,13 @@ func (b *billed) growHold(amount decimal.Decimal) *apierror.Error {
 		return apierror.New(apierror.InsufficientBalance, "the balance cannot pay for more of this answer (up to %s %s); the answer ends here and is not charged",
 			amount, b.snap.Currency)
 	}
-	return unavailable("grow hold", err)
+	return unavailable(b.ctx, "grow hold", err)
 }
 
 // unavailable is the answer to a request that cannot be decided because the database cannot
-// be reached (contract: 503 unavailable).
-func unavailable(what string, err error) *apierror.Error {
-	slog.Warn("database unreachable", "step", what, "err", err)
+// be reached (contract: 503 unavailable); its log line names the request.
+func unavailable(ctx context.Context, what string, err error) *apierror.Error {
+	slog.Warn("database unreachable", "request_id", RequestID(ctx), "step", what, "err", err)
 	return apierror.New(apierror.Unavailable, "the gateway cannot reach its database; retry later")
 }
 

@@ -89,13 +89,13 @@ func (s *CoreServer) GetBalance(ctx context.Context, _ *corev1.GetBalanceRequest
 	defer cancel()
 	p, err := s.Store.GetProfile(ctx, k.ProfileID)
 	if err != nil {
-		return nil, unavailable("read balance", err)
+		return nil, unavailable(ctx, "read balance", err)
 	}
 	// Replicas reserve slices of the balance for requests in flight; what they reserved is not
 	// available to a new request elsewhere (contract: insufficient_balance).
 	leased, err := s.Store.Leased(ctx, k.ProfileID)
 	if err != nil {
-		return nil, unavailable("read leases", err)
+		return nil, unavailable(ctx, "read leases", err)
 	}
 	return &corev1.Balance{
 		Object: "balance", ProfileId: p.ID.String(), Currency: p.Currency,
