@@ -59,3 +59,32 @@ func TestUnmarshalMatchesNamesExactly(t *testing.T) {
 		t.Fatalf("duplicates: %v", err)
 	}
 }
+
+// The one reading's cost on every JSON body: Check of the bench's chat request and of an SDK's
+// 4 KiB conversation.
+func BenchmarkCheck(b *testing.B) {
+	small := []byte(`{"model":"bench-gpt","messages":[{"role":"user","content":"hello #sim:input=20000"}]}`)
+	var conv strings.Builder
+	conv.WriteString(`{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[`)
+	for i := range 40 {
+		if i > 0 {
+			conv.WriteByte(',')
+		}
+		conv.WriteString(`{"role":"user","content":"` + strings.Repeat("lorem ipsum dolor sit amet ", 3) + `"}`)
+	}
+	conv.WriteString(`]}`)
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{{"bench", small}, {"4KiB", []byte(conv.String())}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Check(c.body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
