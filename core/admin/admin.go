@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -236,73 +235,4 @@ func (s *Server) SetFxRates(ctx context.Context, req *adminv1.SetFxRatesRequest)
 		out.Rates[cur] = r.String()
 	}
 	return out, nil
-}
-
-// ListUsage implements GET /admin/v1/profiles/{id}/usage, newest first.
-func (s *Server) ListUsage(ctx context.Context, req *adminv1.ListUsageRequest) (*adminv1.ListUsageResponse, error) {
-	id, err := parseID("id", req.GetId())
-	if err != nil {
-		return nil, err
-	}
-	size := int(req.GetPageSize())
-	if size <= 0 || size > 1000 {
-		size = 100
-	}
-	var after *store.UsageCursor
-	if tok := req.GetPageToken(); tok != "" {
-		after, err = decodeCursor(tok)
-		if err != nil {
-			return nil, apierror.New(apierror.InvalidRequest, "page_token is not valid")
-		}
-	}
-	recs, err := s.Store.ListUsage(ctx, id, after, size+1)
-	if err != nil {
-		return nil, err
-	}
-	resp := &adminv1.ListUsageResponse{Records: []*adminv1.UsageRecord{}}
-	if len(recs) > size {
-		recs = recs[:size]
-		last := recs[size-1]
-		resp.NextPageToken = encodeCursor(&store.UsageCursor{StartTime: last.StartTime, RequestID: last.RequestID})
-	}
-	for _, r := range recs {
-		u := &adminv1.UsageRecord{
-			RequestId: r.RequestID, KeyId: r.KeyID.String(), Model: r.Model, EndpointFamily: r.EndpointFamily,
-			Status: r.Status, InputTokens: r.InputTokens, CachedInputTokens: r.CachedInputTokens,
-			CacheWriteTokens: r.CacheWriteTokens, OutputTokens: r.OutputTokens, ReasoningTokens: r.ReasoningTokens,
-			UsageReliable: r.UsageReliable, Currency: r.Currency, StartTime: timestamppb.New(r.StartTime),
-		}
-		if r.Cost.Valid {
-			u.Cost = r.Cost.Decimal.String()
-		} else if r.Status == store.StatusOK && catalog.IsCountTokensFamily(r.EndpointFamily) {
-			// Counting is free: its record has no charge (no ledger entry is written for
-			// it), and its cost is zero.
-			u.Cost = "0"
-		}
-		if r.EndTime != nil {
-			u.EndTime = timestamppb.New(*r.EndTime)
-		}
-		resp.Records = append(resp.Records, u)
-	}
-	return resp, nil
-}
-
-func encodeCursor(c *store.UsageCursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(c.StartTime.UTC().Format(time.RFC3339Nano) + "|" + c.RequestID))
-}
-
-func decodeCursor(tok string) (*store.UsageCursor, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil {
-		return nil, err
-	}
-	ts, id, ok := strings.Cut(string(raw), "|")
-	if !ok {
-		return nil, errors.New("malformed cursor")
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return nil, err
-	}
-	return &store.UsageCursor{StartTime: t, RequestID: id}, nil
 }

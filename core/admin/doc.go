@@ -1,7 +1,8 @@
 // Package admin is the operator's AdminService (proto/gateway/admin/v1, contract.md): its
 // RPCs, one file per part of the service, and the interceptors that guard it.
 //
-//   - admin.go: profiles, credits, the catalogue, fx rates and usage;
+//   - admin.go: profiles, credits, the catalogue and fx rates;
+//   - usage.go: ListUsage and GetUsageSummary, the request records read back;
 //   - keys.go: keys, their policies and request limits;
 //   - verify.go: VerifyCapabilities, which runs core/verify's prober;
 //   - incidents.go: the status site's incidents and maintenances;

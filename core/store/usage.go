@@ -31,21 +31,48 @@ type UsageCursor struct {
 	RequestID string
 }
 
-// ListUsage pages through a profile's request records, newest first.
-func (s *Store) ListUsage(ctx context.Context, profileID uuid.UUID, after *UsageCursor, limit int) ([]*RequestRecord, error) {
+// UsageFilter narrows a profile's records: to one key (uuid.Nil: every key) and to a range
+// of start times, Start inclusive and End exclusive (a zero time leaves that side open).
+type UsageFilter struct {
+	KeyID      uuid.UUID
+	Start, End time.Time
+}
+
+// args are the filter's query parameters: NULL for what is not narrowed.
+func (f UsageFilter) args() (key *uuid.UUID, start, end *time.Time) {
+	if f.KeyID != uuid.Nil {
+		key = &f.KeyID
+	}
+	if !f.Start.IsZero() {
+		start = &f.Start
+	}
+	if !f.End.IsZero() {
+		end = &f.End
+	}
+	return key, start, end
+}
+
+// ListUsage pages through a profile's request records that pass the filter, newest first:
+// start_time, then request_id, both descending, so that a cursor names one place in a total
+// order and paging visits every record once even when many share a start time.
+func (s *Store) ListUsage(ctx context.Context, profileID uuid.UUID, f UsageFilter, after *UsageCursor, limit int) ([]*RequestRecord, error) {
 	var afterTime *time.Time
 	var afterID string
 	if after != nil {
 		afterTime, afterID = &after.StartTime, after.RequestID
 	}
+	key, start, end := f.args()
 	rows, err := s.Pool.Query(ctx, `
 		SELECT profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
 			input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
 			usage_reliable, cost, start_time, end_time
 		FROM requests
 		WHERE profile_id = $1 AND ($2::timestamptz IS NULL OR (start_time, request_id) < ($2, $3))
+			AND ($5::uuid IS NULL OR key_id = $5)
+			AND ($6::timestamptz IS NULL OR start_time >= $6)
+			AND ($7::timestamptz IS NULL OR start_time < $7)
 		ORDER BY start_time DESC, request_id DESC
-		LIMIT $4`, profileID, afterTime, afterID, limit)
+		LIMIT $4`, profileID, afterTime, afterID, limit, key, start, end)
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)
 	}
@@ -59,6 +86,78 @@ func (s *Store) ListUsage(ctx context.Context, profileID uuid.UUID, after *Usage
 			return nil, fmt.Errorf("scan usage: %w", err)
 		}
 		out = append(out, &r)
+	}
+	return out, rows.Err()
+}
+
+// UsageGroup is what a usage summary adds up by.
+type UsageGroup struct {
+	Key, Model, Day bool
+}
+
+// UsageRow is one group of a usage summary; the fields not grouped by are zero.
+type UsageRow struct {
+	KeyID uuid.UUID
+	Model string
+	// Midnight UTC of the day.
+	Day                            time.Time
+	Requests                       int64
+	InputTokens, CachedInputTokens int64
+	CacheWriteTokens, OutputTokens int64
+	Cost                           decimal.Decimal
+}
+
+// UsageSummary adds up a profile's request records that pass the filter by the group's
+// fields, ordered by day, key and model. A row's cost is read from the ledger, not from the
+// records: each request's charge entry less its refund entry (Refund writes that reversal as
+// a charge entry of its own keyed 'refund <request id>'), so the rows add up exactly, in
+// numeric, to the charges the ledger holds for the range's requests.
+func (s *Store) UsageSummary(ctx context.Context, profileID uuid.UUID, f UsageFilter, g UsageGroup) ([]UsageRow, error) {
+	key, start, end := f.args()
+	// Two scalar lookups rather than one OR: each is served by its own unique index
+	// (profile_id, request_id) and (profile_id, idempotency_key).
+	rows, err := s.Pool.Query(ctx, `
+		SELECT CASE WHEN $5 THEN r.key_id END AS k,
+			CASE WHEN $6 THEN r.model_id END AS m,
+			CASE WHEN $7 THEN (r.start_time AT TIME ZONE 'UTC')::date END AS d,
+			count(*), sum(r.input_tokens)::bigint, sum(r.cached_input_tokens)::bigint,
+			sum(r.cache_write_tokens)::bigint, sum(r.output_tokens)::bigint,
+			coalesce(sum(
+				coalesce((SELECT -e.amount FROM ledger_entries e
+					WHERE e.profile_id = r.profile_id AND e.request_id = r.request_id AND e.kind = 'charge'), 0)
+				+ coalesce((SELECT -e.amount FROM ledger_entries e
+					WHERE e.profile_id = r.profile_id AND e.idempotency_key = 'refund ' || r.request_id AND e.kind = 'charge'), 0)
+			), 0)::numeric
+		FROM requests r
+		WHERE r.profile_id = $1
+			AND ($2::uuid IS NULL OR r.key_id = $2)
+			AND ($3::timestamptz IS NULL OR r.start_time >= $3)
+			AND ($4::timestamptz IS NULL OR r.start_time < $4)
+		GROUP BY 1, 2, 3
+		ORDER BY 3, 1, 2`, profileID, key, start, end, g.Key, g.Model, g.Day)
+	if err != nil {
+		return nil, fmt.Errorf("usage summary: %w", err)
+	}
+	defer rows.Close()
+	var out []UsageRow
+	for rows.Next() {
+		var u UsageRow
+		var k *uuid.UUID
+		var m *string
+		var d *time.Time
+		if err := rows.Scan(&k, &m, &d, &u.Requests, &u.InputTokens, &u.CachedInputTokens, &u.CacheWriteTokens, &u.OutputTokens, &u.Cost); err != nil {
+			return nil, fmt.Errorf("scan usage summary: %w", err)
+		}
+		if k != nil {
+			u.KeyID = *k
+		}
+		if m != nil {
+			u.Model = *m
+		}
+		if d != nil {
+			u.Day = time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC)
+		}
+		out = append(out, u)
 	}
 	return out, rows.Err()
 }

@@ -33,6 +33,8 @@ func TestAdminHelpListsVerbsAndFields(t *testing.T) {
 		{[]string{"create-key", "--help"}, []string{"CreateKeyRequest", "  --profile_id=STRING\n", "  --allowed_endpoints=STRING,...\n", "  --max_concurrent_requests=INT32\n"}},
 		{[]string{"update-key", "-h"}, []string{"  --key=JSON (Key)\n"}},
 		{[]string{"list-incidents", "help"}, []string{"ListIncidentsRequest"}},
+		{[]string{"list-usage", "--help"}, []string{"ListUsageRequest", "  --key_id=STRING\n", "  --start_time=RFC3339-TIME\n", "  --end_time=RFC3339-TIME\n", "  --page_token=STRING\n"}},
+		{[]string{"get-usage-summary", "--help"}, []string{"GetUsageSummaryRequest", "GetUsageSummaryResponse", "  --group_by=STRING,...\n", "  --start_time=RFC3339-TIME\n", "  --key_id=STRING\n"}},
 	}
 	for _, tc := range tests {
 		var out bytes.Buffer
@@ -100,6 +102,8 @@ func TestAdminOverHTTPRoute(t *testing.T) {
 	}{
 		{[]string{"get-profile", "--id=p 1"}, "GET /admin/v1/profiles/p%201  Bearer tok"},
 		{[]string{"list-usage", "--id=p1", "--page_size=2"}, "GET /admin/v1/profiles/p1/usage?page_size=2  Bearer tok"},
+		{[]string{"get-usage-summary", "--id=p1", "--group_by=key,day", "--start_time=2026-11-01T00:00:00Z"},
+			"GET /admin/v1/profiles/p1/usage:summary?group_by=key&group_by=day&start_time=2026-11-01T00%3A00%3A00Z  Bearer tok"},
 		{[]string{"create-key", "--profile_id=p1", "--allowed_models=a,b"}, `POST /admin/v1/profiles/p1/keys {"allowed_models":["a","b"]} Bearer tok`},
 		{[]string{"update-key", `--key={"id":"k1","name":"n"}`}, `PATCH /admin/v1/keys/k1 {"id":"k1","name":"n"} Bearer tok`},
 	}

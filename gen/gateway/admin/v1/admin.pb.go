@@ -1126,9 +1126,17 @@ func (x *SetFxRatesResponse) GetRates() map[string]string {
 type ListUsageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Profile id.
-	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	PageSize      int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// At most 1000; 0 means 100.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, asked with the same key_id and time range.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only this key's records; empty means every key of the profile.
+	KeyId string `protobuf:"bytes,4,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// Records that started at or after this time (inclusive); unset means from the first.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Records that started before this time (exclusive); unset means up to now.
+	EndTime       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1182,6 +1190,27 @@ func (x *ListUsageRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListUsageRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *ListUsageRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *ListUsageRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
 }
 
 type ListUsageResponse struct {
@@ -1393,6 +1422,244 @@ func (x *UsageRecord) GetEndTime() *timestamppb.Timestamp {
 	return nil
 }
 
+type GetUsageSummaryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Profile id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// What a row adds up by: any of key, model, day (UTC date of the request's start); empty
+	// means all three. A field that is not grouped is empty in every row.
+	GroupBy []string `protobuf:"bytes,2,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
+	// The range of the requests' start times: start inclusive, end exclusive; unset means open.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// Only this key's records; empty means every key of the profile.
+	KeyId         string `protobuf:"bytes,5,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageSummaryRequest) Reset() {
+	*x = GetUsageSummaryRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageSummaryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageSummaryRequest) ProtoMessage() {}
+
+func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageSummaryRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageSummaryRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetUsageSummaryRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetUsageSummaryRequest) GetGroupBy() []string {
+	if x != nil {
+		return x.GroupBy
+	}
+	return nil
+}
+
+func (x *GetUsageSummaryRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *GetUsageSummaryRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *GetUsageSummaryRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+type GetUsageSummaryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ordered by day, then key_id, then model.
+	Rows          []*UsageSummaryRow `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageSummaryResponse) Reset() {
+	*x = GetUsageSummaryResponse{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageSummaryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageSummaryResponse) ProtoMessage() {}
+
+func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageSummaryResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageSummaryResponse) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetUsageSummaryResponse) GetRows() []*UsageSummaryRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+type UsageSummaryRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	KeyId string                 `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	Model string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// YYYY-MM-DD, UTC.
+	Day string `protobuf:"bytes,3,opt,name=day,proto3" json:"day,omitempty"`
+	// Request records, charged or not.
+	Requests          int64 `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
+	InputTokens       int64 `protobuf:"varint,5,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	CachedInputTokens int64 `protobuf:"varint,6,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int64 `protobuf:"varint,7,opt,name=cache_write_tokens,json=cacheWriteTokens,proto3" json:"cache_write_tokens,omitempty"`
+	OutputTokens      int64 `protobuf:"varint,8,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// Decimal string in the billing currency: the ledger's charges of these requests, refunds
+	// deducted ("0" when nothing was charged).
+	Cost          string `protobuf:"bytes,9,opt,name=cost,proto3" json:"cost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageSummaryRow) Reset() {
+	*x = UsageSummaryRow{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageSummaryRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageSummaryRow) ProtoMessage() {}
+
+func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageSummaryRow.ProtoReflect.Descriptor instead.
+func (*UsageSummaryRow) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *UsageSummaryRow) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *UsageSummaryRow) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageSummaryRow) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *UsageSummaryRow) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *UsageSummaryRow) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *UsageSummaryRow) GetCachedInputTokens() int64 {
+	if x != nil {
+		return x.CachedInputTokens
+	}
+	return 0
+}
+
+func (x *UsageSummaryRow) GetCacheWriteTokens() int64 {
+	if x != nil {
+		return x.CacheWriteTokens
+	}
+	return 0
+}
+
+func (x *UsageSummaryRow) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *UsageSummaryRow) GetCost() string {
+	if x != nil {
+		return x.Cost
+	}
+	return ""
+}
+
 type VerifyCapabilitiesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Models to probe; empty probes every active model.
@@ -1406,7 +1673,7 @@ type VerifyCapabilitiesRequest struct {
 
 func (x *VerifyCapabilitiesRequest) Reset() {
 	*x = VerifyCapabilitiesRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1685,7 @@ func (x *VerifyCapabilitiesRequest) String() string {
 func (*VerifyCapabilitiesRequest) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1698,7 @@ func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *VerifyCapabilitiesRequest) GetModels() []string {
@@ -1457,7 +1724,7 @@ type VerifyCapabilitiesResponse struct {
 
 func (x *VerifyCapabilitiesResponse) Reset() {
 	*x = VerifyCapabilitiesResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1736,7 @@ func (x *VerifyCapabilitiesResponse) String() string {
 func (*VerifyCapabilitiesResponse) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1749,7 @@ func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesResponse.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *VerifyCapabilitiesResponse) GetCapabilities() []*Capability {
@@ -1508,7 +1775,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1787,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1800,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Capability) GetModel() string {
@@ -1598,7 +1865,7 @@ type Incident struct {
 
 func (x *Incident) Reset() {
 	*x = Incident{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1877,7 @@ func (x *Incident) String() string {
 func (*Incident) ProtoMessage() {}
 
 func (x *Incident) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1890,7 @@ func (x *Incident) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Incident.ProtoReflect.Descriptor instead.
 func (*Incident) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Incident) GetId() string {
@@ -1722,7 +1989,7 @@ type IncidentUpdate struct {
 
 func (x *IncidentUpdate) Reset() {
 	*x = IncidentUpdate{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +2001,7 @@ func (x *IncidentUpdate) String() string {
 func (*IncidentUpdate) ProtoMessage() {}
 
 func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +2014,7 @@ func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IncidentUpdate.ProtoReflect.Descriptor instead.
 func (*IncidentUpdate) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *IncidentUpdate) GetId() string {
@@ -1799,7 +2066,7 @@ type CreateIncidentRequest struct {
 
 func (x *CreateIncidentRequest) Reset() {
 	*x = CreateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2078,7 @@ func (x *CreateIncidentRequest) String() string {
 func (*CreateIncidentRequest) ProtoMessage() {}
 
 func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2091,7 @@ func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*CreateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateIncidentRequest) GetKind() string {
@@ -1896,7 +2163,7 @@ type UpdateIncidentRequest struct {
 
 func (x *UpdateIncidentRequest) Reset() {
 	*x = UpdateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2175,7 @@ func (x *UpdateIncidentRequest) String() string {
 func (*UpdateIncidentRequest) ProtoMessage() {}
 
 func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2188,7 @@ func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*UpdateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateIncidentRequest) GetId() string {
@@ -1962,7 +2229,7 @@ type ResolveIncidentRequest struct {
 
 func (x *ResolveIncidentRequest) Reset() {
 	*x = ResolveIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2241,7 @@ func (x *ResolveIncidentRequest) String() string {
 func (*ResolveIncidentRequest) ProtoMessage() {}
 
 func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2254,7 @@ func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveIncidentRequest.ProtoReflect.Descriptor instead.
 func (*ResolveIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResolveIncidentRequest) GetId() string {
@@ -2014,7 +2281,7 @@ type ListIncidentsRequest struct {
 
 func (x *ListIncidentsRequest) Reset() {
 	*x = ListIncidentsRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2293,7 @@ func (x *ListIncidentsRequest) String() string {
 func (*ListIncidentsRequest) ProtoMessage() {}
 
 func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2306,7 @@ func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsRequest.ProtoReflect.Descriptor instead.
 func (*ListIncidentsRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListIncidentsRequest) GetIncludeResolved() bool {
@@ -2058,7 +2325,7 @@ type ListIncidentsResponse struct {
 
 func (x *ListIncidentsResponse) Reset() {
 	*x = ListIncidentsResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2070,7 +2337,7 @@ func (x *ListIncidentsResponse) String() string {
 func (*ListIncidentsResponse) ProtoMessage() {}
 
 func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2083,7 +2350,7 @@ func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsResponse.ProtoReflect.Descriptor instead.
 func (*ListIncidentsResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListIncidentsResponse) GetIncidents() []*Incident {
@@ -2106,7 +2373,7 @@ type BotState struct {
 
 func (x *BotState) Reset() {
 	*x = BotState{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +2385,7 @@ func (x *BotState) String() string {
 func (*BotState) ProtoMessage() {}
 
 func (x *BotState) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +2398,7 @@ func (x *BotState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotState.ProtoReflect.Descriptor instead.
 func (*BotState) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BotState) GetKey() string {
@@ -2171,7 +2438,7 @@ type GetBotStateRequest struct {
 
 func (x *GetBotStateRequest) Reset() {
 	*x = GetBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2183,7 +2450,7 @@ func (x *GetBotStateRequest) String() string {
 func (*GetBotStateRequest) ProtoMessage() {}
 
 func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2196,7 +2463,7 @@ func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotStateRequest.ProtoReflect.Descriptor instead.
 func (*GetBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetBotStateRequest) GetKey() string {
@@ -2219,7 +2486,7 @@ type PutBotStateRequest struct {
 
 func (x *PutBotStateRequest) Reset() {
 	*x = PutBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2498,7 @@ func (x *PutBotStateRequest) String() string {
 func (*PutBotStateRequest) ProtoMessage() {}
 
 func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2511,7 @@ func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateRequest.ProtoReflect.Descriptor instead.
 func (*PutBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PutBotStateRequest) GetKey() string {
@@ -2286,7 +2553,7 @@ type PutBotStateResponse struct {
 
 func (x *PutBotStateResponse) Reset() {
 	*x = PutBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2565,7 @@ func (x *PutBotStateResponse) String() string {
 func (*PutBotStateResponse) ProtoMessage() {}
 
 func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2578,7 @@ func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateResponse.ProtoReflect.Descriptor instead.
 func (*PutBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PutBotStateResponse) GetState() *BotState {
@@ -2337,7 +2604,7 @@ type TakeBotStateRequest struct {
 
 func (x *TakeBotStateRequest) Reset() {
 	*x = TakeBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2616,7 @@ func (x *TakeBotStateRequest) String() string {
 func (*TakeBotStateRequest) ProtoMessage() {}
 
 func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2629,7 @@ func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeBotStateRequest.ProtoReflect.Descriptor instead.
 func (*TakeBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TakeBotStateRequest) GetKey() string {
@@ -2381,7 +2648,7 @@ type ListBotStateRequest struct {
 
 func (x *ListBotStateRequest) Reset() {
 	*x = ListBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2660,7 @@ func (x *ListBotStateRequest) String() string {
 func (*ListBotStateRequest) ProtoMessage() {}
 
 func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2673,7 @@ func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateRequest.ProtoReflect.Descriptor instead.
 func (*ListBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListBotStateRequest) GetPrefix() string {
@@ -2425,7 +2692,7 @@ type ListBotStateResponse struct {
 
 func (x *ListBotStateResponse) Reset() {
 	*x = ListBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2704,7 @@ func (x *ListBotStateResponse) String() string {
 func (*ListBotStateResponse) ProtoMessage() {}
 
 func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2717,7 @@ func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateResponse.ProtoReflect.Descriptor instead.
 func (*ListBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListBotStateResponse) GetStates() []*BotState {
@@ -2470,7 +2737,7 @@ type ReportBotHealthRequest struct {
 
 func (x *ReportBotHealthRequest) Reset() {
 	*x = ReportBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2482,7 +2749,7 @@ func (x *ReportBotHealthRequest) String() string {
 func (*ReportBotHealthRequest) ProtoMessage() {}
 
 func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2495,7 +2762,7 @@ func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*ReportBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReportBotHealthRequest) GetLastPollTime() *timestamppb.Timestamp {
@@ -2513,7 +2780,7 @@ type GetBotHealthRequest struct {
 
 func (x *GetBotHealthRequest) Reset() {
 	*x = GetBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2525,7 +2792,7 @@ func (x *GetBotHealthRequest) String() string {
 func (*GetBotHealthRequest) ProtoMessage() {}
 
 func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2538,7 +2805,7 @@ func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*GetBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 type BotHealth struct {
@@ -2554,7 +2821,7 @@ type BotHealth struct {
 
 func (x *BotHealth) Reset() {
 	*x = BotHealth{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2833,7 @@ func (x *BotHealth) String() string {
 func (*BotHealth) ProtoMessage() {}
 
 func (x *BotHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2846,7 @@ func (x *BotHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotHealth.ProtoReflect.Descriptor instead.
 func (*BotHealth) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BotHealth) GetStatus() string {
@@ -2696,12 +2963,16 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"RatesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"^\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe7\x01\n" +
 	"\x10ListUsageRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"t\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x15\n" +
+	"\x06key_id\x18\x04 \x01(\tR\x05keyId\x129\n" +
+	"\n" +
+	"start_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"t\n" +
 	"\x11ListUsageResponse\x127\n" +
 	"\arecords\x18\x01 \x03(\v2\x1d.gateway.admin.v1.UsageRecordR\arecords\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb4\x04\n" +
@@ -2723,7 +2994,26 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\bcurrency\x18\r \x01(\tR\bcurrency\x129\n" +
 	"\n" +
 	"start_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"`\n" +
+	"\bend_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xcc\x01\n" +
+	"\x16GetUsageSummaryRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\bgroup_by\x18\x02 \x03(\tR\agroupBy\x129\n" +
+	"\n" +
+	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x15\n" +
+	"\x06key_id\x18\x05 \x01(\tR\x05keyId\"P\n" +
+	"\x17GetUsageSummaryResponse\x125\n" +
+	"\x04rows\x18\x01 \x03(\v2!.gateway.admin.v1.UsageSummaryRowR\x04rows\"\xa6\x02\n" +
+	"\x0fUsageSummaryRow\x12\x15\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x10\n" +
+	"\x03day\x18\x03 \x01(\tR\x03day\x12\x1a\n" +
+	"\brequests\x18\x04 \x01(\x03R\brequests\x12!\n" +
+	"\finput_tokens\x18\x05 \x01(\x03R\vinputTokens\x12.\n" +
+	"\x13cached_input_tokens\x18\x06 \x01(\x03R\x11cachedInputTokens\x12,\n" +
+	"\x12cache_write_tokens\x18\a \x01(\x03R\x10cacheWriteTokens\x12#\n" +
+	"\routput_tokens\x18\b \x01(\x03R\foutputTokens\x12\x12\n" +
+	"\x04cost\x18\t \x01(\tR\x04cost\"`\n" +
 	"\x19VerifyCapabilitiesRequest\x12\x16\n" +
 	"\x06models\x18\x01 \x03(\tR\x06models\x12+\n" +
 	"\x11endpoint_families\x18\x02 \x03(\tR\x10endpointFamilies\"^\n" +
@@ -2814,7 +3104,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\tBotHealth\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12D\n" +
 	"\x10last_report_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastReportTime\x12@\n" +
-	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime2\xce\x16\n" +
+	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime2\xe6\x17\n" +
 	"\fAdminService\x12q\n" +
 	"\rCreateProfile\x12&.gateway.admin.v1.CreateProfileRequest\x1a\x19.gateway.admin.v1.Profile\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/admin/v1/profiles\x12m\n" +
 	"\n" +
@@ -2829,7 +3119,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\fApplyCatalog\x12%.gateway.admin.v1.ApplyCatalogRequest\x1a&.gateway.admin.v1.ApplyCatalogResponse\")\x82\xd3\xe4\x93\x02#:\bdocument\"\x17/admin/v1/catalog:apply\x12t\n" +
 	"\n" +
 	"SetFxRates\x12#.gateway.admin.v1.SetFxRatesRequest\x1a$.gateway.admin.v1.SetFxRatesResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/admin/v1/fx:set\x12{\n" +
-	"\tListUsage\x12\".gateway.admin.v1.ListUsageRequest\x1a#.gateway.admin.v1.ListUsageResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/admin/v1/profiles/{id}/usage\x12\x99\x01\n" +
+	"\tListUsage\x12\".gateway.admin.v1.ListUsageRequest\x1a#.gateway.admin.v1.ListUsageResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/admin/v1/profiles/{id}/usage\x12\x95\x01\n" +
+	"\x0fGetUsageSummary\x12(.gateway.admin.v1.GetUsageSummaryRequest\x1a).gateway.admin.v1.GetUsageSummaryResponse\"-\x82\xd3\xe4\x93\x02'\x12%/admin/v1/profiles/{id}/usage:summary\x12\x99\x01\n" +
 	"\x12VerifyCapabilities\x12+.gateway.admin.v1.VerifyCapabilitiesRequest\x1a,.gateway.admin.v1.VerifyCapabilitiesResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/admin/v1/capabilities:verify\x12u\n" +
 	"\x0eCreateIncident\x12'.gateway.admin.v1.CreateIncidentRequest\x1a\x1a.gateway.admin.v1.Incident\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/admin/v1/incidents\x12\x81\x01\n" +
 	"\x0eUpdateIncident\x12'.gateway.admin.v1.UpdateIncidentRequest\x1a\x1a.gateway.admin.v1.Incident\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/admin/v1/incidents/{id}:update\x12\x84\x01\n" +
@@ -2854,7 +3145,7 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
 	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
@@ -2877,119 +3168,129 @@ var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*ListUsageRequest)(nil),           // 18: gateway.admin.v1.ListUsageRequest
 	(*ListUsageResponse)(nil),          // 19: gateway.admin.v1.ListUsageResponse
 	(*UsageRecord)(nil),                // 20: gateway.admin.v1.UsageRecord
-	(*VerifyCapabilitiesRequest)(nil),  // 21: gateway.admin.v1.VerifyCapabilitiesRequest
-	(*VerifyCapabilitiesResponse)(nil), // 22: gateway.admin.v1.VerifyCapabilitiesResponse
-	(*Capability)(nil),                 // 23: gateway.admin.v1.Capability
-	(*Incident)(nil),                   // 24: gateway.admin.v1.Incident
-	(*IncidentUpdate)(nil),             // 25: gateway.admin.v1.IncidentUpdate
-	(*CreateIncidentRequest)(nil),      // 26: gateway.admin.v1.CreateIncidentRequest
-	(*UpdateIncidentRequest)(nil),      // 27: gateway.admin.v1.UpdateIncidentRequest
-	(*ResolveIncidentRequest)(nil),     // 28: gateway.admin.v1.ResolveIncidentRequest
-	(*ListIncidentsRequest)(nil),       // 29: gateway.admin.v1.ListIncidentsRequest
-	(*ListIncidentsResponse)(nil),      // 30: gateway.admin.v1.ListIncidentsResponse
-	(*BotState)(nil),                   // 31: gateway.admin.v1.BotState
-	(*GetBotStateRequest)(nil),         // 32: gateway.admin.v1.GetBotStateRequest
-	(*PutBotStateRequest)(nil),         // 33: gateway.admin.v1.PutBotStateRequest
-	(*PutBotStateResponse)(nil),        // 34: gateway.admin.v1.PutBotStateResponse
-	(*TakeBotStateRequest)(nil),        // 35: gateway.admin.v1.TakeBotStateRequest
-	(*ListBotStateRequest)(nil),        // 36: gateway.admin.v1.ListBotStateRequest
-	(*ListBotStateResponse)(nil),       // 37: gateway.admin.v1.ListBotStateResponse
-	(*ReportBotHealthRequest)(nil),     // 38: gateway.admin.v1.ReportBotHealthRequest
-	(*GetBotHealthRequest)(nil),        // 39: gateway.admin.v1.GetBotHealthRequest
-	(*BotHealth)(nil),                  // 40: gateway.admin.v1.BotHealth
-	nil,                                // 41: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                                // 42: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil),      // 43: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 44: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),            // 45: google.protobuf.Struct
+	(*GetUsageSummaryRequest)(nil),     // 21: gateway.admin.v1.GetUsageSummaryRequest
+	(*GetUsageSummaryResponse)(nil),    // 22: gateway.admin.v1.GetUsageSummaryResponse
+	(*UsageSummaryRow)(nil),            // 23: gateway.admin.v1.UsageSummaryRow
+	(*VerifyCapabilitiesRequest)(nil),  // 24: gateway.admin.v1.VerifyCapabilitiesRequest
+	(*VerifyCapabilitiesResponse)(nil), // 25: gateway.admin.v1.VerifyCapabilitiesResponse
+	(*Capability)(nil),                 // 26: gateway.admin.v1.Capability
+	(*Incident)(nil),                   // 27: gateway.admin.v1.Incident
+	(*IncidentUpdate)(nil),             // 28: gateway.admin.v1.IncidentUpdate
+	(*CreateIncidentRequest)(nil),      // 29: gateway.admin.v1.CreateIncidentRequest
+	(*UpdateIncidentRequest)(nil),      // 30: gateway.admin.v1.UpdateIncidentRequest
+	(*ResolveIncidentRequest)(nil),     // 31: gateway.admin.v1.ResolveIncidentRequest
+	(*ListIncidentsRequest)(nil),       // 32: gateway.admin.v1.ListIncidentsRequest
+	(*ListIncidentsResponse)(nil),      // 33: gateway.admin.v1.ListIncidentsResponse
+	(*BotState)(nil),                   // 34: gateway.admin.v1.BotState
+	(*GetBotStateRequest)(nil),         // 35: gateway.admin.v1.GetBotStateRequest
+	(*PutBotStateRequest)(nil),         // 36: gateway.admin.v1.PutBotStateRequest
+	(*PutBotStateResponse)(nil),        // 37: gateway.admin.v1.PutBotStateResponse
+	(*TakeBotStateRequest)(nil),        // 38: gateway.admin.v1.TakeBotStateRequest
+	(*ListBotStateRequest)(nil),        // 39: gateway.admin.v1.ListBotStateRequest
+	(*ListBotStateResponse)(nil),       // 40: gateway.admin.v1.ListBotStateResponse
+	(*ReportBotHealthRequest)(nil),     // 41: gateway.admin.v1.ReportBotHealthRequest
+	(*GetBotHealthRequest)(nil),        // 42: gateway.admin.v1.GetBotHealthRequest
+	(*BotHealth)(nil),                  // 43: gateway.admin.v1.BotHealth
+	nil,                                // 44: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 45: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 46: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 47: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 48: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	43, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	43, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	46, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	46, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
 	5,  // 2: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
 	5,  // 3: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
 	5,  // 4: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	44, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	47, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
 	5,  // 6: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	45, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	43, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	41, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	43, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	42, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	20, // 12: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	43, // 13: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	43, // 14: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
-	23, // 15: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
-	43, // 16: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	43, // 17: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
-	43, // 18: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
-	43, // 19: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
-	43, // 20: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
-	43, // 21: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
-	25, // 22: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
-	43, // 23: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
-	43, // 24: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
-	43, // 25: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
-	24, // 26: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
-	43, // 27: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
-	43, // 28: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
-	43, // 29: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
-	31, // 30: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
-	31, // 31: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
-	43, // 32: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
-	43, // 33: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
-	43, // 34: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
-	1,  // 35: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
-	2,  // 36: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
-	3,  // 37: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
-	4,  // 38: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
-	6,  // 39: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
-	8,  // 40: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
-	10, // 41: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
-	11, // 42: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
-	12, // 43: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	14, // 44: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	16, // 45: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	18, // 46: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	21, // 47: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
-	26, // 48: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
-	27, // 49: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
-	28, // 50: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
-	29, // 51: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
-	32, // 52: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
-	33, // 53: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
-	35, // 54: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
-	36, // 55: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
-	38, // 56: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
-	39, // 57: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
-	0,  // 58: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 59: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 60: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 61: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	7,  // 62: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	9,  // 63: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 64: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 65: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	13, // 66: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	15, // 67: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	17, // 68: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	19, // 69: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	22, // 70: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
-	24, // 71: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
-	24, // 72: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
-	24, // 73: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
-	30, // 74: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
-	31, // 75: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
-	34, // 76: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
-	31, // 77: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
-	37, // 78: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
-	40, // 79: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
-	40, // 80: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
-	58, // [58:81] is the sub-list for method output_type
-	35, // [35:58] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	48, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	46, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	44, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	46, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	45, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	46, // 12: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	46, // 13: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	20, // 14: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
+	46, // 15: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	46, // 16: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	46, // 17: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
+	46, // 18: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
+	23, // 19: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
+	26, // 20: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
+	46, // 21: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	46, // 22: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
+	46, // 23: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
+	46, // 24: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
+	46, // 25: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
+	46, // 26: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
+	28, // 27: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
+	46, // 28: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
+	46, // 29: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
+	46, // 30: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
+	27, // 31: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
+	46, // 32: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
+	46, // 33: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
+	46, // 34: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
+	34, // 35: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
+	34, // 36: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
+	46, // 37: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
+	46, // 38: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
+	46, // 39: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
+	1,  // 40: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
+	2,  // 41: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
+	3,  // 42: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
+	4,  // 43: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
+	6,  // 44: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
+	8,  // 45: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
+	10, // 46: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
+	11, // 47: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
+	12, // 48: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
+	14, // 49: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	16, // 50: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	18, // 51: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	21, // 52: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
+	24, // 53: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	29, // 54: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
+	30, // 55: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
+	31, // 56: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
+	32, // 57: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
+	35, // 58: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
+	36, // 59: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
+	38, // 60: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
+	39, // 61: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
+	41, // 62: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
+	42, // 63: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
+	0,  // 64: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 65: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 66: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 67: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	7,  // 68: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	9,  // 69: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 70: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 71: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	13, // 72: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	15, // 73: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	17, // 74: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	19, // 75: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	22, // 76: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
+	25, // 77: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	27, // 78: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
+	27, // 79: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
+	27, // 80: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
+	33, // 81: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
+	34, // 82: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
+	37, // 83: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
+	34, // 84: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
+	40, // 85: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
+	43, // 86: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
+	43, // 87: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
+	64, // [64:88] is the sub-list for method output_type
+	40, // [40:64] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_gateway_admin_v1_admin_proto_init() }
@@ -3003,7 +3304,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	AdminService_ApplyCatalog_FullMethodName       = "/gateway.admin.v1.AdminService/ApplyCatalog"
 	AdminService_SetFxRates_FullMethodName         = "/gateway.admin.v1.AdminService/SetFxRates"
 	AdminService_ListUsage_FullMethodName          = "/gateway.admin.v1.AdminService/ListUsage"
+	AdminService_GetUsageSummary_FullMethodName    = "/gateway.admin.v1.AdminService/GetUsageSummary"
 	AdminService_VerifyCapabilities_FullMethodName = "/gateway.admin.v1.AdminService/VerifyCapabilities"
 	AdminService_CreateIncident_FullMethodName     = "/gateway.admin.v1.AdminService/CreateIncident"
 	AdminService_UpdateIncident_FullMethodName     = "/gateway.admin.v1.AdminService/UpdateIncident"
@@ -67,7 +68,13 @@ type AdminServiceClient interface {
 	// The HTTP body is the catalog document itself, not wrapped.
 	ApplyCatalog(ctx context.Context, in *ApplyCatalogRequest, opts ...grpc.CallOption) (*ApplyCatalogResponse, error)
 	SetFxRates(ctx context.Context, in *SetFxRatesRequest, opts ...grpc.CallOption) (*SetFxRatesResponse, error)
+	// A profile's request records, newest first (start_time, then request_id, both descending),
+	// optionally of one key and a time range, in pages.
 	ListUsage(ctx context.Context, in *ListUsageRequest, opts ...grpc.CallOption) (*ListUsageResponse, error)
+	// A profile's request records over a time range added up by key, model and UTC day; the
+	// costs are the ledger's charges of those requests, so they add up exactly to what the
+	// ledger took for the range.
+	GetUsageSummary(ctx context.Context, in *GetUsageSummaryRequest, opts ...grpc.CallOption) (*GetUsageSummaryResponse, error)
 	// VerifyCapabilities probes each (model, endpoint family) with each optional parameter of
 	// spec 2.6 using the smallest possible requests, and records the verified lists (spec 2.3).
 	// Probes are not charged to any profile.
@@ -226,6 +233,16 @@ func (c *adminServiceClient) ListUsage(ctx context.Context, in *ListUsageRequest
 	return out, nil
 }
 
+func (c *adminServiceClient) GetUsageSummary(ctx context.Context, in *GetUsageSummaryRequest, opts ...grpc.CallOption) (*GetUsageSummaryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageSummaryResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetUsageSummary_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) VerifyCapabilities(ctx context.Context, in *VerifyCapabilitiesRequest, opts ...grpc.CallOption) (*VerifyCapabilitiesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(VerifyCapabilitiesResponse)
@@ -359,7 +376,13 @@ type AdminServiceServer interface {
 	// The HTTP body is the catalog document itself, not wrapped.
 	ApplyCatalog(context.Context, *ApplyCatalogRequest) (*ApplyCatalogResponse, error)
 	SetFxRates(context.Context, *SetFxRatesRequest) (*SetFxRatesResponse, error)
+	// A profile's request records, newest first (start_time, then request_id, both descending),
+	// optionally of one key and a time range, in pages.
 	ListUsage(context.Context, *ListUsageRequest) (*ListUsageResponse, error)
+	// A profile's request records over a time range added up by key, model and UTC day; the
+	// costs are the ledger's charges of those requests, so they add up exactly to what the
+	// ledger took for the range.
+	GetUsageSummary(context.Context, *GetUsageSummaryRequest) (*GetUsageSummaryResponse, error)
 	// VerifyCapabilities probes each (model, endpoint family) with each optional parameter of
 	// spec 2.6 using the smallest possible requests, and records the verified lists (spec 2.3).
 	// Probes are not charged to any profile.
@@ -433,6 +456,9 @@ func (UnimplementedAdminServiceServer) SetFxRates(context.Context, *SetFxRatesRe
 }
 func (UnimplementedAdminServiceServer) ListUsage(context.Context, *ListUsageRequest) (*ListUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListUsage not implemented")
+}
+func (UnimplementedAdminServiceServer) GetUsageSummary(context.Context, *GetUsageSummaryRequest) (*GetUsageSummaryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUsageSummary not implemented")
 }
 func (UnimplementedAdminServiceServer) VerifyCapabilities(context.Context, *VerifyCapabilitiesRequest) (*VerifyCapabilitiesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method VerifyCapabilities not implemented")
@@ -704,6 +730,24 @@ func _AdminService_ListUsage_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetUsageSummary_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUsageSummaryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetUsageSummary(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetUsageSummary_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetUsageSummary(ctx, req.(*GetUsageSummaryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_VerifyCapabilities_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(VerifyCapabilitiesRequest)
 	if err := dec(in); err != nil {
@@ -956,6 +1000,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListUsage",
 			Handler:    _AdminService_ListUsage_Handler,
+		},
+		{
+			MethodName: "GetUsageSummary",
+			Handler:    _AdminService_GetUsageSummary_Handler,
 		},
 		{
 			MethodName: "VerifyCapabilities",
