@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"modelgateway/core/wire/jsontext"
+	"modelgateway/core/wire/strictjson"
 )
 
 // Usage is a normalised usage record. Input, CachedInput, CacheWrite and Output are disjoint:
@@ -63,29 +63,29 @@ func FromOpenAIChat(raw json.RawMessage) Usage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return Unreliable("no usage reported")
 	}
+	if n, ok := openAIChatCounts(raw); ok { // checked as it is read: valid JSON
+		return fromInclusive(n[0], n[3], n[4], n[1], n[5])
+	}
 	if !gjson.ValidBytes(raw) {
 		return Unreliable("usage not decodable")
-	}
-	if n, ok := openAIChatCounts(raw); ok {
-		return fromInclusive(n[0], n[3], n[4], n[1], n[5])
 	}
 	return fromOpenAIChatFields(raw)
 }
 
 // openAIChatCounts is what fromOpenAIChatFields counts, read in one pass without gjson for a
-// usage object of the usual shape: each count at most once and a whole number written as
-// one below 2^53 (a float64 holds it exactly, as gjson reads numbers), the details as
-// objects, total_tokens the sum. Anything else reports !ok and takes the general way, with
-// its own messages. n holds prompt, completion, total, cached, cache-write and reasoning.
+// usage object of the usual shape: no name twice in an object (the Reader refuses it), each
+// count a whole number written as one below 2^53 (a float64 holds it exactly, as gjson reads
+// numbers), the details as objects, total_tokens the sum. Anything else reports !ok and takes
+// the general way, with its own messages. n holds prompt, completion, total, cached,
+// cache-write and reasoning.
 func openAIChatCounts(raw []byte) (n [6]int64, ok bool) {
-	s := jsontext.NewScanner(raw)
-	var seen jsontext.Seen
+	s := strictjson.NewReader(raw)
+	defer s.Done()
+	var seen uint8
 	count := func(i int) bool {
-		if !seen.First(i) {
-			return false
-		}
 		var ok bool
 		n[i], ok = s.Integer(64)
+		seen |= 1 << i
 		return ok && n[i] > -1<<53 && n[i] < 1<<53
 	}
 	ok = s.Object(func(key []byte) bool {
@@ -104,22 +104,19 @@ func openAIChatCounts(raw []byte) (n [6]int64, ok bool) {
 				case "cache_write_tokens":
 					return count(4)
 				}
-				s.Raw()
-				return true
+				return s.Skip()
 			})
 		case "completion_tokens_details":
 			return s.Object(func(key []byte) bool {
 				if string(key) == "reasoning_tokens" {
 					return count(5)
 				}
-				s.Raw()
-				return true
+				return s.Skip()
 			})
 		}
-		s.Raw()
-		return true
-	})
-	return n, ok && seen.Has(0) && seen.Has(1) && (!seen.Has(2) || n[2] == n[0]+n[1])
+		return s.Skip()
+	}) && s.End()
+	return n, ok && seen&3 == 3 && (seen&4 == 0 || n[2] == n[0]+n[1])
 }
 
 // fromOpenAIChatFields is FromOpenAIChat of valid JSON, read with gjson: every shape.

@@ -1,19 +1,19 @@
 package anthropic
 
 import (
-	"modelgateway/core/wire/jsontext"
 	mw "modelgateway/core/wire/messageswire"
+	"modelgateway/core/wire/strictjson"
 )
 
 // message_start and message_delta come once per stream, but encoding/json's reflection over
 // the whole StreamEvent made them (with a text block's content_block_start) 40 % of the
 // decoder's time on a 20-word answer. readStreamEvent reads them in one pass (a
-// jsontext.Scanner over text nobody has checked: each value is checked as it is read, the ones
-// it skips too) into the same StreamEvent. It only
-// accepts what it knows encoding/json would read the same way —
-// valid JSON, the keys of these events spelled exactly (a key that differs only in case would
-// match a field there), no key twice, each value of its field's type, no content blocks —
-// and leaves everything else to the general decoder (ok false).
+// strictjson.Reader over text nobody has checked: each value is checked as it is read, the
+// ones it skips too) into the same StreamEvent. It only accepts what it knows encoding/json
+// would read the same way — valid JSON in UTF-8, the keys of these events spelled exactly (a
+// key that differs only in case would match a field there), no key twice, each value of its
+// field's type, no content blocks — and leaves everything else to the general decoder (ok
+// false).
 
 // maxFastEvent bounds the events read here: past it, nesting depth limits could differ.
 const maxFastEvent = 8 << 10
@@ -32,7 +32,8 @@ func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) {
 	if len(data) > maxFastEvent {
 		return se, false
 	}
-	s := jsontext.NewScanner(data)
+	s := strictjson.NewReader(data)
+	defer s.Done()
 	ok = eachField(s, eventKeys, func(key string) bool {
 		switch key {
 		case "type":
@@ -61,7 +62,7 @@ func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) {
 	return se, ok && s.End()
 }
 
-func readMessage(s *jsontext.Scanner, m *mw.Message) bool {
+func readMessage(s *strictjson.Reader, m *mw.Message) bool {
 	return eachField(s, messageKeys, func(key string) bool {
 		switch key {
 		case "id":
@@ -93,7 +94,7 @@ func readMessage(s *jsontext.Scanner, m *mw.Message) bool {
 	})
 }
 
-func readDeltaObject(s *jsontext.Scanner, d *mw.Delta) bool {
+func readDeltaObject(s *strictjson.Reader, d *mw.Delta) bool {
 	return eachField(s, deltaKeys, func(key string) bool {
 		switch key {
 		case "type":
@@ -115,7 +116,7 @@ func readDeltaObject(s *jsontext.Scanner, d *mw.Delta) bool {
 	})
 }
 
-func readUsage(s *jsontext.Scanner, u *mw.Usage) bool {
+func readUsage(s *strictjson.Reader, u *mw.Usage) bool {
 	return eachField(s, usageKeys, func(key string) bool {
 		switch key {
 		case "input_tokens":
@@ -150,10 +151,9 @@ func readUsage(s *jsontext.Scanner, u *mw.Usage) bool {
 
 // eachField reads an object, calling f at the value of each key that is one of known
 // (lower-case ASCII); it checks and skips the values of the other keys. It reports false when
-// the value is not an object, a known key repeats, a key could match a field only
-// case-insensitively (or has an escape: the general decoder's), or f refuses.
-func eachField(s *jsontext.Scanner, known []string, f func(key string) bool) bool {
-	var seen jsontext.Seen
+// the value is not an object, a key repeats (the Reader refuses it), a key could match a
+// field only case-insensitively, or f refuses.
+func eachField(s *strictjson.Reader, known []string, f func(key string) bool) bool {
 	return s.Object(func(key []byte) bool {
 		i := 0
 		for i < len(known) && known[i] != string(key) {
@@ -164,7 +164,7 @@ func eachField(s *jsontext.Scanner, known []string, f func(key string) bool) boo
 			// cannot without being equal.
 			return lowerASCII(key) && s.Skip()
 		}
-		return seen.First(i) && f(known[i])
+		return f(known[i])
 	})
 }
 
@@ -178,11 +178,11 @@ func lowerASCII(s []byte) bool {
 }
 
 // readString reads a string as encoding/json does; null leaves it as it is.
-func readString(s *jsontext.Scanner, dst *string) bool {
+func readString(s *strictjson.Reader, dst *string) bool {
 	switch {
 	case s.Null():
 		return true
-	case s.Peek() == '"':
+	case s.Kind() == '"':
 		str, ok := s.String()
 		*dst = str
 		return ok
@@ -190,7 +190,7 @@ func readString(s *jsontext.Scanner, dst *string) bool {
 	return false
 }
 
-func readStringPtr(s *jsontext.Scanner, dst **string) bool {
+func readStringPtr(s *strictjson.Reader, dst **string) bool {
 	if s.Null() {
 		*dst = nil
 		return true
@@ -200,9 +200,8 @@ func readStringPtr(s *jsontext.Scanner, dst **string) bool {
 	return readString(s, str)
 }
 
-// readIntPtr reads an int64 literal as encoding/json does (no fraction, no exponent: the
-// Scanner leaves those, and the object's next separator is then missing).
-func readIntPtr(s *jsontext.Scanner, dst **int64) bool {
+// readIntPtr reads an int64 literal as encoding/json does (no fraction, no exponent).
+func readIntPtr(s *strictjson.Reader, dst **int64) bool {
 	if s.Null() {
 		*dst = nil
 		return true

@@ -1,10 +1,9 @@
-// Package jsontext holds the JSON text helpers both sides of the gateway share: String reads
+// Package jsontext holds the JSON string helpers both sides of the gateway share: String reads
 // a single string token without reflection (the per-chunk fields of upstream streams are
 // read in place, with the same result encoding/json gives), Marshal writes model output
 // without HTML escaping, AppendString and AppendSlogEscaped write a string as encoding/json
-// and log/slog do, without reflection (per stream chunk, per access line), and Scanner reads
-// a text token by token for the one-pass readers of a chat request, its usage and the
-// Anthropic stream events (checking what it reads where the text was not checked before).
+// and log/slog do, without reflection (per stream chunk, per access line). It has no
+// tokenizer: a text read token by token is read with strictjson.Reader, the strict reader's.
 package jsontext
 
 import (

@@ -13,6 +13,8 @@
 //     per name.
 //   - Unmarshal decodes with exact, case-sensitive member names, so that a case variant of a
 //     field is an unknown member to the gateway, as it is to the upstream.
+//   - Reader reads a text token by token with the same tokenizer, for the one-pass readers of
+//     the bodies every request has: the gateway has one JSON tokenizer.
 //
 // Both use encoding/json/v2's semantics (github.com/go-json-experiment/json is its mirror,
 // aliased to the standard library under the jsonv2 experiment and from Go 1.27 on): RFC 7493
