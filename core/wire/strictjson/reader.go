@@ -32,7 +32,8 @@ func NewReader(data []byte) *Reader {
 	return r
 }
 
-// Done gives r back; what Raw returned is data's own and stays.
+// Done gives r back; what Raw returned is data's own and stays. (The pooled decoder still
+// points at data until its next text: a pool holds nothing across two collections.)
 func (r *Reader) Done() {
 	r.src = bytes.Buffer{}
 	readers.Put(r)
@@ -43,8 +44,8 @@ func (r *Reader) Done() {
 func (r *Reader) Kind() jsontext.Kind { return r.d.PeekKind() }
 
 // Object reads an object, calling field with each member's name (escapes decoded; the bytes
-// are valid until field returns) when the reader is at the member's value, which field must
-// read.
+// are valid until the next name is read, in field too) when the reader is at the member's
+// value, which field must read.
 func (r *Reader) Object(field func(name []byte) bool) bool {
 	if t, err := r.d.ReadToken(); err != nil || t.Kind() != '{' {
 		return false
