@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/shopspring/decimal"
 	"github.com/tidwall/gjson"
 )
 
@@ -415,5 +417,44 @@ func TestStoredResponseExpiry(t *testing.T) {
 	}
 	if status, code, param := apiErr(t, err); status != 400 || code != "invalid_request_error" || param != "previous_response_id" || len(g.up.all()) != n {
 		t.Errorf("expired: %d %s %q", status, code, param)
+	}
+}
+
+// The hold of a continued request counts the whole conversation, before anything goes
+// upstream: with a balance that covers the same request sent alone, a continuation whose
+// stored turns are long is refused with insufficient_balance and reaches no upstream.
+func TestStoredConversationIsHeldInFull(t *testing.T) {
+	g := startGen(t)
+	long := strings.Repeat("lorem ", 33000) // about 200 kB: a hold of about 0.1 at 1 per 1M
+	status, _, raw := g.post(t, "/v1/responses", nil, `{"model":"m-anthropic","max_output_tokens":16,"input":"`+long+`"}`)
+	if status != 200 {
+		t.Fatalf("turn 1: %d %s", status, raw)
+	}
+	first := gjson.GetBytes(raw, "id").String()
+	balance := g.settled(t, g.profileID, 1)
+	// An output limit that leaves 0.05 of the balance for input: enough for "hi" alone, not
+	// for the conversation.
+	out := balance.Sub(decimal.RequireFromString("0.05")).Shift(6).Div(decimal.NewFromInt(2)).IntPart()
+	body := func(prev string) string {
+		b := `{"model":"m-anthropic","max_output_tokens":` + strconv.FormatInt(out, 10) + `,"input":"hi"`
+		if prev != "" {
+			b += `,"previous_response_id":"` + prev + `"`
+		}
+		return b + "}"
+	}
+	if status, _, raw := g.post(t, "/v1/responses", nil, body("")); status != 200 {
+		t.Fatalf("the request alone: %d %s", status, raw)
+	}
+	balance = g.settled(t, g.profileID, 2)
+	n := len(g.up.all())
+	status, _, raw = g.post(t, "/v1/responses", nil, body(first))
+	if code, _, _ := envelope(t, raw); status != 402 || code != "insufficient_balance" {
+		t.Errorf("continuation: %d %s, want 402 insufficient_balance", status, raw)
+	}
+	if calls := len(g.up.all()) - n; calls != 0 {
+		t.Errorf("the refused continuation made %d upstream calls", calls)
+	}
+	if after := g.settled(t, g.profileID, 2); !after.Equal(balance) {
+		t.Errorf("the refusal moved money: %s -> %s", balance, after)
 	}
 }
