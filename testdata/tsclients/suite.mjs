@@ -141,6 +141,46 @@ for (const model of MODELS) {
   });
 }
 
+// ---------------------------------------------------------------- stored responses (openai)
+test('openai responses: a stored conversation continued across three upstream kinds, retrieved, listed, deleted', async () => {
+  const c = openai();
+  const tools = [{ type: 'function', name: 'get_weather', parameters: weatherSchema, strict: true }];
+  const r1 = await c.responses.create({ model: 'm-openai', input: 'my name is Ada' });
+  assert.match(r1.id, /^resp_/);
+  assert.equal(r1.store, true);
+  // Turn 2 on a messages upstream: only the new input is sent, the model calls the tool.
+  const r2 = await c.responses.create({ model: 'm-anthropic', previous_response_id: r1.id, tools, input: 'weather in Paris?' });
+  assert.equal(r2.previous_response_id, r1.id);
+  const call = r2.output.find((o) => o.type === 'function_call');
+  assert.ok(call, JSON.stringify(r2.output));
+  assert.ok(r2.usage.input_tokens > r1.usage.input_tokens, 'turn 2 counts turn 1 too');
+  // Turn 3 on a content-generation upstream, streamed: the tool's output alone; the call it
+  // answers is in the stored conversation.
+  const s = c.responses.stream({
+    model: 'm-gemini', previous_response_id: r2.id, tools,
+    input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 21C' }],
+  });
+  const r3 = await s.finalResponse();
+  assert.match(r3.output_text, /sunny, 21C/);
+  assert.ok(r3.usage.input_tokens > r2.usage.input_tokens, 'turn 3 counts the conversation');
+
+  const got = await c.responses.retrieve(r3.id);
+  assert.equal(got.id, r3.id);
+  assert.equal(got.output_text, r3.output_text);
+  const items = [];
+  for await (const it of c.responses.inputItems.list(r3.id, { limit: 1 })) items.push(it);
+  assert.deepEqual(items.map((i) => i.type), ['function_call_output']);
+  assert.ok(items[0].id);
+
+  await c.responses.delete(r2.id);
+  await assert.rejects(c.responses.retrieve(r2.id), (e) => e.status === 404);
+  // The conversation through the deleted response cannot be continued.
+  await assert.rejects(
+    c.responses.create({ model: 'm-anthropic', previous_response_id: r3.id, input: 'and tomorrow?' }),
+    (e) => e.status === 400 && e.param === 'previous_response_id',
+  );
+});
+
 // ---------------------------------------------------------------- messages (anthropic)
 for (const model of MODELS) {
   test(`anthropic messages: plain, stream helper with input at start and cost, tools, structured (${model})`, async () => {
