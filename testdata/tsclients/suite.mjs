@@ -11,6 +11,8 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI, ApiError } from '@google/genai';
 import { GoogleGenerativeAI, GoogleGenerativeAIFetchError, SchemaType } from '@google/generative-ai';
+import { Agent, run, tool, OpenAIResponsesModel, setTracingDisabled } from '@openai/agents';
+import { z } from 'zod';
 
 const base = process.env.GATEWAY_URL;
 const key = process.env.GATEWAY_KEY;
@@ -179,6 +181,33 @@ test('openai responses: a stored conversation continued across three upstream ki
     c.responses.create({ model: 'm-anthropic', previous_response_id: r3.id, input: 'and tomorrow?' }),
     (e) => e.status === 400 && e.param === 'previous_response_id',
   );
+});
+
+// ---------------------------------------------------------------- OpenAI Agents SDK
+test('openai agents: a two-turn agent with a tool, the second turn continued by previous_response_id on a translated model', async () => {
+  setTracingDisabled(true); // no trace export to api.openai.com
+  const calls = [];
+  const getWeather = tool({
+    name: 'get_weather', description: 'The weather in a city.',
+    parameters: z.object({ city: z.string() }),
+    execute: async ({ city }) => { calls.push(city); return 'sunny, 21C'; },
+  });
+  const agent = new Agent({
+    name: 'Assistant', instructions: 'Be brief.', tools: [getWeather],
+    model: new OpenAIResponsesModel(openai(), 'm-anthropic'),
+  });
+  const first = await run(agent, 'weather in Paris?');
+  assert.match(first.finalOutput, /sunny, 21C/);
+  assert.ok(first.lastResponseId?.startsWith('resp_'), String(first.lastResponseId));
+  // Server-managed state: only the new input goes, with the first turn's last response id;
+  // inside the turn the SDK chains its own tool round trip the same way.
+  const second = await run(agent, 'and in Rome?', { previousResponseId: first.lastResponseId });
+  assert.match(second.finalOutput, /sunny, 21C/);
+  assert.equal(calls.length, 2);
+  assert.notEqual(second.lastResponseId, first.lastResponseId);
+  const last = await openai().responses.retrieve(second.lastResponseId);
+  assert.ok(last.previous_response_id, 'the last response continues the conversation');
+  assert.ok(last.usage.input_tokens > 0);
 });
 
 // ---------------------------------------------------------------- messages (anthropic)
