@@ -458,3 +458,56 @@ func TestStoredConversationIsHeldInFull(t *testing.T) {
 		t.Errorf("the refusal moved money: %s -> %s", balance, after)
 	}
 }
+
+// sseResponses are the response objects of a responses stream's lifecycle events, by event.
+func sseResponses(t *testing.T, raw []byte) (ids map[string]string, last gjson.Result) {
+	t.Helper()
+	ids = map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		ev := gjson.Parse(data)
+		if r := ev.Get("response"); r.Exists() {
+			ids[ev.Get("type").String()] = r.Get("id").String()
+			last = r
+		}
+	}
+	return ids, last
+}
+
+// Streams are stored when their terminal event goes out, under the id every lifecycle event
+// showed; a stream cut off upstream is stored failed, as OpenAI does.
+func TestStoredStreams(t *testing.T) {
+	g := startGen(t)
+	cases := []struct {
+		name, model, input, status string
+	}{
+		{"passthrough", "m-openai", "hello", "completed"},
+		{"translated", "m-anthropic", "hello", "completed"},
+		{"translated cut off", "m-anthropic", "hello #sim:cut", "failed"},
+		{"passthrough failed upstream", "m-openai", "hello #sim:error-mid=failed", "failed"},
+	}
+	for _, c := range cases {
+		status, _, raw := g.post(t, "/v1/responses", nil, `{"model":"`+c.model+`","stream":true,"input":"`+c.input+`"}`)
+		if status != 200 {
+			t.Fatalf("%s: %d %s", c.name, status, raw)
+		}
+		ids, last := sseResponses(t, raw)
+		id := ids["response.created"]
+		if !strings.HasPrefix(id, "resp_") || last.Get("status").String() != c.status {
+			t.Errorf("%s: created %q, terminal %s", c.name, id, last.Raw)
+			continue
+		}
+		for ev, other := range ids {
+			if other != id {
+				t.Errorf("%s: %s shows id %q, response.created %q", c.name, ev, other, id)
+			}
+		}
+		code, _, got := g.do("GET", "/v1/responses/"+id, bearer(g.key), "")
+		if code != 200 || got["id"] != id || got["status"] != c.status {
+			t.Errorf("%s: GET %d %v", c.name, code, got)
+		}
+	}
+}
