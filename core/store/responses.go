@@ -82,9 +82,10 @@ func (s *Store) StoredResponseChain(ctx context.Context, profileID uuid.UUID, id
 	for rows.Next() {
 		var l ChainLink
 		var prev *string
-		var in, out string
 		var live bool
-		if err := rows.Scan(&l.ID, &prev, &in, &out, &live); err != nil {
+		// Into fresh byte slices: pgx copies a text value into a []byte it is given, and
+		// the slices outlive the row.
+		if err := rows.Scan(&l.ID, &prev, &l.InputItems, &l.Output, &live); err != nil {
 			return nil, fmt.Errorf("read stored response chain %s: %w", id, err)
 		}
 		if len(links) == 0 {
@@ -95,7 +96,6 @@ func (s *Store) StoredResponseChain(ctx context.Context, profileID uuid.UUID, id
 		if len(links) > 0 {
 			ancestorsLive = ancestorsLive && headLive
 		}
-		l.InputItems, l.Output = []byte(in), []byte(out)
 		links = append(links, l)
 		headLive = live
 	}
@@ -140,7 +140,8 @@ func (s *Store) DeleteStoredResponse(ctx context.Context, profileID uuid.UUID, i
 
 // PurgeStoredResponses removes up to batch rows that are deleted, or expired and continued
 // by no other row, and says how many it removed. An expired row that a later one names
-// stays: its conversation lives while its newest response does.
+// stays: its conversation lives while its newest response does. Replicas purging at once
+// skip each other's rows rather than wait for them.
 func (s *Store) PurgeStoredResponses(ctx context.Context, batch int) (int64, error) {
 	tag, err := s.Pool.Exec(ctx, `
 		DELETE FROM stored_responses WHERE id IN (
@@ -148,7 +149,7 @@ func (s *Store) PurgeStoredResponses(ctx context.Context, batch int) (int64, err
 			WHERE r.deleted_at IS NOT NULL
 			   OR (r.expires_at <= now() AND NOT EXISTS (
 			       SELECT 1 FROM stored_responses c WHERE c.previous_id = r.id))
-			LIMIT $1)`, batch)
+			LIMIT $1 FOR UPDATE SKIP LOCKED)`, batch)
 	if err != nil {
 		return 0, fmt.Errorf("purge stored responses: %w", err)
 	}
