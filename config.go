@@ -43,6 +43,9 @@ type Config struct {
 	// RealtimeIdle closes a realtime session after this long without a frame; 0 is the
 	// realtime package's default (tests shorten it).
 	RealtimeIdle time.Duration
+	// ResponsesTTL is how long stored responses are kept (GATEWAY_RESPONSES_TTL, default
+	// 720h).
+	ResponsesTTL time.Duration
 	// Step, when set, hears each step of Start as it ends ("migrations"); `make run` prints
 	// a line with its duration for each.
 	Step func(step string)
@@ -69,6 +72,7 @@ func configFlags(fs *flag.FlagSet) *Config {
 	c.Limits = front.LimitsFromEnv(os.Getenv)
 	c.RealtimeMaxSession, _ = time.ParseDuration(os.Getenv("GATEWAY_REALTIME_MAX_SESSION"))
 	c.Replicas, _ = strconv.Atoi(os.Getenv("GATEWAY_REPLICAS"))
+	c.ResponsesTTL, _ = time.ParseDuration(os.Getenv("GATEWAY_RESPONSES_TTL"))
 	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr(), "GET /metrics listener; off when empty (GATEWAY_METRICS_ADDR)")
 	return c

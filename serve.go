@@ -194,7 +194,7 @@ func (w *wiring) startCore(ctx context.Context) error {
 	ledger := billing.NewLedger(st, log)
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Deps: &rpc.Deps{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
-		RealtimeMaxSession: cfg.RealtimeMaxSession,
+		RealtimeMaxSession: cfg.RealtimeMaxSession, ResponsesTTL: cfg.ResponsesTTL,
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
 	probeInterval, err := statusdata.ProbeIntervalFromEnv(os.Getenv)
@@ -356,6 +356,7 @@ func (w *wiring) run(runCtx context.Context, g *Gateway) {
 		go f.Run(runCtx)
 	}
 	g.ledger, g.ledgerDone = w.ledger, ledgerDone
+	go rpc.PurgeStoredResponses(runCtx, w.st, rpc.DefaultResponsesPurgeEvery, log.With("component", "stored_responses"))
 	go func() { _ = g.grpcSrv.Serve(g.grpcLn) }()
 	go func() {
 		defer close(g.done)

@@ -36,8 +36,8 @@ func familyHandlers(cfg Config) map[string]http.Handler {
 	return map[string]http.Handler{
 		chatcompletions.Family:  gen(chatcompletions.Protocol{}, chatcompletions.Family, limitJSON),
 		completions.Family:      gen(completions.Protocol{}, completions.Family, limitJSON),
-		responses.Family:        gen(responses.Protocol{}, responses.Family, limitJSON),
-		responses.CompactFamily: gen(responses.Protocol{Compact: true}, responses.CompactFamily, limitJSON),
+		responses.Family:        gen(responses.Protocol{Core: cfg.Core}, responses.Family, limitJSON),
+		responses.CompactFamily: gen(responses.Protocol{Compact: true, Core: cfg.Core}, responses.CompactFamily, limitJSON),
 		messages.Family:         gen(messages.Protocol{}, messages.Family, limitJSON),
 		messages.CountFamily:    &relay.CountHandler{Core: cfg.Core, Proto: messages.CountProtocol{}, Limit: limitJSON, Family: messages.CountFamily},
 

@@ -21,6 +21,7 @@ import (
 	"modelgateway/core/wire/requestid"
 	"modelgateway/front/media"
 	"modelgateway/front/relay"
+	"modelgateway/front/responses"
 )
 
 // Config wires the front to core. Unary calls take the clients (an in-process gRPC channel in
@@ -174,6 +175,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.onlyGET(w, r, s.readyz)
 	case strings.HasPrefix(p, "/admin/v1/") && !s.cfg.AdminSeparate:
 		s.serveAdmin(w, r)
+	case strings.HasPrefix(p, responses.StoredPrefix):
+		(&responses.StoredHandler{Core: s.cfg.Core}).ServeHTTP(w, r)
 	case p == "/v1/catalog":
 		s.onlyGET(w, r, s.catalog)
 	case p == "/v1/models", strings.HasPrefix(p, "/v1/models/"), p == "/v1/balance",

@@ -56,6 +56,13 @@ func checkRaw(req *corev1.GenerateRequest, limited bool) *apierror.Error {
 	if !body.IsObject() {
 		return disagree("the body is not an object")
 	}
+	// A stored conversation is expanded by the HTTP front (front/responses); over the socket
+	// the id would reach a responses upstream, which never saw it, and any other upstream
+	// would answer without the conversation.
+	if p := req.GetProtocol(); (p == corev1.Protocol_PROTOCOL_RESPONSES || p == corev1.Protocol_PROTOCOL_RESPONSES_COMPACT) &&
+		body.Get("previous_response_id").Type == gjson.String {
+		return apierror.New(apierror.InvalidRequest, "previous_response_id is served on the HTTP route only; over gRPC send the conversation's items as input")
+	}
 	if m := body.Get("model"); f.model && (m.Type != gjson.String || m.Str != req.GetModel()) ||
 		!f.model && m.Exists() && strings.TrimPrefix(m.String(), "models/") != req.GetModel() {
 		return disagree("model")

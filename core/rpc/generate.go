@@ -48,6 +48,9 @@ type Deps struct {
 	Log      *slog.Logger
 	// Env reads provider credentials; os.Getenv when nil.
 	Env func(string) string
+	// ResponsesTTL is how long a stored response is kept (GATEWAY_RESPONSES_TTL);
+	// DefaultResponsesTTL when 0.
+	ResponsesTTL time.Duration
 }
 
 // Generate implements the streaming RPC: checks, price and hold, the upstream call, and the

@@ -83,7 +83,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, h.keyFirst(OutgoingContext(r), apiErr))
 		return
 	}
-	req.RawBody = body
+	if req.RawBody == nil { // a protocol may rewrite the body (front/responses expands a stored conversation)
+		req.RawBody = body
+	}
 	ctx, cancel := context.WithCancel(IncomingContext(r))
 	defer cancel() // however the handler ends, the upstream request ends too
 	s := &sink{ctx: ctx, h: h, w: w, r: r, req: req}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
@@ -16,7 +18,26 @@ import (
 // Decode implements relay.Protocol. It fills the canonical request for translation; the raw
 // body (set by the relay) keeps everything the canonical form has no room for (hosted tools,
 // file inputs, item references, compaction items, store, include, ...) for a responses upstream.
-func (p Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest, *apierror.Error) {
+// A previous_response_id is expanded into the input first (stored.go).
+func (p Protocol) Decode(r *http.Request, body []byte) (*corev1.GenerateRequest, *apierror.Error) {
+	req, apiErr := p.decode(body)
+	if apiErr != nil || p.Core == nil || r == nil || !bytes.Contains(body, []byte(`"previous_response_id"`)) {
+		return req, apiErr
+	}
+	id := gjson.GetBytes(body, paramPreviousResponseID)
+	if id.Type != gjson.String {
+		return req, nil // null: no conversation to continue
+	}
+	if id.Str == "" {
+		e := invalid("previous_response_id must not be empty")
+		e.Param = paramPreviousResponseID
+		return nil, e
+	}
+	return p.expand(r, body, id.Str)
+}
+
+// decode is Decode of a body whose input is complete.
+func (p Protocol) decode(body []byte) (*corev1.GenerateRequest, *apierror.Error) {
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return nil, invalid("the request body must be a JSON object")
 	}

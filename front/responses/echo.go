@@ -54,6 +54,9 @@ func baseResponse(req *corev1.GenerateRequest, id, model string, created int64) 
 		Store:  false,
 		Output: []rw.OutputItem{},
 	}
+	if prev := req.GetExpandedPreviousResponseId(); prev != "" {
+		r.PreviousResponseID = &prev // the body sent upstream no longer names it
+	}
 	if ec.Reasoning != nil {
 		r.Reasoning = *ec.Reasoning
 	}

@@ -34,6 +34,11 @@ type encoder struct {
 	start *corev1.Start
 	pt    passthrough
 	b     *builder
+
+	// core keeps the response when store is set (stored.go); kept: it has been.
+	core  corev1.CoreServiceClient
+	store bool
+	kept  bool
 }
 
 var _ relay.Encoder = (*encoder)(nil)
@@ -60,6 +65,10 @@ func (e *encoder) Start(s *corev1.Start) error {
 		if e.stream {
 			e.sse = sse.NewWriter(e.w)
 		}
+		if !e.compact && (e.store || e.req.GetExpandedPreviousResponseId() != "") {
+			// The id a client may continue is the gateway's, never the upstream's.
+			e.pt.id = e.newID("resp_")
+		}
 		return nil
 	}
 	if e.compact {
@@ -72,6 +81,7 @@ func (e *encoder) Start(s *corev1.Start) error {
 		created = e.now().Unix()
 	}
 	e.b = newBuilder(e.req, e.newID, e.newID("resp_"), s.GetModel(), created)
+	e.b.resp.Store = e.store
 	if !e.stream {
 		return nil
 	}
@@ -132,6 +142,7 @@ func (e *encoder) Finish() error {
 		return nil
 	}
 	resp, name := e.b.end()
+	e.keepValue(resp) // before the terminal event: a client may continue at once
 	if e.stream {
 		return e.b.send(name, &rw.ResponseEvent{Type: name, Response: resp})
 	}
@@ -157,5 +168,6 @@ func (e *encoder) Fail(se *corev1.StreamError) {
 		return
 	}
 	resp := e.b.fail(se.GetCode(), se.GetMessage())
+	e.keepValue(resp)
 	_ = e.b.send(rw.EventFailed, &rw.ResponseEvent{Type: rw.EventFailed, Response: resp})
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/tidwall/gjson"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	rw "modelgateway/core/wire/responseswire"
@@ -17,6 +19,9 @@ type passthrough struct {
 	events   int64  // events written, which is also the next sequence_number
 	first    []byte // data of the first event (response.created), for the id of a made-up failure
 	terminal bool   // a terminal event has been written
+	// id is the gateway's id of the response, written over the upstream's; empty: the
+	// upstream's id stays (compact, or nothing stored or continued).
+	id string
 	// tail holds response.completed (or .incomplete) until core's usage event adds the cost.
 	tail relay.Tail
 }
@@ -32,13 +37,25 @@ func (e *encoder) native(n *corev1.Native) error {
 		if ct == "" {
 			ct = "application/json"
 		}
+		data := n.GetData()
+		if p.id != "" {
+			data = e.ownID(data, "")
+			e.keep(p.id, data)
+		}
 		e.w.Header().Set("Content-Type", ct)
 		e.w.WriteHeader(http.StatusOK)
-		_, err := e.w.Write(n.GetData())
+		_, err := e.w.Write(data)
 		return err
 	}
+	data := n.GetData()
+	if p.id != "" && lifecycle[n.GetEvent()] {
+		data = e.ownID(data, "response")
+		if rw.IsTerminal(n.GetEvent()) {
+			e.keep(p.id, []byte(gjson.GetBytes(data, "response").Raw))
+		}
+	}
 	if p.events == 0 {
-		p.first = n.GetData()
+		p.first = data
 	}
 	p.events++
 	p.terminal = p.terminal || rw.IsTerminal(n.GetEvent())
@@ -48,10 +65,10 @@ func (e *encoder) native(n *corev1.Native) error {
 		}
 	}
 	if name := n.GetEvent(); name == rw.EventCompleted || name == rw.EventIncomplete {
-		p.tail.Hold(name, n.GetData(), "response.usage")
+		p.tail.Hold(name, data, "response.usage")
 		return nil
 	}
-	return e.sse.Event(n.GetEvent(), n.GetData())
+	return e.sse.Event(n.GetEvent(), data)
 }
 
 // fail ends a passthrough stream that broke before its terminal event with a response.failed
@@ -77,7 +94,11 @@ func (p *passthrough) fail(e *encoder, se *corev1.StreamError) {
 		at = e.now().Unix()
 	}
 	b := newBuilder(e.req, e.newID, id, e.start.GetModel(), at)
+	b.resp.Store = e.store
 	resp := b.fail(se.GetCode(), se.GetMessage())
+	if p.id != "" {
+		e.keepValue(resp)
+	}
 	data, err := json.Marshal(&rw.ResponseEvent{Type: rw.EventFailed, SequenceNumber: p.events, Response: resp})
 	if err != nil {
 		return

@@ -15,6 +15,9 @@ import (
 // Protocol is one of the two routes; Compact selects /v1/responses/compact.
 type Protocol struct {
 	Compact bool
+	// Core keeps and reads stored responses (stored.go); nil: nothing is stored and a
+	// previous_response_id is decoded as sent, as in tests of the protocol alone.
+	Core corev1.CoreServiceClient
 }
 
 var _ relay.Protocol = Protocol{}
@@ -42,5 +45,7 @@ func (p Protocol) protocol() corev1.Protocol {
 
 // Encoder implements relay.Protocol.
 func (p Protocol) Encoder(w http.ResponseWriter, r *http.Request, req *corev1.GenerateRequest) relay.Encoder {
-	return newEncoder(w, r, req, p.Compact)
+	e := newEncoder(w, r, req, p.Compact)
+	e.core, e.store = p.Core, p.storing(req)
+	return e
 }

@@ -11,6 +11,8 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI, ApiError } from '@google/genai';
 import { GoogleGenerativeAI, GoogleGenerativeAIFetchError, SchemaType } from '@google/generative-ai';
+import { Agent, run, tool, OpenAIResponsesModel, setTracingDisabled } from '@openai/agents';
+import { z } from 'zod';
 
 const base = process.env.GATEWAY_URL;
 const key = process.env.GATEWAY_KEY;
@@ -140,6 +142,73 @@ for (const model of MODELS) {
     checkRecipe(structured.output_text, 'responses structured');
   });
 }
+
+// ---------------------------------------------------------------- stored responses (openai)
+test('openai responses: a stored conversation continued across three upstream kinds, retrieved, listed, deleted', async () => {
+  const c = openai();
+  const tools = [{ type: 'function', name: 'get_weather', parameters: weatherSchema, strict: true }];
+  const r1 = await c.responses.create({ model: 'm-openai', input: 'my name is Ada' });
+  assert.match(r1.id, /^resp_/);
+  assert.equal(r1.store, true);
+  // Turn 2 on a messages upstream: only the new input is sent, the model calls the tool.
+  const r2 = await c.responses.create({ model: 'm-anthropic', previous_response_id: r1.id, tools, input: 'weather in Paris?' });
+  assert.equal(r2.previous_response_id, r1.id);
+  const call = r2.output.find((o) => o.type === 'function_call');
+  assert.ok(call, JSON.stringify(r2.output));
+  assert.ok(r2.usage.input_tokens > r1.usage.input_tokens, 'turn 2 counts turn 1 too');
+  // Turn 3 on a content-generation upstream, streamed: the tool's output alone; the call it
+  // answers is in the stored conversation.
+  const s = c.responses.stream({
+    model: 'm-gemini', previous_response_id: r2.id, tools,
+    input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 21C' }],
+  });
+  const r3 = await s.finalResponse();
+  assert.match(r3.output_text, /sunny, 21C/);
+  assert.ok(r3.usage.input_tokens > r2.usage.input_tokens, 'turn 3 counts the conversation');
+
+  const got = await c.responses.retrieve(r3.id);
+  assert.equal(got.id, r3.id);
+  assert.equal(got.output_text, r3.output_text);
+  const items = [];
+  for await (const it of c.responses.inputItems.list(r3.id, { limit: 1 })) items.push(it);
+  assert.deepEqual(items.map((i) => i.type), ['function_call_output']);
+  assert.ok(items[0].id);
+
+  await c.responses.delete(r2.id);
+  await assert.rejects(c.responses.retrieve(r2.id), (e) => e.status === 404);
+  // The conversation through the deleted response cannot be continued.
+  await assert.rejects(
+    c.responses.create({ model: 'm-anthropic', previous_response_id: r3.id, input: 'and tomorrow?' }),
+    (e) => e.status === 400 && e.param === 'previous_response_id',
+  );
+});
+
+// ---------------------------------------------------------------- OpenAI Agents SDK
+test('openai agents: a two-turn agent with a tool, the second turn continued by previous_response_id on a translated model', async () => {
+  setTracingDisabled(true); // no trace export to api.openai.com
+  const calls = [];
+  const getWeather = tool({
+    name: 'get_weather', description: 'The weather in a city.',
+    parameters: z.object({ city: z.string() }),
+    execute: async ({ city }) => { calls.push(city); return 'sunny, 21C'; },
+  });
+  const agent = new Agent({
+    name: 'Assistant', instructions: 'Be brief.', tools: [getWeather],
+    model: new OpenAIResponsesModel(openai(), 'm-anthropic'),
+  });
+  const first = await run(agent, 'weather in Paris?');
+  assert.match(first.finalOutput, /sunny, 21C/);
+  assert.ok(first.lastResponseId?.startsWith('resp_'), String(first.lastResponseId));
+  // Server-managed state: only the new input goes, with the first turn's last response id;
+  // inside the turn the SDK chains its own tool round trip the same way.
+  const second = await run(agent, 'and in Rome?', { previousResponseId: first.lastResponseId });
+  assert.match(second.finalOutput, /sunny, 21C/);
+  assert.equal(calls.length, 2);
+  assert.notEqual(second.lastResponseId, first.lastResponseId);
+  const last = await openai().responses.retrieve(second.lastResponseId);
+  assert.ok(last.previous_response_id, 'the last response continues the conversation');
+  assert.ok(last.usage.input_tokens > 0);
+});
 
 // ---------------------------------------------------------------- messages (anthropic)
 for (const model of MODELS) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
@@ -29,6 +30,11 @@ func responsesPassthrough(ctx context.Context, call *provider.Call) (provider.St
 	body, err := provider.SetModel(req.GetRawBody(), call.UpstreamModel)
 	if err != nil {
 		return nil, err
+	}
+	if n := int(req.GetChainItems()); n > 0 {
+		if body, err = replayChain(body, n); err != nil {
+			return nil, err
+		}
 	}
 	hreq, err := provider.NewRequest(ctx, strings.TrimRight(call.BaseURL, "/")+path, body)
 	if err != nil {
@@ -97,3 +103,44 @@ func (d *responsesDecoder) End() ([]*corev1.GenerateEvent, error) {
 
 // Usage implements provider.Decoder.
 func (d *responsesDecoder) Usage() metering.Usage { return d.usage }
+
+// replayChain prepares the first n input items, a stored conversation the front expanded
+// (front/responses), for an upstream that has never seen them: their ids are the gateway's
+// or another upstream's, which this upstream would look up and not find, so they go; and
+// reasoning items go too, since one made elsewhere (a thinking signature, the gateway's own
+// markers) is nothing this upstream can read. What it answers no longer depends on them: the
+// messages, calls and call outputs around them are all there.
+func replayChain(body []byte, n int) ([]byte, error) {
+	input := gjson.GetBytes(body, "input")
+	if !input.IsArray() {
+		return body, nil
+	}
+	items := input.Array()
+	out := make([]byte, 0, len(input.Raw))
+	out = append(out, '[')
+	for i, it := range items {
+		raw := []byte(it.Raw)
+		if i < n {
+			if it.Get("type").String() == "reasoning" {
+				continue
+			}
+			if it.Get("id").Exists() {
+				stripped, err := sjson.DeleteBytes(raw, "id")
+				if err != nil {
+					return nil, &provider.Error{Message: "preparing the stored conversation failed", Err: err}
+				}
+				raw = stripped
+			}
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, raw...)
+	}
+	out = append(out, ']')
+	b, err := sjson.SetRawBytes(body, "input", out)
+	if err != nil {
+		return nil, &provider.Error{Message: "preparing the stored conversation failed", Err: err}
+	}
+	return b, nil
+}

@@ -99,6 +99,8 @@ type Error struct {
 	Status  int // 0 = HTTPStatus(Code)
 	// RetryAfter is the Retry-After of a rate_limited answer in seconds; 0 means 1.
 	RetryAfter int
+	// Param names the request parameter at fault, where one is (OpenAI's error.param).
+	Param string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -133,6 +135,7 @@ type Body struct {
 	Type      string `json:"type"`
 	Code      string `json:"code"`
 	RequestID string `json:"request_id"`
+	Param     string `json:"param,omitempty"`
 }
 
 // CodeRecorder is implemented by a response writer that observes the spec code of error
@@ -155,12 +158,12 @@ func recordCode(w http.ResponseWriter, code string) {
 
 // Write renders err as the envelope, with x-request-id echoed in the header too.
 func Write(w http.ResponseWriter, requestID string, err *Error) {
-	write(w, Envelope{Error: Body{Message: err.Message, Type: Type, Code: err.Code, RequestID: requestID}}, requestID, err)
+	write(w, Envelope{Error: Body{Message: err.Message, Type: Type, Code: err.Code, RequestID: requestID, Param: err.Param}}, requestID, err)
 }
 
 // WriteTyped is Write with the envelope's top-level "type":"error", for the messages routes.
 func WriteTyped(w http.ResponseWriter, requestID string, err *Error) {
-	write(w, Envelope{Type: EnvelopeType, Error: Body{Message: err.Message, Type: Type, Code: err.Code, RequestID: requestID}}, requestID, err)
+	write(w, Envelope{Type: EnvelopeType, Error: Body{Message: err.Message, Type: Type, Code: err.Code, RequestID: requestID, Param: err.Param}}, requestID, err)
 }
 
 func write(w http.ResponseWriter, env Envelope, requestID string, err *Error) {

@@ -857,6 +857,415 @@ func (x *AuthorizeResponse) GetRequestId() string {
 	return ""
 }
 
+type GetStoredResponseChainRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStoredResponseChainRequest) Reset() {
+	*x = GetStoredResponseChainRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStoredResponseChainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStoredResponseChainRequest) ProtoMessage() {}
+
+func (x *GetStoredResponseChainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStoredResponseChainRequest.ProtoReflect.Descriptor instead.
+func (*GetStoredResponseChainRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetStoredResponseChainRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type StoredResponseChain struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A JSON array of input items: each response's input items then its output items.
+	Items []byte `protobuf:"bytes,1,opt,name=items,proto3" json:"items,omitempty"`
+	// How many responses the chain holds.
+	Responses     int32 `protobuf:"varint,2,opt,name=responses,proto3" json:"responses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoredResponseChain) Reset() {
+	*x = StoredResponseChain{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredResponseChain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredResponseChain) ProtoMessage() {}
+
+func (x *StoredResponseChain) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredResponseChain.ProtoReflect.Descriptor instead.
+func (*StoredResponseChain) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *StoredResponseChain) GetItems() []byte {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *StoredResponseChain) GetResponses() int32 {
+	if x != nil {
+		return x.Responses
+	}
+	return 0
+}
+
+type PutStoredResponseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Empty: the response starts a conversation.
+	PreviousResponseId string `protobuf:"bytes,2,opt,name=previous_response_id,json=previousResponseId,proto3" json:"previous_response_id,omitempty"`
+	// The Response object as the client received it (JSON).
+	Response []byte `protobuf:"bytes,3,opt,name=response,proto3" json:"response,omitempty"`
+	// This response's own input items, each with an id (a JSON array).
+	InputItems    []byte `protobuf:"bytes,4,opt,name=input_items,json=inputItems,proto3" json:"input_items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutStoredResponseRequest) Reset() {
+	*x = PutStoredResponseRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutStoredResponseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutStoredResponseRequest) ProtoMessage() {}
+
+func (x *PutStoredResponseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutStoredResponseRequest.ProtoReflect.Descriptor instead.
+func (*PutStoredResponseRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PutStoredResponseRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PutStoredResponseRequest) GetPreviousResponseId() string {
+	if x != nil {
+		return x.PreviousResponseId
+	}
+	return ""
+}
+
+func (x *PutStoredResponseRequest) GetResponse() []byte {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *PutStoredResponseRequest) GetInputItems() []byte {
+	if x != nil {
+		return x.InputItems
+	}
+	return nil
+}
+
+type PutStoredResponseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutStoredResponseResponse) Reset() {
+	*x = PutStoredResponseResponse{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutStoredResponseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutStoredResponseResponse) ProtoMessage() {}
+
+func (x *PutStoredResponseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutStoredResponseResponse.ProtoReflect.Descriptor instead.
+func (*PutStoredResponseResponse) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{17}
+}
+
+type GetStoredResponseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStoredResponseRequest) Reset() {
+	*x = GetStoredResponseRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStoredResponseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStoredResponseRequest) ProtoMessage() {}
+
+func (x *GetStoredResponseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStoredResponseRequest.ProtoReflect.Descriptor instead.
+func (*GetStoredResponseRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetStoredResponseRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListStoredResponseInputItemsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Item id to list after; empty: from the start.
+	After string `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	// 1..100; 0 means 20.
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// "asc" or "desc" (default, newest first).
+	Order         string `protobuf:"bytes,4,opt,name=order,proto3" json:"order,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStoredResponseInputItemsRequest) Reset() {
+	*x = ListStoredResponseInputItemsRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStoredResponseInputItemsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStoredResponseInputItemsRequest) ProtoMessage() {}
+
+func (x *ListStoredResponseInputItemsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStoredResponseInputItemsRequest.ProtoReflect.Descriptor instead.
+func (*ListStoredResponseInputItemsRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListStoredResponseInputItemsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ListStoredResponseInputItemsRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ListStoredResponseInputItemsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListStoredResponseInputItemsRequest) GetOrder() string {
+	if x != nil {
+		return x.Order
+	}
+	return ""
+}
+
+type DeleteStoredResponseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteStoredResponseRequest) Reset() {
+	*x = DeleteStoredResponseRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteStoredResponseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteStoredResponseRequest) ProtoMessage() {}
+
+func (x *DeleteStoredResponseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteStoredResponseRequest.ProtoReflect.Descriptor instead.
+func (*DeleteStoredResponseRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DeleteStoredResponseRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// StoredResponseJSON is an answer the front writes as it is.
+type StoredResponseJSON struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Json          []byte                 `protobuf:"bytes,1,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoredResponseJSON) Reset() {
+	*x = StoredResponseJSON{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredResponseJSON) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredResponseJSON) ProtoMessage() {}
+
+func (x *StoredResponseJSON) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredResponseJSON.ProtoReflect.Descriptor instead.
+func (*StoredResponseJSON) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *StoredResponseJSON) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
 var File_gateway_core_v1_core_proto protoreflect.FileDescriptor
 
 const file_gateway_core_v1_core_proto_rawDesc = "" +
@@ -925,7 +1334,30 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\n" +
 	"profile_id\x18\x02 \x01(\tR\tprofileId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId2\xe6\t\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"/\n" +
+	"\x1dGetStoredResponseChainRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"I\n" +
+	"\x13StoredResponseChain\x12\x14\n" +
+	"\x05items\x18\x01 \x01(\fR\x05items\x12\x1c\n" +
+	"\tresponses\x18\x02 \x01(\x05R\tresponses\"\x99\x01\n" +
+	"\x18PutStoredResponseRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x120\n" +
+	"\x14previous_response_id\x18\x02 \x01(\tR\x12previousResponseId\x12\x1a\n" +
+	"\bresponse\x18\x03 \x01(\fR\bresponse\x12\x1f\n" +
+	"\vinput_items\x18\x04 \x01(\fR\n" +
+	"inputItems\"\x1b\n" +
+	"\x19PutStoredResponseResponse\"*\n" +
+	"\x18GetStoredResponseRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"w\n" +
+	"#ListStoredResponseInputItemsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\tR\x05after\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x14\n" +
+	"\x05order\x18\x04 \x01(\tR\x05order\"-\n" +
+	"\x1bDeleteStoredResponseRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"(\n" +
+	"\x12StoredResponseJSON\x12\x12\n" +
+	"\x04json\x18\x01 \x01(\fR\x04json2\x8d\x0e\n" +
 	"\vCoreService\x12i\n" +
 	"\n" +
 	"ListModels\x12\".gateway.core.v1.ListModelsRequest\x1a#.gateway.core.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
@@ -941,7 +1373,12 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\vCountTokens\x12#.gateway.core.v1.CountTokensRequest\x1a$.gateway.core.v1.CountTokensResponse\x12F\n" +
 	"\x05Embed\x12\x1d.gateway.core.v1.EmbedRequest\x1a\x1e.gateway.core.v1.EmbedResponse\x12P\n" +
 	"\aForward\x12\x1f.gateway.core.v1.ForwardRequest\x1a .gateway.core.v1.ForwardResponse(\x010\x01\x12S\n" +
-	"\bRealtime\x12 .gateway.core.v1.RealtimeRequest\x1a!.gateway.core.v1.RealtimeResponse(\x010\x01B)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
+	"\bRealtime\x12 .gateway.core.v1.RealtimeRequest\x1a!.gateway.core.v1.RealtimeResponse(\x010\x01\x12n\n" +
+	"\x16GetStoredResponseChain\x12..gateway.core.v1.GetStoredResponseChainRequest\x1a$.gateway.core.v1.StoredResponseChain\x12j\n" +
+	"\x11PutStoredResponse\x12).gateway.core.v1.PutStoredResponseRequest\x1a*.gateway.core.v1.PutStoredResponseResponse\x12c\n" +
+	"\x11GetStoredResponse\x12).gateway.core.v1.GetStoredResponseRequest\x1a#.gateway.core.v1.StoredResponseJSON\x12y\n" +
+	"\x1cListStoredResponseInputItems\x124.gateway.core.v1.ListStoredResponseInputItemsRequest\x1a#.gateway.core.v1.StoredResponseJSON\x12i\n" +
+	"\x14DeleteStoredResponse\x12,.gateway.core.v1.DeleteStoredResponseRequest\x1a#.gateway.core.v1.StoredResponseJSONB)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
 
 var (
 	file_gateway_core_v1_core_proto_rawDescOnce sync.Once
@@ -955,32 +1392,40 @@ func file_gateway_core_v1_core_proto_rawDescGZIP() []byte {
 	return file_gateway_core_v1_core_proto_rawDescData
 }
 
-var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_gateway_core_v1_core_proto_goTypes = []any{
-	(*ListModelsRequest)(nil),            // 0: gateway.core.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),           // 1: gateway.core.v1.ListModelsResponse
-	(*GetModelRequest)(nil),              // 2: gateway.core.v1.GetModelRequest
-	(*Model)(nil),                        // 3: gateway.core.v1.Model
-	(*TopProvider)(nil),                  // 4: gateway.core.v1.TopProvider
-	(*GetBalanceRequest)(nil),            // 5: gateway.core.v1.GetBalanceRequest
-	(*Balance)(nil),                      // 6: gateway.core.v1.Balance
-	(*ListGenerativeModelsRequest)(nil),  // 7: gateway.core.v1.ListGenerativeModelsRequest
-	(*ListGenerativeModelsResponse)(nil), // 8: gateway.core.v1.ListGenerativeModelsResponse
-	(*GetGenerativeModelRequest)(nil),    // 9: gateway.core.v1.GetGenerativeModelRequest
-	(*GenerativeModel)(nil),              // 10: gateway.core.v1.GenerativeModel
-	(*ListCompatModelsRequest)(nil),      // 11: gateway.core.v1.ListCompatModelsRequest
-	(*AuthorizeRequest)(nil),             // 12: gateway.core.v1.AuthorizeRequest
-	(*AuthorizeResponse)(nil),            // 13: gateway.core.v1.AuthorizeResponse
-	(*GenerateRequest)(nil),              // 14: gateway.core.v1.GenerateRequest
-	(*CountTokensRequest)(nil),           // 15: gateway.core.v1.CountTokensRequest
-	(*EmbedRequest)(nil),                 // 16: gateway.core.v1.EmbedRequest
-	(*ForwardRequest)(nil),               // 17: gateway.core.v1.ForwardRequest
-	(*RealtimeRequest)(nil),              // 18: gateway.core.v1.RealtimeRequest
-	(*GenerateEvent)(nil),                // 19: gateway.core.v1.GenerateEvent
-	(*CountTokensResponse)(nil),          // 20: gateway.core.v1.CountTokensResponse
-	(*EmbedResponse)(nil),                // 21: gateway.core.v1.EmbedResponse
-	(*ForwardResponse)(nil),              // 22: gateway.core.v1.ForwardResponse
-	(*RealtimeResponse)(nil),             // 23: gateway.core.v1.RealtimeResponse
+	(*ListModelsRequest)(nil),                   // 0: gateway.core.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),                  // 1: gateway.core.v1.ListModelsResponse
+	(*GetModelRequest)(nil),                     // 2: gateway.core.v1.GetModelRequest
+	(*Model)(nil),                               // 3: gateway.core.v1.Model
+	(*TopProvider)(nil),                         // 4: gateway.core.v1.TopProvider
+	(*GetBalanceRequest)(nil),                   // 5: gateway.core.v1.GetBalanceRequest
+	(*Balance)(nil),                             // 6: gateway.core.v1.Balance
+	(*ListGenerativeModelsRequest)(nil),         // 7: gateway.core.v1.ListGenerativeModelsRequest
+	(*ListGenerativeModelsResponse)(nil),        // 8: gateway.core.v1.ListGenerativeModelsResponse
+	(*GetGenerativeModelRequest)(nil),           // 9: gateway.core.v1.GetGenerativeModelRequest
+	(*GenerativeModel)(nil),                     // 10: gateway.core.v1.GenerativeModel
+	(*ListCompatModelsRequest)(nil),             // 11: gateway.core.v1.ListCompatModelsRequest
+	(*AuthorizeRequest)(nil),                    // 12: gateway.core.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),                   // 13: gateway.core.v1.AuthorizeResponse
+	(*GetStoredResponseChainRequest)(nil),       // 14: gateway.core.v1.GetStoredResponseChainRequest
+	(*StoredResponseChain)(nil),                 // 15: gateway.core.v1.StoredResponseChain
+	(*PutStoredResponseRequest)(nil),            // 16: gateway.core.v1.PutStoredResponseRequest
+	(*PutStoredResponseResponse)(nil),           // 17: gateway.core.v1.PutStoredResponseResponse
+	(*GetStoredResponseRequest)(nil),            // 18: gateway.core.v1.GetStoredResponseRequest
+	(*ListStoredResponseInputItemsRequest)(nil), // 19: gateway.core.v1.ListStoredResponseInputItemsRequest
+	(*DeleteStoredResponseRequest)(nil),         // 20: gateway.core.v1.DeleteStoredResponseRequest
+	(*StoredResponseJSON)(nil),                  // 21: gateway.core.v1.StoredResponseJSON
+	(*GenerateRequest)(nil),                     // 22: gateway.core.v1.GenerateRequest
+	(*CountTokensRequest)(nil),                  // 23: gateway.core.v1.CountTokensRequest
+	(*EmbedRequest)(nil),                        // 24: gateway.core.v1.EmbedRequest
+	(*ForwardRequest)(nil),                      // 25: gateway.core.v1.ForwardRequest
+	(*RealtimeRequest)(nil),                     // 26: gateway.core.v1.RealtimeRequest
+	(*GenerateEvent)(nil),                       // 27: gateway.core.v1.GenerateEvent
+	(*CountTokensResponse)(nil),                 // 28: gateway.core.v1.CountTokensResponse
+	(*EmbedResponse)(nil),                       // 29: gateway.core.v1.EmbedResponse
+	(*ForwardResponse)(nil),                     // 30: gateway.core.v1.ForwardResponse
+	(*RealtimeResponse)(nil),                    // 31: gateway.core.v1.RealtimeResponse
 }
 var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	3,  // 0: gateway.core.v1.ListModelsResponse.data:type_name -> gateway.core.v1.Model
@@ -993,25 +1438,35 @@ var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	9,  // 7: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
 	11, // 8: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
 	12, // 9: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
-	14, // 10: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
-	15, // 11: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
-	16, // 12: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
-	17, // 13: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
-	18, // 14: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
-	1,  // 15: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
-	3,  // 16: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
-	6,  // 17: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
-	8,  // 18: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
-	10, // 19: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
-	1,  // 20: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
-	13, // 21: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
-	19, // 22: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
-	20, // 23: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
-	21, // 24: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
-	22, // 25: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
-	23, // 26: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
-	15, // [15:27] is the sub-list for method output_type
-	3,  // [3:15] is the sub-list for method input_type
+	22, // 10: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
+	23, // 11: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
+	24, // 12: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
+	25, // 13: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
+	26, // 14: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
+	14, // 15: gateway.core.v1.CoreService.GetStoredResponseChain:input_type -> gateway.core.v1.GetStoredResponseChainRequest
+	16, // 16: gateway.core.v1.CoreService.PutStoredResponse:input_type -> gateway.core.v1.PutStoredResponseRequest
+	18, // 17: gateway.core.v1.CoreService.GetStoredResponse:input_type -> gateway.core.v1.GetStoredResponseRequest
+	19, // 18: gateway.core.v1.CoreService.ListStoredResponseInputItems:input_type -> gateway.core.v1.ListStoredResponseInputItemsRequest
+	20, // 19: gateway.core.v1.CoreService.DeleteStoredResponse:input_type -> gateway.core.v1.DeleteStoredResponseRequest
+	1,  // 20: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
+	3,  // 21: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
+	6,  // 22: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
+	8,  // 23: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
+	10, // 24: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
+	1,  // 25: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
+	13, // 26: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
+	27, // 27: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
+	28, // 28: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
+	29, // 29: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
+	30, // 30: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
+	31, // 31: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
+	15, // 32: gateway.core.v1.CoreService.GetStoredResponseChain:output_type -> gateway.core.v1.StoredResponseChain
+	17, // 33: gateway.core.v1.CoreService.PutStoredResponse:output_type -> gateway.core.v1.PutStoredResponseResponse
+	21, // 34: gateway.core.v1.CoreService.GetStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
+	21, // 35: gateway.core.v1.CoreService.ListStoredResponseInputItems:output_type -> gateway.core.v1.StoredResponseJSON
+	21, // 36: gateway.core.v1.CoreService.DeleteStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
+	20, // [20:37] is the sub-list for method output_type
+	3,  // [3:20] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -1035,7 +1490,7 @@ func file_gateway_core_v1_core_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_core_v1_core_proto_rawDesc), len(file_gateway_core_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

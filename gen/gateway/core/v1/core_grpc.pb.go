@@ -19,18 +19,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	CoreService_ListModels_FullMethodName           = "/gateway.core.v1.CoreService/ListModels"
-	CoreService_GetModel_FullMethodName             = "/gateway.core.v1.CoreService/GetModel"
-	CoreService_GetBalance_FullMethodName           = "/gateway.core.v1.CoreService/GetBalance"
-	CoreService_ListGenerativeModels_FullMethodName = "/gateway.core.v1.CoreService/ListGenerativeModels"
-	CoreService_GetGenerativeModel_FullMethodName   = "/gateway.core.v1.CoreService/GetGenerativeModel"
-	CoreService_ListCompatModels_FullMethodName     = "/gateway.core.v1.CoreService/ListCompatModels"
-	CoreService_Authorize_FullMethodName            = "/gateway.core.v1.CoreService/Authorize"
-	CoreService_Generate_FullMethodName             = "/gateway.core.v1.CoreService/Generate"
-	CoreService_CountTokens_FullMethodName          = "/gateway.core.v1.CoreService/CountTokens"
-	CoreService_Embed_FullMethodName                = "/gateway.core.v1.CoreService/Embed"
-	CoreService_Forward_FullMethodName              = "/gateway.core.v1.CoreService/Forward"
-	CoreService_Realtime_FullMethodName             = "/gateway.core.v1.CoreService/Realtime"
+	CoreService_ListModels_FullMethodName                   = "/gateway.core.v1.CoreService/ListModels"
+	CoreService_GetModel_FullMethodName                     = "/gateway.core.v1.CoreService/GetModel"
+	CoreService_GetBalance_FullMethodName                   = "/gateway.core.v1.CoreService/GetBalance"
+	CoreService_ListGenerativeModels_FullMethodName         = "/gateway.core.v1.CoreService/ListGenerativeModels"
+	CoreService_GetGenerativeModel_FullMethodName           = "/gateway.core.v1.CoreService/GetGenerativeModel"
+	CoreService_ListCompatModels_FullMethodName             = "/gateway.core.v1.CoreService/ListCompatModels"
+	CoreService_Authorize_FullMethodName                    = "/gateway.core.v1.CoreService/Authorize"
+	CoreService_Generate_FullMethodName                     = "/gateway.core.v1.CoreService/Generate"
+	CoreService_CountTokens_FullMethodName                  = "/gateway.core.v1.CoreService/CountTokens"
+	CoreService_Embed_FullMethodName                        = "/gateway.core.v1.CoreService/Embed"
+	CoreService_Forward_FullMethodName                      = "/gateway.core.v1.CoreService/Forward"
+	CoreService_Realtime_FullMethodName                     = "/gateway.core.v1.CoreService/Realtime"
+	CoreService_GetStoredResponseChain_FullMethodName       = "/gateway.core.v1.CoreService/GetStoredResponseChain"
+	CoreService_PutStoredResponse_FullMethodName            = "/gateway.core.v1.CoreService/PutStoredResponse"
+	CoreService_GetStoredResponse_FullMethodName            = "/gateway.core.v1.CoreService/GetStoredResponse"
+	CoreService_ListStoredResponseInputItems_FullMethodName = "/gateway.core.v1.CoreService/ListStoredResponseInputItems"
+	CoreService_DeleteStoredResponse_FullMethodName         = "/gateway.core.v1.CoreService/DeleteStoredResponse"
 )
 
 // CoreServiceClient is the client API for CoreService service.
@@ -77,6 +82,19 @@ type CoreServiceClient interface {
 	// model, balance, then the upstream WebSocket); frames then flow both ways and every
 	// reliable response.done is charged once.
 	Realtime(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RealtimeRequest, RealtimeResponse], error)
+	// GetStoredResponseChain is the conversation a previous_response_id continues: the
+	// chain's input and output items, oldest first, read in one query. An id that is unknown,
+	// expired, deleted, another profile's, or whose chain passes a deleted response is
+	// NOT_FOUND.
+	GetStoredResponseChain(ctx context.Context, in *GetStoredResponseChainRequest, opts ...grpc.CallOption) (*StoredResponseChain, error)
+	// PutStoredResponse keeps one response object and its own input items for the TTL.
+	PutStoredResponse(ctx context.Context, in *PutStoredResponseRequest, opts ...grpc.CallOption) (*PutStoredResponseResponse, error)
+	// GetStoredResponse is GET /v1/responses/{id}: the stored response object.
+	GetStoredResponse(ctx context.Context, in *GetStoredResponseRequest, opts ...grpc.CallOption) (*StoredResponseJSON, error)
+	// ListStoredResponseInputItems is GET /v1/responses/{id}/input_items: a list object.
+	ListStoredResponseInputItems(ctx context.Context, in *ListStoredResponseInputItemsRequest, opts ...grpc.CallOption) (*StoredResponseJSON, error)
+	// DeleteStoredResponse is DELETE /v1/responses/{id}: the deletion object.
+	DeleteStoredResponse(ctx context.Context, in *DeleteStoredResponseRequest, opts ...grpc.CallOption) (*StoredResponseJSON, error)
 }
 
 type coreServiceClient struct {
@@ -222,6 +240,56 @@ func (c *coreServiceClient) Realtime(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CoreService_RealtimeClient = grpc.BidiStreamingClient[RealtimeRequest, RealtimeResponse]
 
+func (c *coreServiceClient) GetStoredResponseChain(ctx context.Context, in *GetStoredResponseChainRequest, opts ...grpc.CallOption) (*StoredResponseChain, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoredResponseChain)
+	err := c.cc.Invoke(ctx, CoreService_GetStoredResponseChain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) PutStoredResponse(ctx context.Context, in *PutStoredResponseRequest, opts ...grpc.CallOption) (*PutStoredResponseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutStoredResponseResponse)
+	err := c.cc.Invoke(ctx, CoreService_PutStoredResponse_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) GetStoredResponse(ctx context.Context, in *GetStoredResponseRequest, opts ...grpc.CallOption) (*StoredResponseJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoredResponseJSON)
+	err := c.cc.Invoke(ctx, CoreService_GetStoredResponse_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) ListStoredResponseInputItems(ctx context.Context, in *ListStoredResponseInputItemsRequest, opts ...grpc.CallOption) (*StoredResponseJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoredResponseJSON)
+	err := c.cc.Invoke(ctx, CoreService_ListStoredResponseInputItems_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) DeleteStoredResponse(ctx context.Context, in *DeleteStoredResponseRequest, opts ...grpc.CallOption) (*StoredResponseJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoredResponseJSON)
+	err := c.cc.Invoke(ctx, CoreService_DeleteStoredResponse_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CoreServiceServer is the server API for CoreService service.
 // All implementations must embed UnimplementedCoreServiceServer
 // for forward compatibility.
@@ -266,6 +334,19 @@ type CoreServiceServer interface {
 	// model, balance, then the upstream WebSocket); frames then flow both ways and every
 	// reliable response.done is charged once.
 	Realtime(grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]) error
+	// GetStoredResponseChain is the conversation a previous_response_id continues: the
+	// chain's input and output items, oldest first, read in one query. An id that is unknown,
+	// expired, deleted, another profile's, or whose chain passes a deleted response is
+	// NOT_FOUND.
+	GetStoredResponseChain(context.Context, *GetStoredResponseChainRequest) (*StoredResponseChain, error)
+	// PutStoredResponse keeps one response object and its own input items for the TTL.
+	PutStoredResponse(context.Context, *PutStoredResponseRequest) (*PutStoredResponseResponse, error)
+	// GetStoredResponse is GET /v1/responses/{id}: the stored response object.
+	GetStoredResponse(context.Context, *GetStoredResponseRequest) (*StoredResponseJSON, error)
+	// ListStoredResponseInputItems is GET /v1/responses/{id}/input_items: a list object.
+	ListStoredResponseInputItems(context.Context, *ListStoredResponseInputItemsRequest) (*StoredResponseJSON, error)
+	// DeleteStoredResponse is DELETE /v1/responses/{id}: the deletion object.
+	DeleteStoredResponse(context.Context, *DeleteStoredResponseRequest) (*StoredResponseJSON, error)
 	mustEmbedUnimplementedCoreServiceServer()
 }
 
@@ -311,6 +392,21 @@ func (UnimplementedCoreServiceServer) Forward(grpc.BidiStreamingServer[ForwardRe
 }
 func (UnimplementedCoreServiceServer) Realtime(grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]) error {
 	return status.Error(codes.Unimplemented, "method Realtime not implemented")
+}
+func (UnimplementedCoreServiceServer) GetStoredResponseChain(context.Context, *GetStoredResponseChainRequest) (*StoredResponseChain, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetStoredResponseChain not implemented")
+}
+func (UnimplementedCoreServiceServer) PutStoredResponse(context.Context, *PutStoredResponseRequest) (*PutStoredResponseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutStoredResponse not implemented")
+}
+func (UnimplementedCoreServiceServer) GetStoredResponse(context.Context, *GetStoredResponseRequest) (*StoredResponseJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetStoredResponse not implemented")
+}
+func (UnimplementedCoreServiceServer) ListStoredResponseInputItems(context.Context, *ListStoredResponseInputItemsRequest) (*StoredResponseJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListStoredResponseInputItems not implemented")
+}
+func (UnimplementedCoreServiceServer) DeleteStoredResponse(context.Context, *DeleteStoredResponseRequest) (*StoredResponseJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteStoredResponse not implemented")
 }
 func (UnimplementedCoreServiceServer) mustEmbedUnimplementedCoreServiceServer() {}
 func (UnimplementedCoreServiceServer) testEmbeddedByValue()                     {}
@@ -520,6 +616,96 @@ func _CoreService_Realtime_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CoreService_RealtimeServer = grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]
 
+func _CoreService_GetStoredResponseChain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStoredResponseChainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).GetStoredResponseChain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_GetStoredResponseChain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).GetStoredResponseChain(ctx, req.(*GetStoredResponseChainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_PutStoredResponse_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutStoredResponseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).PutStoredResponse(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_PutStoredResponse_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).PutStoredResponse(ctx, req.(*PutStoredResponseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_GetStoredResponse_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStoredResponseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).GetStoredResponse(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_GetStoredResponse_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).GetStoredResponse(ctx, req.(*GetStoredResponseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_ListStoredResponseInputItems_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListStoredResponseInputItemsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).ListStoredResponseInputItems(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_ListStoredResponseInputItems_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).ListStoredResponseInputItems(ctx, req.(*ListStoredResponseInputItemsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_DeleteStoredResponse_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteStoredResponseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).DeleteStoredResponse(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_DeleteStoredResponse_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).DeleteStoredResponse(ctx, req.(*DeleteStoredResponseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CoreService_ServiceDesc is the grpc.ServiceDesc for CoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -562,6 +748,26 @@ var CoreService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Embed",
 			Handler:    _CoreService_Embed_Handler,
+		},
+		{
+			MethodName: "GetStoredResponseChain",
+			Handler:    _CoreService_GetStoredResponseChain_Handler,
+		},
+		{
+			MethodName: "PutStoredResponse",
+			Handler:    _CoreService_PutStoredResponse_Handler,
+		},
+		{
+			MethodName: "GetStoredResponse",
+			Handler:    _CoreService_GetStoredResponse_Handler,
+		},
+		{
+			MethodName: "ListStoredResponseInputItems",
+			Handler:    _CoreService_ListStoredResponseInputItems_Handler,
+		},
+		{
+			MethodName: "DeleteStoredResponse",
+			Handler:    _CoreService_DeleteStoredResponse_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
