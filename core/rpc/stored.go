@@ -82,6 +82,9 @@ func (s *CoreServer) GetStoredResponseChain(ctx context.Context, req *corev1.Get
 	case errors.Is(err, store.ErrChainBroken):
 		return nil, apierror.New(apierror.InvalidRequest,
 			"previous response with id %q cannot be continued: an earlier response of its conversation was deleted", req.GetId())
+	case errors.Is(err, store.ErrChainTooLarge):
+		return nil, apierror.New(apierror.PayloadTooLarge,
+			"previous response with id %q cannot be continued: its conversation is above %d MiB", req.GetId(), store.MaxChainBytes>>20)
 	case err != nil:
 		return nil, unavailable(ctx, "read stored response chain", err)
 	}

@@ -13,6 +13,15 @@ import (
 // there; continuing it would silently drop part of the conversation.
 var ErrChainBroken = errors.New("an earlier response of the conversation was deleted")
 
+// ErrChainTooLarge: the conversation's items add up to more than MaxChainBytes. Expanding it
+// would hold that much in memory per request (and a chain grows with every turn), so the
+// read stops there instead of loading the rest.
+var ErrChainTooLarge = errors.New("the stored conversation is too large to continue")
+
+// MaxChainBytes bounds the items a continued conversation brings into one request: the
+// generation routes' body limit, so an expanded request is never more than twice one body.
+const MaxChainBytes = 32 << 20
+
 // StoredResponse is one row of stored_responses: the Response object once, and only this
 // response's own input items (a JSON array, each item with an id).
 type StoredResponse struct {
@@ -61,16 +70,18 @@ func (s *Store) StoredResponseChain(ctx context.Context, profileID uuid.UUID, id
 	rows, err := s.Pool.Query(ctx, `
 		WITH RECURSIVE chain AS (
 			SELECT id, previous_id, input_items, response->'output' AS output,
-			       deleted_at IS NULL AND expires_at > now() AS live, 0 AS depth
+			       deleted_at IS NULL AND expires_at > now() AS live, 0 AS depth,
+			       octet_length(input_items::text) + coalesce(octet_length((response->'output')::text), 0)::bigint AS size
 			FROM stored_responses WHERE id = $1 AND profile_id = $2
 			UNION ALL
 			SELECT r.id, r.previous_id, r.input_items, r.response->'output',
-			       r.deleted_at IS NULL, c.depth + 1
+			       r.deleted_at IS NULL, c.depth + 1,
+			       c.size + octet_length(r.input_items::text) + coalesce(octet_length((r.response->'output')::text), 0)
 			FROM stored_responses r JOIN chain c ON r.id = c.previous_id
-			WHERE r.profile_id = $2 AND c.depth < $3
+			WHERE r.profile_id = $2 AND c.depth < $3 AND c.size <= $4
 		)
-		SELECT id, previous_id, input_items::text, coalesce(output, '[]'::jsonb)::text, live
-		FROM chain ORDER BY depth DESC`, id, profileID, maxChain)
+		SELECT id, previous_id, input_items::text, coalesce(output, '[]'::jsonb)::text, live, size
+		FROM chain ORDER BY depth DESC`, id, profileID, maxChain, MaxChainBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read stored response chain %s: %w", id, err)
 	}
@@ -83,13 +94,19 @@ func (s *Store) StoredResponseChain(ctx context.Context, profileID uuid.UUID, id
 		var l ChainLink
 		var prev *string
 		var live bool
+		var size int64
 		// Into fresh byte slices: pgx copies a text value into a []byte it is given, and
 		// the slices outlive the row.
-		if err := rows.Scan(&l.ID, &prev, &l.InputItems, &l.Output, &live); err != nil {
+		if err := rows.Scan(&l.ID, &prev, &l.InputItems, &l.Output, &live, &size); err != nil {
 			return nil, fmt.Errorf("read stored response chain %s: %w", id, err)
 		}
 		if len(links) == 0 {
 			first = prev
+			// The oldest row read carries the whole sum: past the cap, the recursion
+			// stopped there and the rest of the conversation was never loaded.
+			if size > MaxChainBytes {
+				return nil, ErrChainTooLarge
+			}
 		}
 		// Rows come oldest first: the one read last is the head, which alone must be
 		// within its own expiry; the rows before it must only not be deleted.

@@ -145,3 +145,35 @@ func TestStoredResponseChainAndPurge(t *testing.T) {
 		t.Errorf("%d rows left (%v), want the two live ones", left, err)
 	}
 }
+
+// A conversation whose items add up past MaxChainBytes is refused as too large, and the
+// read stops at the cap: one turn under it still continues.
+func TestStoredResponseChainTooLarge(t *testing.T) {
+	t.Parallel()
+	st, _ := open(t)
+	ctx := context.Background()
+	p, err := st.CreateProfile(ctx, "big", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", store.MaxChainBytes/2+1024)
+	prev := ""
+	for i := range 2 {
+		id := fmt.Sprintf("resp_big%d", i)
+		err := st.PutStoredResponse(ctx, &store.StoredResponse{
+			ID: id, ProfileID: p.ID, PreviousID: prev, ExpiresAt: time.Now().Add(time.Hour),
+			Response:   []byte(fmt.Sprintf(`{"id":%q,"output":[]}`, id)),
+			InputItems: []byte(fmt.Sprintf(`[{"type":"message","id":"i%d","text":%q}]`, i, big)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = id
+	}
+	if links, err := st.StoredResponseChain(ctx, p.ID, "resp_big0"); err != nil || len(links) != 1 {
+		t.Fatalf("one turn under the cap: %d links, %v", len(links), err)
+	}
+	if _, err := st.StoredResponseChain(ctx, p.ID, "resp_big1"); !errors.Is(err, store.ErrChainTooLarge) {
+		t.Fatalf("two turns past the cap: %v, want ErrChainTooLarge", err)
+	}
+}
