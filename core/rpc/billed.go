@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"google.golang.org/grpc/metadata"
 
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
@@ -28,6 +29,8 @@ type billed struct {
 	m     *snapshot.Model
 	out   Outcome
 	money billing.Request
+	// tokens is the request's count against its key's token limit (countTokens).
+	tokens *tokenCount
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen
@@ -119,6 +122,26 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 	return ae
 }
 
+// countTokens counts the request's worst case, n input + output tokens (what its hold is
+// sized for), against its key's max_tokens_per_minute, and sends the -tokens headers with
+// setHeader; refused, the request is rate_limited. finish corrects the count to the usage.
+func (b *billed) countTokens(n int64, setHeader func(metadata.MD) error) error {
+	c, md, err := b.s.Deps.Limiter.countTokens(b.k, n)
+	if md != nil {
+		_ = setHeader(md) // (fails only once the headers have gone, which they have not)
+	}
+	if err != nil {
+		var ae *apierror.Error
+		errors.As(err, &ae)
+		return b.refuse(ae)
+	}
+	b.tokens = c
+	return nil
+}
+
+// usedTokens is what a usage counts against max_tokens_per_minute: input + output.
+func usedTokens(u metering.Usage) int64 { return u.TotalInput() + u.Output }
+
 // growHold makes the request's hold cover amount (billing.Request.Grow): insufficient_balance
 // when the balance cannot cover it (the hold is then unchanged), unavailable when the
 // database cannot be reached for it. Every growth of a hold goes through here, so that a
@@ -178,6 +201,8 @@ func (b *billed) charge(u metering.Usage) {
 		return
 	}
 	b.out.Usage = u
+	// Corrected before the answer's end goes out, so that the key's next request sees it.
+	b.tokens.settle(usedTokens(u))
 	if cost := b.money.Cost(u); cost.Valid {
 		b.out.Cost = cost
 	}
@@ -202,6 +227,8 @@ func (b *billed) costString() (cost, currency string) {
 // finish releases the hold and queues the record and its charge for settlement; an answer
 // whose charge settle already made durable is only shown to the observer.
 func (b *billed) finish() {
+	// The reported usage; none when no answer came (the request took no tokens).
+	b.tokens.settle(usedTokens(b.out.Usage))
 	if b.money.Durable() {
 		b.observe(&b.out)
 		return

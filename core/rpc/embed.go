@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/shopspring/decimal"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -31,9 +33,13 @@ func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*core
 	if err := b.checkParameters(req.GetParameters()); err != nil {
 		return nil, err
 	}
+	raw := len(req.GetRawBody())
+	input := billing.InputEstimate(max(raw, proto.Size(req)-raw))
+	if err := b.countTokens(input, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }); err != nil {
+		return nil, err
+	}
 	if err := b.holdWorst(false, func(p billing.Price) decimal.Decimal {
-		raw := len(req.GetRawBody())
-		return p.WorstCase(billing.InputEstimate(max(raw, proto.Size(req)-raw)), 0)
+		return p.WorstCase(input, 0)
 	}); err != nil {
 		return nil, err
 	}

@@ -43,7 +43,10 @@ type Deps struct {
 	// TextCounter measures texts whose upstream reports no usage (embeddings, moderations).
 	TextCounter func(texts []string) int64
 	// Ledger holds and charges; every generation goes through it.
-	Ledger   *billing.Ledger
+	Ledger *billing.Ledger
+	// Limiter counts the tokens of generations and embeddings against their keys' token
+	// limits (the request limits are its interceptors'); nil: no token limits.
+	Limiter  *KeyLimiter
 	Observer Observer
 	Log      *slog.Logger
 	// Env reads provider credentials; os.Getenv when nil.
@@ -67,6 +70,9 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		return err
 	}
 	input, limit := billing.InputEstimate(upstreamSize(req))+mediaEstimate(req), outputLimit(m, req)
+	if err := b.countTokens(input+limit, srv.SetHeader); err != nil {
+		return err
+	}
 	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
 		return p.WorstCase(input, limit)
 	}); err != nil {
