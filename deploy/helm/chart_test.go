@@ -177,6 +177,11 @@ func TestDefaultsRenderTheGatewayOnly(t *testing.T) {
 	if *d.Spec.Replicas != 2 {
 		t.Errorf("replicas %d, want 2", *d.Spec.Replicas)
 	}
+	// Each replica's share of a key's limits follows the live replicas in the database; a
+	// fixed count would be wrong whenever the autoscaler or a rollout changes the replicas.
+	if e, ok := env(c)["GATEWAY_REPLICAS"]; ok {
+		t.Errorf("GATEWAY_REPLICAS set (%+v): the replicas count themselves", e)
+	}
 	if got := servicePorts(objs["Service/gw-gateway"].(*corev1.Service)); !maps.Equal(got, map[string]int32{"http": 8080, "metrics": 9464}) {
 		t.Errorf("public service ports %v", got)
 	}
