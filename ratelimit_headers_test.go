@@ -123,9 +123,10 @@ func TestTokensPerMinuteEndToEnd(t *testing.T) {
 	if got, want := remaining(h2), 1000-used(raw)-worst; got != want {
 		t.Errorf("after the first settled at %d tokens: remaining %d, want %d", used(raw), got, want)
 	}
-	// A worst case larger than what is left is refused.
+	// A worst case larger than what is left is refused, before its request id is taken.
 	big := `{"model":"m-openai","max_tokens":900,"messages":[{"role":"user","content":"hi"}]}`
-	status, h3, raw3 := g.post(t, "/v1/chat/completions", bearer(key), big)
+	withID := map[string]string{"Authorization": "Bearer " + key, "X-Request-Id": "tpm-big-1"}
+	status, h3, raw3 := g.post(t, "/v1/chat/completions", withID, big)
 	if code, _, _ := envelope(t, raw3); status != 429 || code != "rate_limited" || h3.Get("Retry-After") == "" ||
 		h3.Get("X-Ratelimit-Limit-Tokens") != "1000" || remaining(h3) != 1000-used(raw)-used(raw2) {
 		t.Fatalf("a worst case past the minute's room: %d %s %v", status, raw3, h3)
@@ -133,9 +134,12 @@ func TestTokensPerMinuteEndToEnd(t *testing.T) {
 	// UpdateKey lifts the limit; the next answer has no token headers.
 	g.admin("PATCH", "/admin/v1/keys/"+k["key"].(map[string]any)["id"].(string)+"?update_mask=max_tokens_per_minute", `{"max_tokens_per_minute":0}`)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		status, h, raw := g.post(t, "/v1/chat/completions", bearer(key), big)
+		status, h, raw := g.post(t, "/v1/chat/completions", withID, big) // the refused request's id again
 		if status == 200 && h.Get("X-Ratelimit-Limit-Tokens") == "" {
 			break
+		}
+		if code, _, _ := envelope(t, raw); code == "duplicate_request_id" {
+			t.Fatalf("the id of a request refused by the token limit was taken: %s", raw)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after the limit was lifted: %d %s %v", status, raw, h)

@@ -37,7 +37,12 @@ type billed struct {
 // request id (contract: an id is used once the key checks have passed, whatever the outcome;
 // the gateway's own ids are unique by construction and cost no database round trip). The
 // caller must call finish once admit has succeeded.
-func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, error) {
+//
+// With a tokenLimit, the request's worst case in tokens is counted against the key's
+// max_tokens_per_minute among the key checks, before the id is taken: a request refused by
+// its key's limits may be sent again with the same id, as one refused by the request limits
+// (the interceptor's) may.
+func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...tokenLimit) (*billed, error) {
 	snap, k, err := s.caller(ctx)
 	if err != nil {
 		return nil, err
@@ -46,11 +51,23 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	var tokens *tokenCount
+	for _, l := range limit {
+		c, md, err := s.Deps.Limiter.countTokens(k, l.estimate(m))
+		if md != nil {
+			_ = l.setHeader(md) // (fails only once the headers have gone, which they have not)
+		}
+		if err != nil {
+			return nil, err
+		}
+		tokens = c
+	}
 	id, generated, idErr := requestID(ctx)
 	if idErr != nil {
+		tokens.settle(0)
 		return nil, idErr
 	}
-	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, money: s.Deps.Ledger.NewRequest(k.ProfileID), out: Outcome{
+	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, tokens: tokens, money: s.Deps.Ledger.NewRequest(k.ProfileID), out: Outcome{
 		RequestID: id, KeyID: k.IDText(), KeyPrefix: k.Prefix, ProfileID: k.ProfileText(), Currency: snap.Currency,
 		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: store.StatusOK,
 		Usage: metering.Unreliable("no upstream answered"),
@@ -66,6 +83,7 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 			return nil, unavailable(ctx, "reserve request id", err)
 		}
 		if !ok {
+			tokens.settle(0)
 			return nil, apierror.New(apierror.DuplicateRequestID, "the request id %q was already used", id)
 		}
 	}
@@ -122,21 +140,12 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 	return ae
 }
 
-// countTokens counts the request's worst case, n input + output tokens (what its hold is
-// sized for), against its key's max_tokens_per_minute, and sends the -tokens headers with
-// setHeader; refused, the request is rate_limited. finish corrects the count to the usage.
-func (b *billed) countTokens(n int64, setHeader func(metadata.MD) error) error {
-	c, md, err := b.s.Deps.Limiter.countTokens(b.k, n)
-	if md != nil {
-		_ = setHeader(md) // (fails only once the headers have gone, which they have not)
-	}
-	if err != nil {
-		var ae *apierror.Error
-		errors.As(err, &ae)
-		return b.refuse(ae)
-	}
-	b.tokens = c
-	return nil
+// tokenLimit counts a request against its key's max_tokens_per_minute in admit: estimate is
+// its worst case in input + output tokens (what its hold is sized for), setHeader sends the
+// -tokens headers. The charge (or finish) corrects the count to the reported usage.
+type tokenLimit struct {
+	estimate  func(m *snapshot.Model) int64
+	setHeader func(metadata.MD) error
 }
 
 // usedTokens is what a usage counts against max_tokens_per_minute: input + output.

@@ -13,6 +13,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
@@ -22,7 +23,12 @@ import (
 // (the content-generation embed routes never do) are measured with the local tokenizer, so
 // that embeddings are never free by accident.
 func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*corev1.EmbedResponse, error) {
-	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel())
+	raw := len(req.GetRawBody())
+	input := billing.InputEstimate(max(raw, proto.Size(req)-raw))
+	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel(), tokenLimit{
+		estimate:  func(*snapshot.Model) int64 { return input },
+		setHeader: func(md metadata.MD) error { return grpc.SetHeader(ctx, md) },
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -31,11 +37,6 @@ func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*core
 		return nil, b.refuse(apierror.New(apierror.StreamingNotSupported, "%s does not stream", req.GetEndpointFamily()))
 	}
 	if err := b.checkParameters(req.GetParameters()); err != nil {
-		return nil, err
-	}
-	raw := len(req.GetRawBody())
-	input := billing.InputEstimate(max(raw, proto.Size(req)-raw))
-	if err := b.countTokens(input, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }); err != nil {
 		return nil, err
 	}
 	if err := b.holdWorst(false, func(p billing.Price) decimal.Decimal {

@@ -57,7 +57,11 @@ type Deps struct {
 // charge of reliable usage, exactly once, when the answer has been delivered.
 func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreService_GenerateServer) error {
 	ctx := srv.Context()
-	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel())
+	input := billing.InputEstimate(upstreamSize(req)) + mediaEstimate(req)
+	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel(), tokenLimit{
+		estimate:  func(m *snapshot.Model) int64 { return input + outputLimit(m, req) },
+		setHeader: srv.SetHeader,
+	})
 	if err != nil {
 		return err
 	}
@@ -69,10 +73,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	if err := b.checkParameters(req.GetParameters()); err != nil {
 		return err
 	}
-	input, limit := billing.InputEstimate(upstreamSize(req))+mediaEstimate(req), outputLimit(m, req)
-	if err := b.countTokens(input+limit, srv.SetHeader); err != nil {
-		return err
-	}
+	limit := outputLimit(m, req)
 	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
 		return p.WorstCase(input, limit)
 	}); err != nil {
