@@ -435,7 +435,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	mustContain(t, "/usage", r.Fields["text"], "b-model", "chat.completions", "output 12", "RUB")
+	mustContain(t, "/usage", r.Fields["text"], "b-model", "last 7 days", "output 12", "RUB")
 	r = ann.say("/models")
 	mustContain(t, "/models", r.Fields["text"], "b-model", "c-model", "input 1 RUB per 1M tokens", "output 1000 RUB per 1M tokens")
 
@@ -736,6 +736,7 @@ func TestBotRefusesToStartMisconfigured(t *testing.T) {
 	}{
 		{"without a bot token", []string{"GATEWAY_ADMIN_TOKEN=" + adminToken}, "TELEGRAM_BOT_TOKEN is not set"},
 		{"with a wrong admin token", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=wrong-admin-token"}, "the gateway rejects GATEWAY_ADMIN_TOKEN"},
+		{"with malformed key limits", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=" + adminToken, "GATEWAY_BOT_KEY_LIMITS=max_rps=5"}, `GATEWAY_BOT_KEY_LIMITS: unknown limit "max_rps"`},
 		{"with a bot token Telegram rejects", []string{"TELEGRAM_BOT_TOKEN=999:WRONG-bot-token", "GATEWAY_ADMIN_TOKEN=" + adminToken}, "Telegram rejects TELEGRAM_BOT_TOKEN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

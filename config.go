@@ -34,7 +34,8 @@ type Config struct {
 	// RealtimeMaxSession ends realtime sessions after this long; 0: no limit
 	// (GATEWAY_REALTIME_MAX_SESSION).
 	RealtimeMaxSession time.Duration
-	// Replicas is how many replicas share each key's request limits (GATEWAY_REPLICAS).
+	// Replicas, when above 0, overrides the number of replicas sharing each key's limits
+	// (GATEWAY_REPLICAS); unset, each replica follows the live replicas in the database.
 	Replicas int
 	// MetricsAddr serves GET /metrics (GATEWAY_METRICS_ADDR); empty: off.
 	MetricsAddr string

@@ -243,7 +243,10 @@ func (w *wiring) startSimulator() (map[string]provider.Adapter, error) {
 // both with core's services behind the same interceptors.
 func (w *wiring) serveGRPC() {
 	cfg, log := w.cfg, w.log
-	limiter := &rpc.KeyLimiter{Snapshots: w.holder, Replicas: cfg.Replicas}
+	// Each replica's share of a key's limits follows the live replicas the database records;
+	// GATEWAY_REPLICAS, when set, overrides the count.
+	limiter := &rpc.KeyLimiter{Snapshots: w.holder, Replicas: cfg.Replicas, Live: w.ledger.LiveReplicas}
+	w.coreSrv.Deps.Limiter = limiter
 	interceptors := []grpc.UnaryServerInterceptor{statusdata.AdminInterceptor(w.site.Recorder), rpc.ErrorInterceptor(log), admin.Deadline(admin.DefaultDeadline), limiter.Unary}
 	if cfg.AdminToken != "" {
 		interceptors = append(interceptors, admin.Auth(cfg.AdminToken))

@@ -36,7 +36,8 @@ func TestOfficialTypeScriptSDKs(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "suite.mjs")
 	cmd.Dir = tsclientsDir
-	cmd.Env = append(os.Environ(), "GATEWAY_URL="+g.base, "GATEWAY_KEY="+g.key, "NO_COLOR=1")
+	limited := g.admin("POST", "/admin/v1/profiles/"+g.profileID+"/keys", `{"name":"rate","allowed_endpoints":["*"],"allowed_models":["*"],"max_requests_per_second":1}`)
+	cmd.Env = append(os.Environ(), "GATEWAY_URL="+g.base, "GATEWAY_KEY="+g.key, "GATEWAY_RATE_LIMITED_KEY="+limited["secret"].(string), "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test suite.mjs: %v\n%s", err, out)

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"google.golang.org/grpc/metadata"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 	"modelgateway/front/relay"
 )
 
@@ -61,8 +63,9 @@ type session struct {
 
 	conn atomic.Pointer[websocket.Conn] // set once, by the upgrade
 
-	mu         sync.Mutex // serialises writes to the client and guards what follows
-	answered   bool       // the HTTP request has been answered (upgrade or refusal)
+	mu         sync.Mutex  // serialises writes to the client and guards what follows
+	answered   bool        // the HTTP request has been answered (upgrade or refusal)
+	rateLimit  metadata.MD // core's rate-limit headers for the upgrade (setHeader)
 	closeSent  bool
 	ended      bool // nothing more is written
 	idle       *time.Timer
@@ -80,6 +83,17 @@ func newSession(h *Handler, w http.ResponseWriter, r *http.Request, open *corev1
 	}
 }
 
+// setHeader keeps core's rate-limit headers for the answer to the handshake: the upgrade, or
+// the refusal (which writes w's headers).
+func (s *session) setHeader(md metadata.MD) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.answered {
+		s.rateLimit = metadata.Join(s.rateLimit, md)
+		callmd.CopyRateLimit(s.w.Header(), md)
+	}
+}
+
 // upgrade answers the handshake when core has opened the session.
 func (s *session) upgrade() error {
 	s.mu.Lock()
@@ -88,7 +102,9 @@ func (s *session) upgrade() error {
 		return errors.New("realtime: the session was opened twice or after it ended")
 	}
 	s.answered = true
-	conn, err := upgrader.Upgrade(s.w, s.r, http.Header{"X-Request-Id": {s.r.Header.Get("X-Request-Id")}})
+	h := http.Header{"X-Request-Id": {s.r.Header.Get("X-Request-Id")}}
+	callmd.CopyRateLimit(h, s.rateLimit)
+	conn, err := upgrader.Upgrade(s.w, s.r, h)
 	if err != nil {
 		return fmt.Errorf("realtime: upgrading the connection: %w", err)
 	}

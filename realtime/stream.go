@@ -21,10 +21,10 @@ var _ corev1.CoreService_RealtimeServer = (*stream)(nil)
 
 // Context carries the key and request id as incoming metadata; it is cancelled when the
 // session ends, or as soon as the client is gone.
-func (st *stream) Context() context.Context     { return st.s.ctx }
-func (st *stream) SetHeader(metadata.MD) error  { return nil }
-func (st *stream) SendHeader(metadata.MD) error { return nil }
-func (st *stream) SetTrailer(metadata.MD)       {}
+func (st *stream) Context() context.Context        { return st.s.ctx }
+func (st *stream) SetHeader(md metadata.MD) error  { st.s.setHeader(md); return nil }
+func (st *stream) SendHeader(md metadata.MD) error { st.s.setHeader(md); return nil }
+func (st *stream) SetTrailer(metadata.MD)          {}
 
 // Recv returns the open message first, then the client's frames; io.EOF after the client's
 // close frame, another error when the client went away without one.

@@ -24,6 +24,7 @@ func keyProto(k *store.Key) *adminv1.Key {
 		Id: k.ID.String(), ProfileId: k.ProfileID.String(), Name: k.Name, Prefix: k.Prefix,
 		AllowedEndpoints: k.AllowedEndpoints, AllowedModels: k.AllowedModels, State: k.State,
 		CreateTime: timestamppb.New(k.CreateTime), MaxConcurrentRequests: k.MaxConcurrent, MaxRequestsPerSecond: k.MaxRPS,
+		MaxTokensPerMinute: k.MaxTPM,
 	}
 }
 
@@ -48,9 +49,9 @@ func validatePolicy(endpoints, models []string) error {
 }
 
 // validateLimits checks a key's request limits: 0 is no limit, negatives mean nothing.
-func validateLimits(concurrent, rps int32) error {
-	if concurrent < 0 || rps < 0 {
-		return apierror.New(apierror.InvalidRequest, "max_concurrent_requests and max_requests_per_second must be 0 (no limit) or positive")
+func validateLimits(concurrent, rps, tpm int32) error {
+	if concurrent < 0 || rps < 0 || tpm < 0 {
+		return apierror.New(apierror.InvalidRequest, "max_concurrent_requests, max_requests_per_second and max_tokens_per_minute must be 0 (no limit) or positive")
 	}
 	return nil
 }
@@ -64,7 +65,7 @@ func (s *Server) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 	if err := validatePolicy(req.GetAllowedEndpoints(), req.GetAllowedModels()); err != nil {
 		return nil, err
 	}
-	if err := validateLimits(req.GetMaxConcurrentRequests(), req.GetMaxRequestsPerSecond()); err != nil {
+	if err := validateLimits(req.GetMaxConcurrentRequests(), req.GetMaxRequestsPerSecond(), req.GetMaxTokensPerMinute()); err != nil {
 		return nil, err
 	}
 	if _, err := s.Store.GetProfile(ctx, pid); err != nil {
@@ -78,6 +79,7 @@ func (s *Server) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 		ProfileID: pid, Name: req.GetName(), Prefix: sec.Prefix, SecretHash: sec.Hash[:],
 		AllowedEndpoints: req.GetAllowedEndpoints(), AllowedModels: req.GetAllowedModels(),
 		MaxConcurrent: req.GetMaxConcurrentRequests(), MaxRPS: req.GetMaxRequestsPerSecond(),
+		MaxTPM: req.GetMaxTokensPerMinute(),
 	})
 	if err != nil {
 		return nil, storeError("key", err)
@@ -133,6 +135,9 @@ func (s *Server) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (
 		if in.GetMaxRequestsPerSecond() != 0 {
 			paths = append(paths, "max_requests_per_second")
 		}
+		if in.GetMaxTokensPerMinute() != 0 {
+			paths = append(paths, "max_tokens_per_minute")
+		}
 	}
 	var u store.KeyUpdate
 	for _, p := range paths {
@@ -151,14 +156,17 @@ func (s *Server) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (
 		case "max_requests_per_second":
 			v := in.GetMaxRequestsPerSecond()
 			u.MaxRPS = &v
+		case "max_tokens_per_minute":
+			v := in.GetMaxTokensPerMinute()
+			u.MaxTPM = &v
 		default:
 			return nil, apierror.New(apierror.InvalidRequest, "%s: cannot be updated", p)
 		}
 	}
-	if u.Name == nil && u.AllowedEndpoints == nil && u.AllowedModels == nil && u.MaxConcurrent == nil && u.MaxRPS == nil {
+	if u.Name == nil && u.AllowedEndpoints == nil && u.AllowedModels == nil && u.MaxConcurrent == nil && u.MaxRPS == nil && u.MaxTPM == nil {
 		return nil, apierror.New(apierror.InvalidRequest, "nothing to update: give name, allowed_endpoints, allowed_models or a request limit")
 	}
-	if err := validateLimits(in.GetMaxConcurrentRequests(), in.GetMaxRequestsPerSecond()); err != nil {
+	if err := validateLimits(in.GetMaxConcurrentRequests(), in.GetMaxRequestsPerSecond(), in.GetMaxTokensPerMinute()); err != nil {
 		return nil, err
 	}
 	cur, err := s.Store.GetKey(ctx, id)

@@ -19,11 +19,14 @@ func TestKeyLimitsAreChecked(t *testing.T) {
 		AllowedEndpoints: []string{"*"}, AllowedModels: []string{"*"}, MaxRequestsPerSecond: -1}); errCode(err) != apierror.InvalidRequest {
 		t.Errorf("a negative limit: %v", err)
 	}
-	if err := validateLimits(0, 0); err != nil {
+	if err := validateLimits(0, 0, 0); err != nil {
 		t.Errorf("no limits: %v", err)
 	}
-	if err := validateLimits(-1, 0); err == nil {
+	if err := validateLimits(-1, 0, 0); err == nil {
 		t.Error("a negative concurrency limit passed")
+	}
+	if err := validateLimits(0, 0, -5); err == nil {
+		t.Error("a negative token limit passed")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -95,6 +96,7 @@ type Ledger struct {
 	closed     bool  // Close has begun: no more charges
 	dropped    int64 // uncharged records not kept while too many were pending
 	refunds    sync.WaitGroup
+	live       atomic.Int32   // LiveReplicas
 	background sync.WaitGroup // lease growths beside requests
 	waits      ring           // Charge waits
 	txs        ring           // group commit transactions

@@ -24,6 +24,11 @@ func (l *Ledger) Run(ctx context.Context) {
 	report := time.NewTicker(statsEvery)
 	defer report.Stop()
 	var reported int64
+	// Report at once: until its first report the replica would count itself alone and
+	// enforce whole limits (LiveReplicas).
+	if err := l.reportAlive(ctx); err != nil && ctx.Err() == nil {
+		l.Log.Warn("report alive", "err", err)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -55,6 +60,21 @@ func (l *Ledger) Run(ctx context.Context) {
 		}
 	}
 }
+
+// reportAlive records that the replica is alive and learns how many are (LiveReplicas).
+func (l *Ledger) reportAlive(ctx context.Context) error {
+	n, err := l.Store.ReportAlive(ctx, l.Replica, l.LeaseTTL)
+	if err == nil {
+		l.live.Store(int32(n))
+	}
+	return err
+}
+
+// LiveReplicas is the number of replicas that reported within the last LeaseTTL when this
+// one last reported (every LeaseTTL/5), itself included; 0 before its first report. A
+// replica that stops says so at once (Close); one killed drops out of the count within
+// LeaseTTL plus a report interval.
+func (l *Ledger) LiveReplicas() int { return int(l.live.Load()) }
 
 // statsEvery is how often a busy ledger logs its cumulative commit statistics.
 const statsEvery = 10 * time.Second
@@ -183,7 +203,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	l.mu.Unlock()
 	dctx, cancel := l.dbContext(ctx)
 	defer cancel()
-	err := l.Store.Heartbeat(dctx, l.Replica)
+	err := l.reportAlive(dctx)
 	for _, i := range idle {
 		err = errors.Join(err, l.Store.ReleaseLease(dctx, i.p, l.Replica, i.version))
 	}
@@ -255,11 +275,16 @@ func (l *Ledger) Close(ctx context.Context) error {
 	}
 	l.accounts = map[uuid.UUID]*account{}
 	l.mu.Unlock()
-	if !leased || ctx.Err() != nil {
-		return err // the leases expire by themselves within LeaseTTL
+	if ctx.Err() != nil {
+		return err // the leases expire by themselves within LeaseTTL, the report grows old
 	}
 	dctx, cancel := l.dbContext(ctx)
 	defer cancel()
+	// The other replicas take over this one's share of the keys' limits at their next report.
+	err = errors.Join(err, l.Store.ForgetReplica(dctx, l.Replica))
+	if !leased {
+		return err
+	}
 	return errors.Join(err, l.Store.ReleaseAll(dctx, l.Replica))
 }
 

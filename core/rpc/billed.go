@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"google.golang.org/grpc/metadata"
 
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
@@ -28,13 +29,20 @@ type billed struct {
 	m     *snapshot.Model
 	out   Outcome
 	money billing.Request
+	// tokens is the request's count against its key's token limit (countTokens).
+	tokens *tokenCount
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen
 // request id (contract: an id is used once the key checks have passed, whatever the outcome;
 // the gateway's own ids are unique by construction and cost no database round trip). The
 // caller must call finish once admit has succeeded.
-func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, error) {
+//
+// With a tokenLimit, the request's worst case in tokens is counted against the key's
+// max_tokens_per_minute among the key checks, before the id is taken: a request refused by
+// its key's limits may be sent again with the same id, as one refused by the request limits
+// (the interceptor's) may.
+func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...tokenLimit) (*billed, error) {
 	snap, k, err := s.caller(ctx)
 	if err != nil {
 		return nil, err
@@ -43,11 +51,23 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	var tokens *tokenCount
+	for _, l := range limit {
+		c, md, err := s.Deps.Limiter.countTokens(k, l.estimate(m))
+		if md != nil {
+			_ = l.setHeader(md) // (fails only once the headers have gone, which they have not)
+		}
+		if err != nil {
+			return nil, err
+		}
+		tokens = c
+	}
 	id, generated, idErr := requestID(ctx)
 	if idErr != nil {
+		tokens.settle(0)
 		return nil, idErr
 	}
-	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, money: s.Deps.Ledger.NewRequest(k.ProfileID), out: Outcome{
+	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, tokens: tokens, money: s.Deps.Ledger.NewRequest(k.ProfileID), out: Outcome{
 		RequestID: id, KeyID: k.IDText(), KeyPrefix: k.Prefix, ProfileID: k.ProfileText(), Currency: snap.Currency,
 		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: store.StatusOK,
 		Usage: metering.Unreliable("no upstream answered"),
@@ -63,6 +83,7 @@ func (s *CoreServer) admit(ctx context.Context, family, model string) (*billed, 
 			return nil, unavailable(ctx, "reserve request id", err)
 		}
 		if !ok {
+			tokens.settle(0)
 			return nil, apierror.New(apierror.DuplicateRequestID, "the request id %q was already used", id)
 		}
 	}
@@ -118,6 +139,17 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 	b.out.Status = ae.Code
 	return ae
 }
+
+// tokenLimit counts a request against its key's max_tokens_per_minute in admit: estimate is
+// its worst case in input + output tokens (what its hold is sized for), setHeader sends the
+// -tokens headers. The charge (or finish) corrects the count to the reported usage.
+type tokenLimit struct {
+	estimate  func(m *snapshot.Model) int64
+	setHeader func(metadata.MD) error
+}
+
+// usedTokens is what a usage counts against max_tokens_per_minute: input + output.
+func usedTokens(u metering.Usage) int64 { return u.TotalInput() + u.Output }
 
 // growHold makes the request's hold cover amount (billing.Request.Grow): insufficient_balance
 // when the balance cannot cover it (the hold is then unchanged), unavailable when the
@@ -178,6 +210,8 @@ func (b *billed) charge(u metering.Usage) {
 		return
 	}
 	b.out.Usage = u
+	// Corrected before the answer's end goes out, so that the key's next request sees it.
+	b.tokens.settle(usedTokens(u))
 	if cost := b.money.Cost(u); cost.Valid {
 		b.out.Cost = cost
 	}
@@ -202,6 +236,8 @@ func (b *billed) costString() (cost, currency string) {
 // finish releases the hold and queues the record and its charge for settlement; an answer
 // whose charge settle already made durable is only shown to the observer.
 func (b *billed) finish() {
+	// The reported usage; none when no answer came (the request took no tokens).
+	b.tokens.settle(usedTokens(b.out.Usage))
 	if b.money.Durable() {
 		b.observe(&b.out)
 		return

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/shopspring/decimal"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -11,6 +13,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
@@ -20,7 +23,12 @@ import (
 // (the content-generation embed routes never do) are measured with the local tokenizer, so
 // that embeddings are never free by accident.
 func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*corev1.EmbedResponse, error) {
-	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel())
+	raw := len(req.GetRawBody())
+	input := billing.InputEstimate(max(raw, proto.Size(req)-raw))
+	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel(), tokenLimit{
+		estimate:  func(*snapshot.Model) int64 { return input },
+		setHeader: func(md metadata.MD) error { return grpc.SetHeader(ctx, md) },
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -32,8 +40,7 @@ func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*core
 		return nil, err
 	}
 	if err := b.holdWorst(false, func(p billing.Price) decimal.Decimal {
-		raw := len(req.GetRawBody())
-		return p.WorstCase(billing.InputEstimate(max(raw, proto.Size(req)-raw)), 0)
+		return p.WorstCase(input, 0)
 	}); err != nil {
 		return nil, err
 	}

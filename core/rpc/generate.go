@@ -43,7 +43,10 @@ type Deps struct {
 	// TextCounter measures texts whose upstream reports no usage (embeddings, moderations).
 	TextCounter func(texts []string) int64
 	// Ledger holds and charges; every generation goes through it.
-	Ledger   *billing.Ledger
+	Ledger *billing.Ledger
+	// Limiter counts the tokens of generations and embeddings against their keys' token
+	// limits (the request limits are its interceptors'); nil: no token limits.
+	Limiter  *KeyLimiter
 	Observer Observer
 	Log      *slog.Logger
 	// Env reads provider credentials; os.Getenv when nil.
@@ -57,7 +60,11 @@ type Deps struct {
 // charge of reliable usage, exactly once, when the answer has been delivered.
 func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreService_GenerateServer) error {
 	ctx := srv.Context()
-	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel())
+	input := billing.InputEstimate(upstreamSize(req)) + mediaEstimate(req)
+	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel(), tokenLimit{
+		estimate:  func(m *snapshot.Model) int64 { return input + outputLimit(m, req) },
+		setHeader: srv.SetHeader,
+	})
 	if err != nil {
 		return err
 	}
@@ -69,7 +76,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	if err := b.checkParameters(req.GetParameters()); err != nil {
 		return err
 	}
-	input, limit := billing.InputEstimate(upstreamSize(req))+mediaEstimate(req), outputLimit(m, req)
+	limit := outputLimit(m, req)
 	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
 		return p.WorstCase(input, limit)
 	}); err != nil {

@@ -67,6 +67,8 @@ type Key struct {
 
 	// MaxConcurrent and MaxRPS are the key's request limits across replicas; 0: none.
 	MaxConcurrent, MaxRPS int32
+	// MaxTPM is the key's input + output tokens per rolling minute across replicas; 0: none.
+	MaxTPM int32
 
 	// The ids' text, made once per snapshot: every request's outcome and key check carry
 	// them, and formatting a UUID allocates.
@@ -155,7 +157,7 @@ func Build(d *store.CatalogData, now time.Time) *Snapshot {
 		if k.State != store.KeyActive || len(k.SecretHash) != 32 {
 			continue
 		}
-		key := &Key{ID: k.ID, ProfileID: k.ProfileID, Prefix: k.Prefix, MaxConcurrent: k.MaxConcurrent, MaxRPS: k.MaxRPS, endpoints: map[string]bool{}, models: map[string]bool{},
+		key := &Key{ID: k.ID, ProfileID: k.ProfileID, Prefix: k.Prefix, MaxConcurrent: k.MaxConcurrent, MaxRPS: k.MaxRPS, MaxTPM: k.MaxTPM, endpoints: map[string]bool{}, models: map[string]bool{},
 			idText: k.ID.String(), profileText: k.ProfileID.String()}
 		for _, e := range k.AllowedEndpoints {
 			key.allEndpoints = key.allEndpoints || e == Wildcard

@@ -23,6 +23,9 @@ type Key struct {
 	// MaxConcurrent and MaxRPS limit the key's requests in flight and per second across
 	// replicas; 0 is no limit.
 	MaxConcurrent, MaxRPS int32
+	// MaxTPM limits the key's input + output tokens per rolling minute across replicas; 0 is
+	// no limit.
+	MaxTPM int32
 }
 
 // Key states, as stored (the column's CHECK) and as the AdminService sends them. The
@@ -33,11 +36,11 @@ const (
 	KeyRevoked = "REVOKED"
 )
 
-const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time, max_concurrent, max_rps`
+const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time, max_concurrent, max_rps, max_tpm`
 
 func scanKey(row pgx.Row) (*Key, error) {
 	var k Key
-	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime, &k.MaxConcurrent, &k.MaxRPS); err != nil {
+	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime, &k.MaxConcurrent, &k.MaxRPS, &k.MaxTPM); err != nil {
 		return nil, interpretError(err)
 	}
 	return &k, nil
@@ -59,9 +62,9 @@ func createKey(ctx context.Context, q interface {
 		return nil, fmt.Errorf("new key id: %w", err)
 	}
 	return scanKey(q.QueryRow(ctx, `
-		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, max_concurrent, max_rps)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels, k.MaxConcurrent, k.MaxRPS))
+		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, max_concurrent, max_rps, max_tpm)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels, k.MaxConcurrent, k.MaxRPS, k.MaxTPM))
 }
 
 // GetKey reads one key.
@@ -85,6 +88,7 @@ type KeyUpdate struct {
 	AllowedModels    []string // nil = unchanged
 	MaxConcurrent    *int32
 	MaxRPS           *int32
+	MaxTPM           *int32
 }
 
 // ErrKeyRevoked refuses changes to a revoked key.
@@ -98,9 +102,10 @@ func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key,
 			allowed_endpoints = coalesce($3, allowed_endpoints),
 			allowed_models = coalesce($4, allowed_models),
 			max_concurrent = coalesce($5, max_concurrent),
-			max_rps = coalesce($6, max_rps)
+			max_rps = coalesce($6, max_rps),
+			max_tpm = coalesce($7, max_tpm)
 		WHERE id = $1 AND state = '`+KeyActive+`'
-		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS))
+		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS, u.MaxTPM))
 	if err == ErrNotFound {
 		if _, getErr := s.GetKey(ctx, id); getErr == nil {
 			return nil, ErrKeyRevoked
@@ -132,7 +137,7 @@ func (s *Store) RotateKey(ctx context.Context, id uuid.UUID, prefix string, secr
 		created, err = createKey(ctx, tx, &Key{
 			ProfileID: old.ProfileID, Name: old.Name, Prefix: prefix, SecretHash: secretHash,
 			AllowedEndpoints: old.AllowedEndpoints, AllowedModels: old.AllowedModels,
-			MaxConcurrent: old.MaxConcurrent, MaxRPS: old.MaxRPS,
+			MaxConcurrent: old.MaxConcurrent, MaxRPS: old.MaxRPS, MaxTPM: old.MaxTPM,
 		})
 		if err != nil {
 			return fmt.Errorf("create replacement key: %w", err)

@@ -120,6 +120,35 @@ func (s *Store) Heartbeat(ctx context.Context, replica uuid.UUID) error {
 	return err
 }
 
+// ReportAlive is Heartbeat that also counts the replicas alive now: those that reported
+// within the last within, this one included. Each replica enforces its share of a key's
+// limits by this count (core/rpc.KeyLimiter), so it follows replicas starting and stopping
+// without configuration. One statement: the count comes with the heartbeat's round trip.
+func (s *Store) ReportAlive(ctx context.Context, replica uuid.UUID, within time.Duration) (int, error) {
+	var others int
+	// The CTE's insert is not visible to the count (one snapshot): the others are counted
+	// and this replica added.
+	err := s.Pool.QueryRow(ctx, `
+		WITH me AS (
+			INSERT INTO replicas (id, seen_at) VALUES ($1, now())
+			ON CONFLICT (id) DO UPDATE SET seen_at = now())
+		SELECT count(*) FROM replicas WHERE id <> $1 AND seen_at > now() - $2::interval`,
+		replica, within.String()).Scan(&others)
+	if err != nil {
+		return 0, fmt.Errorf("report alive: %w", err)
+	}
+	return others + 1, nil
+}
+
+// ForgetReplica removes the row of a replica that is stopping, so that the others stop
+// counting it at once (ReportAlive) rather than when its reports grow old.
+func (s *Store) ForgetReplica(ctx context.Context, replica uuid.UUID) error {
+	if _, err := s.Pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1`, replica); err != nil {
+		return fmt.Errorf("forget replica: %w", err)
+	}
+	return nil
+}
+
 // SweepAbandoned finalises what dead replicas left behind: request records still in_progress
 // whose replica has not reported for silence become 'abandoned' (the replica died before the
 // answer was settled, so nothing was charged), as do records unfinished after a day (their

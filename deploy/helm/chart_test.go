@@ -177,6 +177,11 @@ func TestDefaultsRenderTheGatewayOnly(t *testing.T) {
 	if *d.Spec.Replicas != 2 {
 		t.Errorf("replicas %d, want 2", *d.Spec.Replicas)
 	}
+	// Each replica's share of a key's limits follows the live replicas in the database; a
+	// fixed count would be wrong whenever the autoscaler or a rollout changes the replicas.
+	if e, ok := env(c)["GATEWAY_REPLICAS"]; ok {
+		t.Errorf("GATEWAY_REPLICAS set (%+v): the replicas count themselves", e)
+	}
 	if got := servicePorts(objs["Service/gw-gateway"].(*corev1.Service)); !maps.Equal(got, map[string]int32{"http": 8080, "metrics": 9464}) {
 		t.Errorf("public service ports %v", got)
 	}
@@ -269,7 +274,7 @@ serviceMonitor: {enabled: true, labels: {release: prom}}
 migrations: {job: true}
 catalog: {configMap: gw-catalog}
 otlp: {endpoint: "http://otel-collector:4318"}
-bot: {enabled: true, operators: "42", paymentProviderToken: {secretName: gw-pay, secretKey: t}}
+bot: {enabled: true, operators: "42", keyLimits: "max_requests_per_second=5", paymentProviderToken: {secretName: gw-pay, secretKey: t}}
 terminationGracePeriodSeconds: 90
 `)
 	for _, k := range []string{"HorizontalPodAutoscaler/gw-gateway", "ServiceMonitor/gw-gateway", "Job/gw-gateway-migrate", "Deployment/gw-gateway-bot"} {
@@ -294,7 +299,8 @@ terminationGracePeriodSeconds: 90
 		t.Errorf("bot: replicas %d, strategy %s, args %v; want one replica, Recreate, bot", *bot.Spec.Replicas, bot.Spec.Strategy.Type, bc.Args)
 	}
 	be := env(bc)
-	if be["GATEWAY_ADMIN_ADDR"].Value != "gw-gateway-admin:9090" || be["GATEWAY_BOT_OPERATORS"].Value != "42" {
+	if be["GATEWAY_ADMIN_ADDR"].Value != "gw-gateway-admin:9090" || be["GATEWAY_BOT_OPERATORS"].Value != "42" ||
+		be["GATEWAY_BOT_KEY_LIMITS"].Value != "max_requests_per_second=5" {
 		t.Errorf("bot env %+v", be)
 	}
 	for _, name := range []string{"TELEGRAM_BOT_TOKEN", "GATEWAY_ADMIN_TOKEN", "TELEGRAM_PAYMENT_PROVIDER_TOKEN"} {

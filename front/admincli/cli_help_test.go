@@ -30,7 +30,7 @@ func TestAdminHelpListsVerbsAndFields(t *testing.T) {
 	}{
 		{[]string{"--help"}, []string{"usage: gateway admin", "-http-addr", "\n  create-key\n"}},
 		{[]string{"-h"}, []string{"\n  list-usage\n"}},
-		{[]string{"create-key", "--help"}, []string{"CreateKeyRequest", "  --profile_id=STRING\n", "  --allowed_endpoints=STRING,...\n", "  --max_concurrent_requests=INT32\n"}},
+		{[]string{"create-key", "--help"}, []string{"CreateKeyRequest", "  --profile_id=STRING\n", "  --allowed_endpoints=STRING,...\n", "  --max_concurrent_requests=INT32\n", "  --max_tokens_per_minute=INT32\n"}},
 		{[]string{"update-key", "-h"}, []string{"  --key=JSON (Key)\n"}},
 		{[]string{"list-incidents", "help"}, []string{"ListIncidentsRequest"}},
 		{[]string{"list-usage", "--help"}, []string{"ListUsageRequest", "  --key_id=STRING\n", "  --start_time=RFC3339-TIME\n", "  --end_time=RFC3339-TIME\n", "  --page_token=STRING\n"}},

@@ -43,6 +43,8 @@ type Config struct {
 	// WebhookAddr (GATEWAY_BOT_WEBHOOK_ADDR, 127.0.0.1:8081) behind a TLS-terminating proxy.
 	WebhookURL  string
 	WebhookAddr string
+	// KeyLimits are given to every key made through the bot (GATEWAY_BOT_KEY_LIMITS).
+	KeyLimits KeyLimits
 }
 
 // FromEnv reads the configuration; getenv is os.Getenv outside tests.
@@ -78,6 +80,11 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		}
 		c.Operators[id] = true
 	}
+	limits, err := parseKeyLimits(getenv("GATEWAY_BOT_KEY_LIMITS"))
+	if err != nil {
+		return nil, err
+	}
+	c.KeyLimits = limits
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
@@ -325,6 +332,9 @@ Runs the Telegram bot. It takes no flags; it reads its environment:
   GATEWAY_BOT_WEBHOOK_ADDR         local listener of the webhook (default 127.0.0.1:8081)
   GATEWAY_BOT_SECRET_TTL           how long a message holding a secret stays (default 10m)
   GATEWAY_BOT_POLL_TIMEOUT         getUpdates long-polling timeout (default 50s)
+  GATEWAY_BOT_KEY_LIMITS           limits of the keys the bot makes, e.g.
+                                   max_requests_per_second=5,max_concurrent_requests=4,max_tokens_per_minute=10000
+                                   (default none)
   GATEWAY_LOG_LEVEL                debug, info, warn or error (default info)
 `
 

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 	catalogv1 "modelgateway/gen/gateway/catalog/v1"
@@ -95,30 +99,91 @@ func priceText(cs *catalogv1.Components) string {
 // unitText makes RUB_per_1M_tokens read as "RUB per 1M tokens".
 func unitText(u string) string { return strings.ReplaceAll(u, "_", " ") }
 
-// cmdUsage lists the last requests with their tokens by category and cost.
+// usageDays is how far back /usage looks: today and the days before it, UTC.
+const usageDays = 7
+
+// cmdUsage shows the last usageDays days by day and model (requests, tokens by category,
+// cost) of all the user's keys, or of one: `/usage <key name or prefix>`.
 func (b *Bot) cmdUsage(ctx context.Context, c *call) error {
 	p, err := b.profile(ctx, c)
 	if err != nil {
 		return b.failed(ctx, c, err)
 	}
-	u, err := b.gw.admin.ListUsage(ctx, &adminv1.ListUsageRequest{Id: p.GetId(), PageSize: 10})
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	req := &adminv1.GetUsageSummaryRequest{Id: p.GetId(), GroupBy: []string{"day", "model"},
+		StartTime: timestamppb.New(today.AddDate(0, 0, 1-usageDays))}
+	of := "all your keys"
+	if c.args != "" {
+		ks, err := b.gw.admin.ListKeys(ctx, &adminv1.ListKeysRequest{ProfileId: p.GetId()})
+		if err != nil {
+			return b.failed(ctx, c, err)
+		}
+		k, n := findKey(ks.GetKeys(), c.args)
+		switch {
+		case n == 0:
+			c.outcome = "no_such_key"
+			return b.reply(ctx, c, "You have no key with that name or prefix. /keys lists them.")
+		case n > 1:
+			c.outcome = "ambiguous"
+			return b.reply(ctx, c, "Several of your keys match; use the prefix shown by /keys.")
+		}
+		req.KeyId = k.GetId()
+		of = fmt.Sprintf("key <b>%s</b> (<code>%s…</code>)", esc(k.GetName()), esc(k.GetPrefix()))
+	}
+	u, err := b.gw.admin.GetUsageSummary(ctx, req)
 	if err != nil {
 		return b.failed(ctx, c, err)
 	}
 	c.outcome = "ok"
-	if len(u.GetRecords()) == 0 {
-		return b.reply(ctx, c, "No requests yet.")
+	if len(u.GetRows()) == 0 {
+		return b.reply(ctx, c, fmt.Sprintf("No requests in the last %d days (%s).", usageDays, of))
 	}
 	var s strings.Builder
-	s.WriteString("<b>Last requests</b>\n")
-	for _, r := range u.GetRecords() {
-		cost := "not charged"
-		if r.GetCost() != "" {
-			cost = r.GetCost() + " " + r.GetCurrency()
+	fmt.Fprintf(&s, "<b>Usage, last %d days</b> — %s\n", usageDays, of)
+	var requests int64
+	total := decimal.Zero
+	day := ""
+	for _, r := range u.GetRows() { // ordered by day, then model
+		if r.GetDay() != day {
+			day = r.GetDay()
+			fmt.Fprintf(&s, "\n<b>%s</b>", esc(day))
 		}
-		fmt.Fprintf(&s, "\n%s <code>%s</code> %s (%s)\n  input %d, cached input %d, cache write %d, output %d (reasoning %d) — %s",
-			r.GetStartTime().AsTime().UTC().Format("01-02 15:04"), esc(r.GetModel()), esc(r.GetEndpointFamily()), esc(r.GetStatus()),
-			r.GetInputTokens(), r.GetCachedInputTokens(), r.GetCacheWriteTokens(), r.GetOutputTokens(), r.GetReasoningTokens(), esc(cost))
+		cost, err := decimal.NewFromString(r.GetCost())
+		if err != nil {
+			cost = decimal.Zero
+		}
+		requests += r.GetRequests()
+		total = total.Add(cost)
+		fmt.Fprintf(&s, "\n  <code>%s</code>: %d requests, input %d, cached input %d, cache write %d, output %d — %s %s",
+			esc(r.GetModel()), r.GetRequests(), r.GetInputTokens(), r.GetCachedInputTokens(), r.GetCacheWriteTokens(), r.GetOutputTokens(),
+			esc(cost.String()), esc(p.GetCurrency()))
 	}
+	fmt.Fprintf(&s, "\n\nTotal: %d requests, %s %s", requests, esc(total.String()), esc(p.GetCurrency()))
 	return b.reply(ctx, c, clip(s.String()))
+}
+
+// findKey finds one of the user's keys by name or prefix (at least 4 characters, "…" allowed
+// at the end, as /keys shows it): the active ones first, else a revoked one (its usage stays).
+// n is how many match among the ones chosen from.
+func findKey(ks []*adminv1.Key, arg string) (k *adminv1.Key, n int) {
+	arg = strings.TrimSuffix(strings.TrimSpace(arg), "…")
+	var active, other []*adminv1.Key
+	for _, k := range ks {
+		if k.GetName() != arg && (len(arg) < 4 || !strings.HasPrefix(k.GetPrefix(), arg)) {
+			continue
+		}
+		if k.GetState() == keyActive {
+			active = append(active, k)
+		} else {
+			other = append(other, k)
+		}
+	}
+	found := active
+	if len(found) == 0 {
+		found = other
+	}
+	if len(found) == 1 {
+		return found[0], 1
+	}
+	return nil, len(found)
 }

@@ -266,6 +266,8 @@ func (b *Bot) createKey(ctx context.Context, c *call, id string) (string, error)
 	resp, err := b.gw.admin.CreateKey(ctx, &adminv1.CreateKeyRequest{
 		ProfileId: s.Profile, Name: s.Name,
 		AllowedEndpoints: selection(s.AllFamilies, s.Families, s.Family), AllowedModels: selection(s.AllModels, s.Models, s.Model),
+		MaxConcurrentRequests: b.cfg.KeyLimits.MaxConcurrentRequests, MaxRequestsPerSecond: b.cfg.KeyLimits.MaxRequestsPerSecond,
+		MaxTokensPerMinute: b.cfg.KeyLimits.MaxTokensPerMinute,
 	})
 	if err != nil {
 		if unavailable(err) {

@@ -37,7 +37,7 @@ func (b *Bot) helpText(operator bool) string {
 	s.WriteString("/rotate &lt;name or prefix&gt; — replace a key by a new secret with the same policy; the old one stops working\n")
 	s.WriteString("/models — the models you can use and their prices\n")
 	s.WriteString("/balance — balance and what is available now\n")
-	s.WriteString("/usage — your last requests: model, tokens, cost\n")
+	s.WriteString("/usage [key] — the last 7 days by day and model: requests, tokens, cost\n")
 	s.WriteString("/topup &lt;amount&gt; — add funds\n")
 	if operator {
 		s.WriteString("\n<b>Operator</b>\n/credit &lt;tg user id or profile id&gt; &lt;amount&gt; — credit (negative: adjust) a balance\n/find &lt;tg user id&gt; — a user's balance and keys\n")

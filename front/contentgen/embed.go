@@ -3,9 +3,13 @@ package contentgen
 import (
 	"net/http"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 	"modelgateway/front/embeddings"
 	"modelgateway/front/relay"
 )
@@ -30,7 +34,9 @@ func (h *EmbedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteError(w, r, relay.KeyFirst(ctx, h.Core, FamilyEmbed, apiErr))
 		return
 	}
-	resp, err := h.Core.Embed(ctx, req)
+	var md metadata.MD // core's rate-limit headers, refusal or not
+	resp, err := h.Core.Embed(ctx, req, grpc.Header(&md))
+	callmd.CopyRateLimit(w.Header(), md)
 	if err != nil {
 		relay.WriteError(w, r, relay.ErrorOf(err))
 		return

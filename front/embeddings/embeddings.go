@@ -7,8 +7,12 @@ package embeddings
 import (
 	"net/http"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/wire/callmd"
 	"modelgateway/front/relay"
 )
 
@@ -34,7 +38,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteError(w, r, relay.KeyFirst(ctx, h.Core, Family, apiErr))
 		return
 	}
-	resp, err := h.Core.Embed(ctx, in.req)
+	var md metadata.MD // core's rate-limit headers, refusal or not
+	resp, err := h.Core.Embed(ctx, in.req, grpc.Header(&md))
+	callmd.CopyRateLimit(w.Header(), md)
 	if err != nil {
 		relay.WriteError(w, r, relay.ErrorOf(err))
 		return

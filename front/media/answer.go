@@ -9,9 +9,12 @@ import (
 	"strings"
 	"sync"
 
+	"google.golang.org/grpc/metadata"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 	"modelgateway/front/relay"
 )
 
@@ -132,6 +135,15 @@ func (a *answer) begin() {
 		a.w.Header().Set("Content-Type", ct)
 	}
 	a.w.WriteHeader(status(a.head))
+}
+
+// setHeader copies core's rate-limit headers into the answer while its head is unwritten.
+func (a *answer) setHeader(md metadata.MD) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.started && !a.ended {
+		callmd.CopyRateLimit(a.w.Header(), md)
+	}
 }
 
 func (a *answer) writeHeld() error {

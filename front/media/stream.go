@@ -21,10 +21,10 @@ type stream struct {
 
 var _ corev1.CoreService_ForwardServer = (*stream)(nil)
 
-func (s *stream) Context() context.Context     { return s.ctx }
-func (s *stream) SetHeader(metadata.MD) error  { return nil }
-func (s *stream) SendHeader(metadata.MD) error { return nil }
-func (s *stream) SetTrailer(metadata.MD)       {}
+func (s *stream) Context() context.Context        { return s.ctx }
+func (s *stream) SetHeader(md metadata.MD) error  { s.ans.setHeader(md); return nil }
+func (s *stream) SendHeader(md metadata.MD) error { s.ans.setHeader(md); return nil }
+func (s *stream) SetTrailer(metadata.MD)          {}
 
 func (s *stream) Recv() (*corev1.ForwardRequest, error) { return s.req.recv() }
 

@@ -3,10 +3,14 @@ package relay
 import (
 	"net/http"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
+	"modelgateway/core/wire/callmd"
 )
 
 // CountProtocol is a token-counting route.
@@ -37,7 +41,9 @@ func (h *CountHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.RawBody = body
-	resp, err := h.Core.CountTokens(ctx, &corev1.CountTokensRequest{Request: req})
+	var md metadata.MD // core's rate-limit headers, refusal or not
+	resp, err := h.Core.CountTokens(ctx, &corev1.CountTokensRequest{Request: req}, grpc.Header(&md))
+	callmd.CopyRateLimit(w.Header(), md)
 	if err != nil {
 		WriteError(w, r, apistatus.FromError(err))
 		return

@@ -10,6 +10,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/callmd"
 	"modelgateway/core/wire/lazyflush"
 )
 
@@ -28,11 +29,19 @@ type sink struct {
 	done    bool // the answer has ended (error event written or start refused)
 }
 
-func (s *sink) Context() context.Context     { return s.ctx }
-func (s *sink) SetHeader(metadata.MD) error  { return nil }
-func (s *sink) SendHeader(metadata.MD) error { return nil }
-func (s *sink) SetTrailer(metadata.MD)       {}
-func (s *sink) RecvMsg(any) error            { return errors.New("relay: Generate has no client stream") }
+func (s *sink) Context() context.Context        { return s.ctx }
+func (s *sink) SetHeader(md metadata.MD) error  { s.setHeader(md); return nil }
+func (s *sink) SendHeader(md metadata.MD) error { s.setHeader(md); return nil }
+
+// setHeader copies core's rate-limit headers into the answer; core sets them before the
+// answer starts (the key's limits are checked first), so nothing has been written yet.
+func (s *sink) setHeader(md metadata.MD) {
+	if !s.started && !s.done {
+		callmd.CopyRateLimit(s.w.Header(), md)
+	}
+}
+func (s *sink) SetTrailer(metadata.MD) {}
+func (s *sink) RecvMsg(any) error      { return errors.New("relay: Generate has no client stream") }
 
 func (s *sink) SendMsg(m any) error {
 	ev, ok := m.(*corev1.GenerateEvent)

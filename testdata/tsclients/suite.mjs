@@ -395,3 +395,33 @@ test('errors: each SDK raises its own class with status and message', async () =
   await assert.rejects(legacy().getGenerativeModel({ model: MODELS[0] }, legacyOpts).generateContent('x #sim:fail=429'),
     (e) => e instanceof GoogleGenerativeAIFetchError && e.status === 429);
 });
+
+// A key limited to one request per second (GATEWAY_RATE_LIMITED_KEY; tsclients_test.go makes
+// it): the x-ratelimit-* headers do not disturb the answer the SDK parses; without retries a
+// 429 is the SDK's RateLimitError with our code and retry-after; with retries the SDK waits
+// what retry-after says (its own first back-off is shorter and would be refused again) and
+// the retry is answered.
+test('rate limits: openai reads the headers and retries a 429 after retry-after', { skip: !process.env.GATEWAY_RATE_LIMITED_KEY }, async () => {
+  const limited = process.env.GATEWAY_RATE_LIMITED_KEY;
+  const params = { model: MODELS[0], messages: [{ role: 'user', content: 'hi' }] };
+  const { data, response } = await openai(limited).chat.completions.create(params).withResponse();
+  assert.ok(data.choices[0].message.content && data.usage.total_tokens > 0);
+  assert.equal(response.headers.get('x-ratelimit-limit-requests'), '1');
+  assert.equal(response.headers.get('x-ratelimit-remaining-requests'), '0');
+  assert.ok(response.headers.get('x-ratelimit-reset-requests'));
+
+  await assert.rejects(openai(limited).chat.completions.create(params),
+    (e) => e instanceof OpenAI.RateLimitError && e.status === 429 && e.code === 'rate_limited' && e.headers.get('retry-after') === '1');
+
+  const attempts = [];
+  const counting = async (url, init) => {
+    const r = await fetch(url, init);
+    attempts.push({ status: r.status, at: Date.now() });
+    return r;
+  };
+  const retrying = new OpenAI({ baseURL: `${base}/v1`, apiKey: limited, maxRetries: 3, fetch: counting });
+  const again = await retrying.chat.completions.create(params);
+  assert.ok(again.choices[0].message.content);
+  assert.deepEqual(attempts.map((a) => a.status), [429, 200]);
+  assert.ok(attempts[1].at - attempts[0].at >= 900, `retried after ${attempts[1].at - attempts[0].at} ms, retry-after says 1 s`);
+});

@@ -348,8 +348,12 @@ type Key struct {
 	MaxConcurrentRequests int32 `protobuf:"varint,9,opt,name=max_concurrent_requests,json=maxConcurrentRequests,proto3" json:"max_concurrent_requests,omitempty"`
 	// At most this many requests of the key per second, across replicas; 0 is no limit.
 	MaxRequestsPerSecond int32 `protobuf:"varint,10,opt,name=max_requests_per_second,json=maxRequestsPerSecond,proto3" json:"max_requests_per_second,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// At most this many input + output tokens of the key per rolling minute, across replicas;
+	// admission counts a request's worst case (its hold), settlement corrects it to the
+	// reported usage. 0 is no limit.
+	MaxTokensPerMinute int32 `protobuf:"varint,11,opt,name=max_tokens_per_minute,json=maxTokensPerMinute,proto3" json:"max_tokens_per_minute,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Key) Reset() {
@@ -452,6 +456,13 @@ func (x *Key) GetMaxRequestsPerSecond() int32 {
 	return 0
 }
 
+func (x *Key) GetMaxTokensPerMinute() int32 {
+	if x != nil {
+		return x.MaxTokensPerMinute
+	}
+	return 0
+}
+
 type CreateKeyRequest struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ProfileId        string                 `protobuf:"bytes,1,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
@@ -461,6 +472,7 @@ type CreateKeyRequest struct {
 	// Request limits of Key; 0 or absent is no limit.
 	MaxConcurrentRequests int32 `protobuf:"varint,5,opt,name=max_concurrent_requests,json=maxConcurrentRequests,proto3" json:"max_concurrent_requests,omitempty"`
 	MaxRequestsPerSecond  int32 `protobuf:"varint,6,opt,name=max_requests_per_second,json=maxRequestsPerSecond,proto3" json:"max_requests_per_second,omitempty"`
+	MaxTokensPerMinute    int32 `protobuf:"varint,7,opt,name=max_tokens_per_minute,json=maxTokensPerMinute,proto3" json:"max_tokens_per_minute,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -533,6 +545,13 @@ func (x *CreateKeyRequest) GetMaxConcurrentRequests() int32 {
 func (x *CreateKeyRequest) GetMaxRequestsPerSecond() int32 {
 	if x != nil {
 		return x.MaxRequestsPerSecond
+	}
+	return 0
+}
+
+func (x *CreateKeyRequest) GetMaxTokensPerMinute() int32 {
+	if x != nil {
+		return x.MaxTokensPerMinute
 	}
 	return 0
 }
@@ -2895,7 +2914,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06amount\x18\x02 \x01(\tR\x06amount\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12'\n" +
-	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xf6\x02\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xa9\x03\n" +
 	"\x03Key\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2909,7 +2928,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"createTime\x126\n" +
 	"\x17max_concurrent_requests\x18\t \x01(\x05R\x15maxConcurrentRequests\x125\n" +
 	"\x17max_requests_per_second\x18\n" +
-	" \x01(\x05R\x14maxRequestsPerSecond\"\x88\x02\n" +
+	" \x01(\x05R\x14maxRequestsPerSecond\x121\n" +
+	"\x15max_tokens_per_minute\x18\v \x01(\x05R\x12maxTokensPerMinute\"\xbb\x02\n" +
 	"\x10CreateKeyRequest\x12\x1d\n" +
 	"\n" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x12\n" +
@@ -2917,7 +2937,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x11allowed_endpoints\x18\x03 \x03(\tR\x10allowedEndpoints\x12%\n" +
 	"\x0eallowed_models\x18\x04 \x03(\tR\rallowedModels\x126\n" +
 	"\x17max_concurrent_requests\x18\x05 \x01(\x05R\x15maxConcurrentRequests\x125\n" +
-	"\x17max_requests_per_second\x18\x06 \x01(\x05R\x14maxRequestsPerSecond\"T\n" +
+	"\x17max_requests_per_second\x18\x06 \x01(\x05R\x14maxRequestsPerSecond\x121\n" +
+	"\x15max_tokens_per_minute\x18\a \x01(\x05R\x12maxTokensPerMinute\"T\n" +
 	"\x11CreateKeyResponse\x12'\n" +
 	"\x03key\x18\x01 \x01(\v2\x15.gateway.admin.v1.KeyR\x03key\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"0\n" +
