@@ -11,6 +11,7 @@ import (
 
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
+	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
@@ -28,6 +29,8 @@ type billed struct {
 	m     *snapshot.Model
 	out   Outcome
 	money billing.Request
+	// conv names the request's conversation for route affinity (core/routing); 0: none.
+	conv routing.Conversation
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen

@@ -46,6 +46,7 @@ const (
 	fReasoningEffort
 	fUser
 	fSafetyIdentifier
+	fPromptCacheKey
 )
 
 // fastRequest reads a request of the usual shape into r; false: leave the body to
@@ -93,6 +94,8 @@ func fastRequest(s *jsontext.Scanner, r *chatwire.Request) bool {
 			return once(fUser) && stringPtr(s, &r.User)
 		case "safety_identifier":
 			return once(fSafetyIdentifier) && stringPtr(s, &r.SafetyIdentifier)
+		case "prompt_cache_key":
+			return once(fPromptCacheKey) && stringPtr(s, &r.PromptCacheKey)
 		}
 		return false
 	}) // and nothing follows: the body is valid JSON

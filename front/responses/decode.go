@@ -102,6 +102,9 @@ func (p Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest,
 		req.User = *w.User
 	}
 	param("user", req.User != "")
+	if w.PromptCacheKey != nil {
+		req.PromptCacheKey = *w.PromptCacheKey // route affinity (core/routing)
+	}
 	req.Parameters = params
 	return req, nil
 }

@@ -344,11 +344,13 @@ type GenerateRequest struct {
 	Reasoning         *Reasoning      `protobuf:"bytes,23,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
 	ParallelToolCalls *bool           `protobuf:"varint,24,opt,name=parallel_tool_calls,json=parallelToolCalls,proto3,oneof" json:"parallel_tool_calls,omitempty"`
 	// End-user label (OpenAI `user`, Anthropic `metadata.user_id`).
-	User          string `protobuf:"bytes,25,opt,name=user,proto3" json:"user,omitempty"`
-	Logprobs      bool   `protobuf:"varint,26,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
-	TopLogprobs   *int32 `protobuf:"varint,27,opt,name=top_logprobs,json=topLogprobs,proto3,oneof" json:"top_logprobs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	User        string `protobuf:"bytes,25,opt,name=user,proto3" json:"user,omitempty"`
+	Logprobs    bool   `protobuf:"varint,26,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
+	TopLogprobs *int32 `protobuf:"varint,27,opt,name=top_logprobs,json=topLogprobs,proto3,oneof" json:"top_logprobs,omitempty"`
+	// The client's prompt_cache_key (chat, responses): the conversation, for route affinity.
+	PromptCacheKey string `protobuf:"bytes,28,opt,name=prompt_cache_key,json=promptCacheKey,proto3" json:"prompt_cache_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GenerateRequest) Reset() {
@@ -561,6 +563,13 @@ func (x *GenerateRequest) GetTopLogprobs() int32 {
 		return *x.TopLogprobs
 	}
 	return 0
+}
+
+func (x *GenerateRequest) GetPromptCacheKey() string {
+	if x != nil {
+		return x.PromptCacheKey
+	}
+	return ""
 }
 
 // Message is one turn. Tool results are parts of user turns, as in the messages protocol;
@@ -2154,7 +2163,7 @@ var File_gateway_core_v1_generate_proto protoreflect.FileDescriptor
 
 const file_gateway_core_v1_generate_proto_rawDesc = "" +
 	"\n" +
-	"\x1egateway/core/v1/generate.proto\x12\x0fgateway.core.v1\"\x91\n" +
+	"\x1egateway/core/v1/generate.proto\x12\x0fgateway.core.v1\"\xbb\n" +
 	"\n" +
 	"\x0fGenerateRequest\x12'\n" +
 	"\x0fendpoint_family\x18\x01 \x01(\tR\x0eendpointFamily\x125\n" +
@@ -2186,7 +2195,8 @@ const file_gateway_core_v1_generate_proto_rawDesc = "" +
 	"\x13parallel_tool_calls\x18\x18 \x01(\bH\bR\x11parallelToolCalls\x88\x01\x01\x12\x12\n" +
 	"\x04user\x18\x19 \x01(\tR\x04user\x12\x1a\n" +
 	"\blogprobs\x18\x1a \x01(\bR\blogprobs\x12&\n" +
-	"\ftop_logprobs\x18\x1b \x01(\x05H\tR\vtopLogprobs\x88\x01\x01\x1aA\n" +
+	"\ftop_logprobs\x18\x1b \x01(\x05H\tR\vtopLogprobs\x88\x01\x01\x12(\n" +
+	"\x10prompt_cache_key\x18\x1c \x01(\tR\x0epromptCacheKey\x1aA\n" +
 	"\x13ForwardHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x14\n" +
