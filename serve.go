@@ -29,6 +29,7 @@ import (
 	"modelgateway/core/provider/gemini"
 	"modelgateway/core/provider/openai"
 	"modelgateway/core/provider/rerank"
+	"modelgateway/core/routing"
 	"modelgateway/core/rpc"
 	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
@@ -195,6 +196,7 @@ func (w *wiring) startCore(ctx context.Context) error {
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Deps: &rpc.Deps{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
 		RealtimeMaxSession: cfg.RealtimeMaxSession,
+		Health:             routing.NewHealth(), // this replica's memory of its upstreams
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
 	probeInterval, err := statusdata.ProbeIntervalFromEnv(os.Getenv)

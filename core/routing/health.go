@@ -104,12 +104,14 @@ type Candidate struct {
 }
 
 // Plan is the order in which one request tries a model's routes for a family. Its first
-// few candidates live in the Plan itself, so that a model of one or two routes costs no
-// allocation.
+// candidates live in the caller's buffer (PlanBuffer on the caller's stack), so that a model
+// of a few routes costs no allocation.
 type Plan struct {
 	List []Candidate
-	buf  [4]Candidate
 }
+
+// PlanBuffer holds the candidates of a plan of up to four routes.
+type PlanBuffer [4]Candidate
 
 // Conversation identifies a conversation for affinity; 0 means none (a random pick by
 // weight).
@@ -118,13 +120,15 @@ type Conversation uint64
 // Plan fills p with the model's routes for the family in the order of contract.md: groups
 // by priority, lowest first; inside a group the routes by weight, the conversation's route
 // first (rendezvous hashing, so that it stays put while it is healthy and only its own
-// conversations move when it is not); routes set aside left out, unless all are: then the
-// one set aside longest. A route whose cooldown has passed is in the plan of one request
-// at a time (its trial); Release gives an unused trial back.
-func (h *Health) Plan(snap *snapshot.Snapshot, m *snapshot.Model, family string, conv Conversation, now time.Time, p *Plan) {
-	p.List = p.buf[:0]
-	var longest *Candidate
-	var longestCand Candidate
+// conversations move when it is not); routes set aside left out, unless all are: then all
+// of them, the one set aside longest first. A route whose cooldown has passed is in the plan
+// of one request at a time (its trial); Release gives an unused trial back.
+func (h *Health) Plan(snap *snapshot.Snapshot, m *snapshot.Model, family string, conv Conversation, now time.Time, buf *PlanBuffer) Plan {
+	return Plan{List: h.plan(snap, m, family, conv, now, buf[:0])}
+}
+
+func (h *Health) plan(snap *snapshot.Snapshot, m *snapshot.Model, family string, conv Conversation, now time.Time, list []Candidate) []Candidate {
+	aside := 0 // routes set aside, kept after the healthy ones in case none is healthy
 	for i := range m.Routes {
 		r := &m.Routes[i]
 		if !slices.Contains(r.EndpointFamilies, family) {
@@ -133,41 +137,45 @@ func (h *Health) Plan(snap *snapshot.Snapshot, m *snapshot.Model, family string,
 		c := Candidate{Route: r, Provider: snap.Providers[r.ProviderID], State: h.route(m.ID, r)}
 		if until := c.State.asideUntil.Load(); until != 0 {
 			if now.UnixNano() < until || !c.State.probing.CompareAndSwap(false, true) {
-				if longest == nil || c.State.asideSince.Load() < longest.State.asideSince.Load() {
-					longestCand = c
-					longest = &longestCand
-				}
+				c.score = float64(c.State.asideSince.Load())
+				list = append(list, c)
+				aside++
 				continue
 			}
 			c.probe = true
 		}
-		p.List = append(p.List, c)
-	}
-	if len(p.List) == 0 {
-		if longest != nil {
-			p.List = append(p.List, *longest)
+		list = append(list, c)
+		if aside > 0 { // keep the healthy ones first
+			copy(list[len(list)-aside:], list[len(list)-aside-1:len(list)-1])
+			list[len(list)-aside-1] = c
 		}
-		return
 	}
-	if len(p.List) == 1 {
-		return
+	if aside == len(list) {
+		// Every route is set aside: a request is never refused for that alone. It tries them
+		// all, the one set aside longest first, so that one that has come back answers.
+		slices.SortStableFunc(list, func(a, b Candidate) int {
+			return cmpFloat(a.score, b.score)
+		})
+		return list
 	}
-	for i := range p.List {
-		c := &p.List[i]
+	list = list[:len(list)-aside]
+	if len(list) == 1 {
+		return list
+	}
+	for i := range list {
+		c := &list[i]
 		c.score = score(conv, c.Route, weight(c.Route))
 	}
-	slices.SortStableFunc(p.List, func(a, b Candidate) int {
+	slices.SortStableFunc(list, func(a, b Candidate) int {
 		if a.Route.Priority != b.Route.Priority {
 			return cmpInt(a.Route.Priority, b.Route.Priority)
 		}
-		switch {
-		case a.score < b.score:
-			return -1
-		case a.score > b.score:
-			return 1
+		if c := cmpFloat(a.score, b.score); c != 0 {
+			return c
 		}
 		return cmpInt(a.Route.Position, b.Route.Position)
 	})
+	return list
 }
 
 // Release gives back the trials the plan holds: a route tried and settled (Succeeded,
@@ -179,6 +187,16 @@ func (p *Plan) Release() {
 			c.State.probing.Store(false)
 		}
 	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func cmpInt(a, b int) int {

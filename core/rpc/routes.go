@@ -25,8 +25,8 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 	var zero T
 	var lastErr error
 	h := b.s.Deps.health()
-	var plan routing.Plan
-	h.Plan(b.snap, b.m, b.out.EndpointFamily, b.conv, time.Now(), &plan)
+	var buf routing.PlanBuffer
+	plan := h.Plan(b.snap, b.m, b.out.EndpointFamily, b.conv, time.Now(), &buf)
 	// A trial this request held but did not settle (not reached, or a non-retryable answer)
 	// goes to the next request.
 	defer plan.Release()
