@@ -516,3 +516,52 @@ func TestRoutingAllDownThenOneBack(t *testing.T) {
 	}
 	g.settled(t, pid, 1) // only the answered request is charged
 }
+
+// The request record lists every attempt (ListUsage), and only the one that answered is
+// charged: a 503 on ra, then ra's answer; a request whose every attempt failed has its
+// attempts listed and no charge.
+func TestRoutingRecordsEveryAttempt(t *testing.T) {
+	g, up, pid := startRouting(t)
+	up.set("ra", fault{fail: 1, status: 503})
+	if status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "route-rec-1"}, chatBody("r-pass", false, "")); status != 200 {
+		t.Fatalf("%d %s", status, raw)
+	}
+	up.set("ra", fault{down: true, status: 400})
+	if status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "route-rec-2"}, chatBody("r-pass", false, "")); status != 400 {
+		t.Fatalf("%d %s", status, raw)
+	}
+	g.settled(t, pid, 1)
+	want := map[string]string{
+		"route-rec-1": `[ra up-a 503 upstream_status] [ra up-a 200 ]`,
+		"route-rec-2": `[ra up-a 400 upstream_status]`,
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		usage := g.admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")
+		got := map[string]string{}
+		costs := map[string]any{}
+		for _, r := range usage["records"].([]any) {
+			rec := r.(map[string]any)
+			var parts []string
+			for _, a := range rec["attempts"].([]any) {
+				at := a.(map[string]any)
+				if _, ok := at["duration_ms"]; !ok {
+					t.Errorf("attempt without duration_ms: %v", at)
+				}
+				parts = append(parts, fmt.Sprintf("[%v %v %v %v]", at["provider"], at["upstream_model"], at["status"], at["error_code"]))
+			}
+			got[rec["request_id"].(string)] = strings.Join(parts, " ")
+			costs[rec["request_id"].(string)] = rec["cost"]
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			if costs["route-rec-1"] != "0.012" || (costs["route-rec-2"] != nil && costs["route-rec-2"] != "") {
+				t.Errorf("costs %v: the answered request charged once, the failed one not at all", costs)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("records' attempts %v, want %v", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

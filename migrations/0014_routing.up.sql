@@ -10,3 +10,10 @@ ALTER TABLE providers
 ALTER TABLE model_routes
     ADD COLUMN priority integer,
     ADD COLUMN weight integer NOT NULL DEFAULT 1;
+
+-- Every upstream attempt of a request, in order: [{provider, upstream_model, status,
+-- error_code, duration_ms}] (NULL for records written before, and for requests reserved but
+-- not yet settled). gateway_settle takes them as a 20th argument: its 19-argument form goes.
+ALTER TABLE requests ADD COLUMN attempts jsonb;
+DROP FUNCTION IF EXISTS gateway_settle(uuid, uuid[], text[], uuid[], text[], text[], text[], text[], bigint[], bigint[],
+    bigint[], bigint[], bigint[], boolean[], numeric[], timestamptz[], timestamptz[], bigint[], bigint[]);
