@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"modelgateway/core/catalog"
 	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 )
@@ -563,5 +568,83 @@ func TestRoutingRecordsEveryAttempt(t *testing.T) {
 			t.Fatalf("records' attempts %v, want %v", got, want)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// make run's demo-balanced: two weighted simulator routes, the first a pool whose second
+// credential the demo simulator refuses. Every request is answered; the revoked credential is
+// tried at most once and then set aside; a conversation's later turns report cached input.
+func TestDemoBalancedShowsPoolsAndAffinity(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.Setenv(simulator.KeyEnv, "simulator")
+	t.Setenv(simulator.RevokedKeyEnv, simulator.RevokedKey)
+	simURL, err := simulator.StartDemo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var keys []string
+	spy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		mu.Unlock()
+		target, _ := url.Parse(simURL)
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(spy.Close)
+	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) { c.Env = os.Getenv })
+	doc, err := catalog.Parse(simulator.DemoCatalog(spy.URL)) // YAML: applied as make run does
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.g.Store.ApplyCatalog(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.g.Snapshots.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := &genEnv{env: e}
+	g.key, _ = g.newProfile(t, "demo", "1000")
+	// Distinct conversations: sim-pool-a (weight 3) serves most, its pool in turn, so the
+	// revoked credential comes up, is refused, and the request goes on with the other.
+	for i := range 10 {
+		body := fmt.Sprintf(`{"model":"demo-balanced","max_tokens":4,"messages":[{"role":"user","content":"question %d"}]}`, i)
+		if status, _, raw := g.post(t, "/v1/chat/completions", nil, body); status != 200 {
+			t.Fatalf("request %d: %d %s", i, status, raw)
+		}
+	}
+	msgs := `{"role":"user","content":"tell me about routing"}`
+	var cachedLater float64
+	for i := range 6 {
+		body := `{"model":"demo-balanced","max_tokens":4,"prompt_cache_key":"demo-conv","messages":[` + msgs + `]}`
+		status, _, raw := g.post(t, "/v1/chat/completions", nil, body)
+		if status != 200 {
+			t.Fatalf("turn %d: %d %s", i, status, raw)
+		}
+		var a struct {
+			Choices []struct{ Message struct{ Content string } }
+			Usage   struct {
+				PromptTokensDetails struct {
+					CachedTokens float64 `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			}
+		}
+		if err := json.Unmarshal(raw, &a); err != nil || len(a.Choices) == 0 {
+			t.Fatalf("turn %d: %s", i, raw)
+		}
+		if i > 0 {
+			cachedLater += a.Usage.PromptTokensDetails.CachedTokens
+		}
+		reply, _ := json.Marshal(a.Choices[0].Message.Content)
+		msgs += `,{"role":"assistant","content":` + string(reply) + `},{"role":"user","content":"and then? tell me more"}`
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(strings.Join(keys, ","), simulator.RevokedKey); n != 1 {
+		t.Errorf("the revoked credential was sent %d times: %v; want once, then set aside", n, keys)
+	}
+	if cachedLater == 0 {
+		t.Error("a conversation kept on one route reported no cached input")
 	}
 }
