@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -478,6 +479,16 @@ func TestRoutingCooldownSkipsThenProbes(t *testing.T) {
 	}
 	if got := routesOf(up.since(n)); got != "rb,rb,rb" {
 		t.Fatalf("while rx cools down: %s, want rb only", got)
+	}
+	// Route health on the status page's model matrix: r-cool's chat cell has 1 of 2 routes set aside.
+	resp, err := http.Get(g.base + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "1 of 2 routes set aside") {
+		t.Errorf("the status page does not show rx set aside:\n%s", page)
 	}
 	time.Sleep(1100 * time.Millisecond)
 	up.clear() // rx is back

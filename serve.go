@@ -203,7 +203,8 @@ func (w *wiring) startCore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	site := statusdata.NewSite(statusdata.SiteConfig{Store: st, Snapshots: holder.Current, Prober: prober, ProbeInterval: probeInterval, Log: log})
+	site := statusdata.NewSite(statusdata.SiteConfig{Store: st, Snapshots: holder.Current, Prober: prober, ProbeInterval: probeInterval, Log: log,
+		SetAside: coreSrv.Deps.Health.SetAside})
 	observers := rpc.Observers{outcome.Observer{Recorder: site.Recorder}}
 	if cfg.Observer != nil {
 		observers = append(observers, cfg.Observer)

@@ -93,6 +93,19 @@ func (h *Health) RouteHealth(m string, r *store.Route) *RouteState {
 	return h.routes[routeKey{m, r.ProviderID, r.UpstreamModel, r.Position}]
 }
 
+// SetAside counts the model's routes for the family that are set aside (cooling down, or
+// waiting for their trial request), for the status page.
+func (h *Health) SetAside(m *snapshot.Model, family string) int {
+	n := 0
+	for i := range m.Routes {
+		r := &m.Routes[i]
+		if s := h.RouteHealth(m.ID, r); s != nil && s.Cooling() && slices.Contains(r.EndpointFamilies, family) {
+			n++
+		}
+	}
+	return n
+}
+
 // Candidate is one route of a plan, with its provider and health.
 type Candidate struct {
 	Route    *store.Route

@@ -115,6 +115,9 @@ func TestPlanCooldownSkipsThenProbes(t *testing.T) {
 	if got := first(h, snap, m, 0, now.Add(500*time.Millisecond)); got != "b" {
 		t.Fatalf("during the cooldown the plan starts with %s, want b", got)
 	}
+	if n := h.SetAside(m, "chat.completions"); n != 1 {
+		t.Errorf("SetAside = %d, want 1 (the status page's route health)", n)
+	}
 	trial := now.Add(1100 * time.Millisecond)
 	p = h.Plan(snap, m, "chat.completions", 0, trial, &pbuf)
 	var otherbuf PlanBuffer
