@@ -42,15 +42,19 @@ func NewHealth() *Health {
 	return &Health{routes: map[routeKey]*RouteState{}, pools: map[string]*pool{}}
 }
 
+// routeKey names a route by its model and position: cheap to hash on every request. The
+// state remembers the provider and upstream model it was made for, so that a catalogue that
+// puts another route at the position starts it afresh.
 type routeKey struct {
-	model, provider, upstream string
-	position                  int
+	model    string
+	position int
 }
 
 // RouteState is one route's health; its fields change atomically, so that a request on a
 // healthy route only reads them.
 type RouteState struct {
-	fails atomic.Int32
+	provider, upstream string
+	fails              atomic.Int32
 	// asideUntil is when the set-aside route may be tried again (unix ns); 0: healthy.
 	asideUntil atomic.Int64
 	// asideSince is when it was set aside: the route set aside longest is tried when all are.
@@ -69,17 +73,17 @@ func (s *RouteState) Aside(now time.Time) bool {
 func (s *RouteState) Cooling() bool { return s.asideUntil.Load() != 0 }
 
 func (h *Health) route(m string, r *store.Route) *RouteState {
-	k := routeKey{m, r.ProviderID, r.UpstreamModel, r.Position}
+	k := routeKey{m, r.Position}
 	h.mu.RLock()
 	s := h.routes[k]
 	h.mu.RUnlock()
-	if s != nil {
+	if s != nil && s.provider == r.ProviderID && s.upstream == r.UpstreamModel {
 		return s
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s = h.routes[k]; s == nil {
-		s = &RouteState{}
+	if s = h.routes[k]; s == nil || s.provider != r.ProviderID || s.upstream != r.UpstreamModel {
+		s = &RouteState{provider: r.ProviderID, upstream: r.UpstreamModel}
 		h.routes[k] = s
 	}
 	return s
@@ -90,7 +94,11 @@ func (h *Health) route(m string, r *store.Route) *RouteState {
 func (h *Health) RouteHealth(m string, r *store.Route) *RouteState {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return h.routes[routeKey{m, r.ProviderID, r.UpstreamModel, r.Position}]
+	s := h.routes[routeKey{m, r.Position}]
+	if s == nil || s.provider != r.ProviderID || s.upstream != r.UpstreamModel {
+		return nil
+	}
+	return s
 }
 
 // SetAside counts the model's routes for the family that are set aside (cooling down, or

@@ -26,7 +26,8 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 	var lastErr error
 	h := b.s.Deps.health()
 	var buf routing.PlanBuffer
-	plan := h.Plan(b.snap, b.m, b.out.EndpointFamily, b.conv, time.Now(), &buf)
+	now := time.Now()
+	plan := h.Plan(b.snap, b.m, b.out.EndpointFamily, b.conv, now, &buf)
 	// A trial this request held but did not settle (not reached, or a non-retryable answer)
 	// goes to the next request.
 	defer plan.Release()
@@ -41,11 +42,11 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 		}
 		var creds uint64 // credentials of the pool this request has tried on this route
 		for try := 1; ; {
-			keyEnv, ci, ok := h.Credential(p, creds, time.Now())
+			keyEnv, ci, ok := h.Credential(p, creds, now)
 			if !ok {
 				break
 			}
-			start := time.Now()
+			start := now
 			res, err := attempt(adapter, routing.UpstreamWith(b.m, p, route, b.s.Deps.Env, keyEnv))
 			if errors.Is(err, errNoAdapter) {
 				lastErr = err
@@ -66,7 +67,7 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 			var pe *provider.Error
 			errors.As(err, &pe)
 			creds |= 1 << min(ci, 63)
-			now := time.Now()
+			now = end
 			if pe != nil && (pe.Status == http.StatusUnauthorized || pe.Status == http.StatusForbidden) {
 				// The credential is refused, not the route: set it aside and go on with the
 				// next one of the pool; with none left the refusal passes on, as before pools.
@@ -83,8 +84,14 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 				stop = true
 				break
 			}
+			if pe == nil {
+				// Not the upstream's failure (the adapter could not build the call): the next
+				// route may serve it, as before; it says nothing of this route's health.
+				b.logAttempt(p, route, err, "upstream failed, trying the next route")
+				break
+			}
 			wait := routing.Backoff(p, try)
-			if pe != nil && pe.Status == http.StatusTooManyRequests {
+			if pe.Status == http.StatusTooManyRequests {
 				aside := pe.RetryAfter
 				if aside <= 0 {
 					aside = routing.Cooldown(p)
@@ -113,6 +120,7 @@ func firstAnswer[T any](b *billed, again func() bool, attempt func(adapter provi
 			if !sleep(b.ctx, wait) {
 				return zero, nil, apierror.New(apierror.InvalidRequest, "the request was cancelled")
 			}
+			now = time.Now()
 		}
 	}
 	if lastErr == nil || errors.Is(lastErr, errNoAdapter) {
