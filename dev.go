@@ -167,6 +167,8 @@ func printDevBanner(g *Gateway, sim, secret, adminToken, fxNote, pgNote string) 
     -d '{"model":"demo-gpt","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
   curl -N %[1]s/v1/responses -H 'Authorization: Bearer %[4]s' -H 'content-type: application/json' \
     -d '{"model":"demo-gemini","stream":true,"input":"hi"}'
+  curl -s %[1]s/v1/chat/completions -H 'Authorization: Bearer %[4]s' -H 'content-type: application/json' \
+    -d '{"model":"demo-balanced","prompt_cache_key":"conv-1","messages":[{"role":"user","content":"hi"}]}'
   curl -N '%[1]s/v1beta/models/demo-gemini:streamGenerateContent?alt=sse' -H 'x-goog-api-key: %[4]s' \
     -H 'content-type: application/json' -d '{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}'
   curl -s %[1]s/v1/embeddings -H 'Authorization: Bearer %[4]s' -H 'content-type: application/json' \

@@ -29,6 +29,7 @@ import (
 	"modelgateway/core/provider/gemini"
 	"modelgateway/core/provider/openai"
 	"modelgateway/core/provider/rerank"
+	"modelgateway/core/routing"
 	"modelgateway/core/rpc"
 	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
@@ -195,13 +196,15 @@ func (w *wiring) startCore(ctx context.Context) error {
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Deps: &rpc.Deps{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
 		RealtimeMaxSession: cfg.RealtimeMaxSession, ResponsesTTL: cfg.ResponsesTTL,
+		Health:             routing.NewHealth(), // this replica's memory of its upstreams
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
 	probeInterval, err := statusdata.ProbeIntervalFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	site := statusdata.NewSite(statusdata.SiteConfig{Store: st, Snapshots: holder.Current, Prober: prober, ProbeInterval: probeInterval, Log: log})
+	site := statusdata.NewSite(statusdata.SiteConfig{Store: st, Snapshots: holder.Current, Prober: prober, ProbeInterval: probeInterval, Log: log,
+		SetAside: coreSrv.Deps.Health.SetAside})
 	observers := rpc.Observers{outcome.Observer{Recorder: site.Recorder}}
 	if cfg.Observer != nil {
 		observers = append(observers, cfg.Observer)

@@ -189,7 +189,7 @@ func (s *Server) ApplyCatalog(ctx context.Context, req *adminv1.ApplyCatalogRequ
 	}
 	var providers []store.Provider
 	for _, p := range doc.Providers {
-		providers = append(providers, store.Provider{ID: p.ID, Kind: p.Kind, APIKeyEnv: p.APIKeyEnv, Active: true})
+		providers = append(providers, store.Provider{ID: p.ID, Kind: p.Kind, APIKeyEnv: p.APIKeyEnv, APIKeyPool: p.APIKeyPool, Active: true})
 	}
 	return &adminv1.ApplyCatalogResponse{
 		Families: int32(sum.Families), Providers: int32(sum.Providers), Models: int32(sum.Models),

@@ -20,13 +20,20 @@ func UnsetCredentials(providers []store.Provider, env func(string) string) []str
 	}
 	var out []string
 	for _, p := range providers {
-		if _, own := catalog.GatewayEnv(p.APIKeyEnv); p.Active && own {
-			// Stored before the catalogue refused such names: routing sends it no key.
-			out = append(out, fmt.Sprintf("provider %s (%s): %s is a variable the gateway itself reads, so it is sent no key; apply the catalogue with a variable of its own", p.ID, p.Kind, p.APIKeyEnv))
+		if !p.Active {
 			continue
 		}
-		if p.Active && p.APIKeyEnv != "" && env(p.APIKeyEnv) == "" {
-			out = append(out, fmt.Sprintf("provider %s (%s): %s is not set in this replica's environment; requests routed to it will fail upstream", p.ID, p.Kind, p.APIKeyEnv))
+		// Every credential of a pool is checked: an unset one fails each request it is
+		// chosen for before the next is tried.
+		for _, name := range p.KeyEnvs() {
+			if _, own := catalog.GatewayEnv(name); own {
+				// Stored before the catalogue refused such names: routing sends it no key.
+				out = append(out, fmt.Sprintf("provider %s (%s): %s is a variable the gateway itself reads, so it is sent no key; apply the catalogue with a variable of its own", p.ID, p.Kind, name))
+				continue
+			}
+			if env(name) == "" {
+				out = append(out, fmt.Sprintf("provider %s (%s): %s is not set in this replica's environment; requests routed to it will fail upstream", p.ID, p.Kind, name))
+			}
 		}
 	}
 	return out

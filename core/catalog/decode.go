@@ -101,10 +101,34 @@ func (dec *decoder) document(data []byte) *Document {
 func (dec *decoder) provider(n *yaml.Node, path string) Provider {
 	var p Provider
 	dec.object(n, path, fields{
-		"id":          func(v *yaml.Node, fp string) { dec.str(v, fp, &p.ID) },
-		"kind":        func(v *yaml.Node, fp string) { dec.str(v, fp, &p.Kind) },
-		"base_url":    func(v *yaml.Node, fp string) { dec.str(v, fp, &p.BaseURL) },
-		"api_key_env": func(v *yaml.Node, fp string) { dec.str(v, fp, &p.APIKeyEnv) },
+		"id":       func(v *yaml.Node, fp string) { dec.str(v, fp, &p.ID) },
+		"kind":     func(v *yaml.Node, fp string) { dec.str(v, fp, &p.Kind) },
+		"base_url": func(v *yaml.Node, fp string) { dec.str(v, fp, &p.BaseURL) },
+		"api_key_env": func(v *yaml.Node, fp string) {
+			// A string, or a list: a pool of credentials (contract.md, "Routing").
+			if n := deref(v); n != nil && n.Kind == yaml.SequenceNode {
+				dec.strings(v, fp, &p.APIKeyPool)
+				if len(p.APIKeyPool) > 0 {
+					p.APIKeyEnv = p.APIKeyPool[0]
+				} else {
+					dec.fail(fp, "must name at least one variable")
+				}
+				return
+			}
+			dec.str(v, fp, &p.APIKeyEnv)
+		},
+		"retry": func(v *yaml.Node, fp string) {
+			if isNull(v) {
+				return
+			}
+			r := Retry{Attempts: 1}
+			dec.object(v, fp, fields{
+				"attempts": func(v *yaml.Node, tp string) { dec.integer(v, tp, &r.Attempts) },
+				"backoff":  func(v *yaml.Node, tp string) { dec.duration(v, tp, &r.Backoff) },
+			})
+			p.Retry = &r
+		},
+		"cooldown": func(v *yaml.Node, fp string) { dec.duration(v, fp, &p.Cooldown) },
 		"timeout": func(v *yaml.Node, fp string) {
 			if isNull(v) {
 				return
@@ -163,6 +187,18 @@ func (dec *decoder) route(n *yaml.Node, path string) Route {
 		"endpoint_families": func(v *yaml.Node, p string) { dec.strings(v, p, &r.EndpointFamilies) },
 		"provider":          func(v *yaml.Node, p string) { dec.str(v, p, &r.Provider) },
 		"upstream_model":    func(v *yaml.Node, p string) { dec.str(v, p, &r.UpstreamModel) },
+		"priority": func(v *yaml.Node, p string) {
+			var n int
+			if dec.integer(v, p, &n) {
+				r.Priority = &n
+			}
+		},
+		"weight": func(v *yaml.Node, p string) {
+			var n int
+			if dec.integer(v, p, &n) {
+				r.Weight = &n
+			}
+		},
 	})
 	return r
 }

@@ -40,6 +40,32 @@ type Family struct{ ID string }
 type Provider struct {
 	ID, Kind, BaseURL, APIKeyEnv  string
 	FirstByteTimeout, IdleTimeout time.Duration // 0 = the gateway's default
+	// APIKeyPool is set when api_key_env is a list: a pool of credentials used in turn
+	// (contract.md, "Routing"). APIKeyEnv is then its first entry, so that code reading one
+	// credential reads the first of the pool.
+	APIKeyPool []string
+	// Retry is how often one route of this provider is tried for one request; nil = once.
+	Retry *Retry
+	// Cooldown is how long a failing route or credential is set aside; 0 = the default (30s).
+	Cooldown time.Duration
+}
+
+// Retry is a provider's retry policy: Attempts per route in all, the first included, and the
+// base of the exponential backoff between them (0 = the gateway's default).
+type Retry struct {
+	Attempts int
+	Backoff  time.Duration
+}
+
+// KeyEnvs are the provider's credential variables: the pool, or the one api_key_env.
+func (p Provider) KeyEnvs() []string {
+	if len(p.APIKeyPool) > 0 {
+		return p.APIKeyPool
+	}
+	if p.APIKeyEnv != "" {
+		return []string{p.APIKeyEnv}
+	}
+	return nil
 }
 
 // Model is a public model.
@@ -60,6 +86,10 @@ type Route struct {
 	EndpointFamilies []string
 	Provider         string
 	UpstreamModel    string // Parse defaults it to the model ID
+	// Priority orders groups of routes, lowest first; nil = the route's position.
+	Priority *int
+	// Weight is the route's share inside its group; nil = 1.
+	Weight *int
 }
 
 // Price is one price set of a model; it may cover several endpoint families, and a family
@@ -287,7 +317,20 @@ func (ps *problems) checkProvider(path string, p Provider, seen map[string]strin
 	ps.checkKeyEnv(path, p, needsUpstream) // env.go
 	ps.checkTimeout(field(path, "timeout.first_byte"), p.FirstByteTimeout)
 	ps.checkTimeout(field(path, "timeout.idle"), p.IdleTimeout)
+	if p.Retry != nil {
+		if p.Retry.Attempts < 1 || p.Retry.Attempts > maxRetryAttempts {
+			ps.addf(field(path, "retry.attempts"), "%d must be between 1 and %d", p.Retry.Attempts, maxRetryAttempts)
+		}
+		ps.checkTimeout(field(path, "retry.backoff"), p.Retry.Backoff)
+	}
+	ps.checkTimeout(field(path, "cooldown"), p.Cooldown)
 }
+
+// maxRetryAttempts bounds retry.attempts: each attempt may wait its first-byte timeout.
+const maxRetryAttempts = 10
+
+// maxWeight bounds a route's weight; shares finer than 1 in 10000 mean nothing.
+const maxWeight = 10000
 
 func (ps *problems) checkBaseURL(path, s string) {
 	if s == "" {
@@ -341,6 +384,12 @@ func (ps *problems) checkModel(path string, m Model, seen map[string]string) {
 		}
 		if r.UpstreamModel == "" {
 			ps.addf(field(rp, "upstream_model"), "is required")
+		}
+		if r.Priority != nil && (*r.Priority < math.MinInt32 || *r.Priority > maxInt32) {
+			ps.addf(field(rp, "priority"), "%d is out of range (32-bit integer)", *r.Priority)
+		}
+		if r.Weight != nil && (*r.Weight < 1 || *r.Weight > maxWeight) {
+			ps.addf(field(rp, "weight"), "%d must be between 1 and %d", *r.Weight, maxWeight)
 		}
 	}
 

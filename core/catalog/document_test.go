@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -303,6 +304,25 @@ func TestParseRejects(t *testing.T) {
 			[]string{`providers[0].api_key_env: "pgpassword" of provider "p" is a variable the gateway itself reads (PG*), and its value would be sent to the provider; name a variable that holds only this provider's key`}},
 		{"api_key_env must not name a gateway variable even for the simulator", `providers: [{id: p, kind: simulator, api_key_env: TELEGRAM_BOT_TOKEN}]`,
 			[]string{`providers[0].api_key_env: "TELEGRAM_BOT_TOKEN" of provider "p" is a variable the gateway itself reads (TELEGRAM_*), and its value would be sent to the provider; name a variable that holds only this provider's key`}},
+		{"every credential of a pool is refused when the gateway reads it", `providers: [{id: p, kind: openai, base_url: "https://h/v1", api_key_env: [KEY_A, GATEWAY_ADMIN_TOKEN, DATABASE_URL]}]`,
+			[]string{
+				`providers[0].api_key_env[1]: "GATEWAY_ADMIN_TOKEN" of provider "p" is a variable the gateway itself reads (GATEWAY_*), and its value would be sent to the provider; name a variable that holds only this provider's key`,
+				`providers[0].api_key_env[2]: "DATABASE_URL" of provider "p" is a variable the gateway itself reads (DATABASE_URL), and its value would be sent to the provider; name a variable that holds only this provider's key`,
+			}},
+		{"a pool names variables, each once", `providers: [{id: p, kind: openai, base_url: "https://h/v1", api_key_env: [KEY_A, sk-1, KEY_A]}]`,
+			[]string{`providers[0].api_key_env[1]: "sk-1" is not an environment variable name`, `providers[0].api_key_env[2]: "KEY_A" is listed twice`}},
+		{"a pool is not empty", `providers: [{id: p, kind: openai, base_url: "https://h/v1", api_key_env: []}]`,
+			[]string{`providers[0].api_key_env: must name at least one variable`}},
+		{"retry attempts are at least one", "providers: [" + provider + `, retry: {attempts: 0}}]`,
+			[]string{`providers[0].retry.attempts: 0 must be between 1 and 10`}},
+		{"retry knows only attempts and backoff", "providers: [" + provider + `, retry: {times: 2}}]`,
+			[]string{`providers[0].retry.times: unknown field`}},
+		{"a cooldown is a positive duration", "providers: [" + provider + `, cooldown: 0s}]`,
+			[]string{`providers[0].cooldown: "0s" must be positive`}},
+		{"a route's weight is at least one", model(`routes: [{endpoint_families: [chat.completions], provider: p, weight: 0}]`),
+			[]string{`models[1].routes[0].weight: 0 must be between 1 and 10000`}},
+		{"a route's priority is an integer", model(`routes: [{endpoint_families: [chat.completions], provider: p, priority: first}]`),
+			[]string{`models[1].routes[0].priority: must be an integer, not "first"`}},
 		{"a timeout must be a Go duration", "providers: [" + provider + `, timeout: {first_byte: 60}}]`,
 			[]string{`providers[0].timeout.first_byte: "60" is not a duration (write it like "60s")`}},
 		{"a timeout must be positive", "providers: [" + provider + `, timeout: {idle: 0s}}]`,
@@ -706,5 +726,48 @@ func TestGatewayEnvRefusalNeverShowsTheValue(t *testing.T) {
 	}
 	if msg := err.Error(); strings.Contains(msg, secret) || !strings.Contains(msg, "GATEWAY_ADMIN_TOKEN") || !strings.Contains(msg, `"p"`) {
 		t.Errorf("error %q: want the variable and the provider named, and not its value", msg)
+	}
+}
+
+// The routing fields (contract.md, "Routing") decode to what they say and render back to the
+// same document; a provider without them keeps api_key_env a string and no pool.
+func TestParseRoutingFields(t *testing.T) {
+	doc, err := Parse([]byte(`
+providers:
+  - {id: pool, kind: openai, base_url: "https://h/v1", api_key_env: [KEY_A, KEY_B], retry: {attempts: 3, backoff: 250ms}, cooldown: 45s}
+  - {id: one, kind: openai, base_url: "https://h/v1", api_key_env: KEY_C, retry: {attempts: 2}}
+models:
+  - id: m
+    family: f
+    routes:
+      - {endpoint_families: [chat.completions], provider: pool, priority: 0, weight: 3}
+      - {endpoint_families: [chat.completions], provider: one}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, one := doc.Providers[0], doc.Providers[1]
+	if pool.APIKeyEnv != "KEY_A" || fmt.Sprint(pool.KeyEnvs()) != "[KEY_A KEY_B]" || *pool.Retry != (Retry{3, 250 * time.Millisecond}) || pool.Cooldown != 45*time.Second {
+		t.Errorf("pool provider %+v", pool)
+	}
+	if one.APIKeyPool != nil || fmt.Sprint(one.KeyEnvs()) != "[KEY_C]" || *one.Retry != (Retry{Attempts: 2}) || one.Cooldown != 0 {
+		t.Errorf("single provider %+v", one)
+	}
+	r0, r1 := doc.Models[0].Routes[0], doc.Models[0].Routes[1]
+	if *r0.Priority != 0 || *r0.Weight != 3 || r1.Priority != nil || r1.Weight != nil {
+		t.Errorf("routes %+v %+v", r0, r1)
+	}
+	out, err := doc.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"api_key_env": [`, `"api_key_env": "KEY_C"`, `"retry": {`, `"backoff": "250ms"`, `"cooldown": "45s"`, `"weight": 3`, `"priority": 0`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("rendering lacks %s:\n%s", want, out)
+		}
+	}
+	again, err := Parse(out)
+	if err != nil || !reflect.DeepEqual(again, doc) {
+		t.Errorf("Parse(JSON()) differs: %v\n%+v\n%+v", err, again, doc)
 	}
 }

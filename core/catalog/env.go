@@ -45,16 +45,33 @@ func GatewayEnv(name string) (string, bool) {
 // checkKeyEnv checks a provider's api_key_env: required where there is an upstream, a
 // variable name, and not one the gateway itself reads. The message names the variable only,
 // never its value: the value may be a secret.
+// A pool (a list) is checked entry by entry: every credential of it is sent to the provider.
 func (ps *problems) checkKeyEnv(path string, p Provider, needsUpstream bool) {
+	if len(p.APIKeyPool) == 0 {
+		ps.checkOneKeyEnv(field(path, "api_key_env"), p.ID, p.APIKeyEnv, needsUpstream)
+		return
+	}
+	seen := map[string]bool{}
+	for i, name := range p.APIKeyPool {
+		ip := index(field(path, "api_key_env"), i)
+		ps.checkOneKeyEnv(ip, p.ID, name, true)
+		if seen[name] {
+			ps.addf(ip, "%q is listed twice", name)
+		}
+		seen[name] = true
+	}
+}
+
+func (ps *problems) checkOneKeyEnv(path, provider, name string, required bool) {
 	switch {
-	case p.APIKeyEnv == "" && needsUpstream:
-		ps.addf(field(path, "api_key_env"), "is required (the name of the environment variable holding the key)")
-	case p.APIKeyEnv != "" && !envName.MatchString(p.APIKeyEnv):
-		ps.addf(field(path, "api_key_env"), "%q is not an environment variable name", p.APIKeyEnv)
+	case name == "" && required:
+		ps.addf(path, "is required (the name of the environment variable holding the key)")
+	case name != "" && !envName.MatchString(name):
+		ps.addf(path, "%q is not an environment variable name", name)
 	default:
-		if rule, ok := GatewayEnv(p.APIKeyEnv); ok {
-			ps.addf(field(path, "api_key_env"), "%q of provider %q is a variable the gateway itself reads (%s), and its value would be sent to the provider; name a variable that holds only this provider's key",
-				p.APIKeyEnv, p.ID, rule)
+		if rule, ok := GatewayEnv(name); ok {
+			ps.addf(path, "%q of provider %q is a variable the gateway itself reads (%s), and its value would be sent to the provider; name a variable that holds only this provider's key",
+				name, provider, rule)
 		}
 	}
 }

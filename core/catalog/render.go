@@ -24,8 +24,15 @@ type jsonProvider struct {
 	ID        string       `json:"id"`
 	Kind      string       `json:"kind"`
 	BaseURL   string       `json:"base_url,omitempty"`
-	APIKeyEnv string       `json:"api_key_env,omitempty"`
+	APIKeyEnv any          `json:"api_key_env,omitempty"` // a string, or a list for a pool
 	Timeout   *jsonTimeout `json:"timeout,omitempty"`
+	Retry     *jsonRetry   `json:"retry,omitempty"`
+	Cooldown  string       `json:"cooldown,omitempty"`
+}
+
+type jsonRetry struct {
+	Attempts int    `json:"attempts"`
+	Backoff  string `json:"backoff,omitempty"`
 }
 
 type jsonTimeout struct {
@@ -51,6 +58,8 @@ type jsonRoute struct {
 	EndpointFamilies []string `json:"endpoint_families"`
 	Provider         string   `json:"provider"`
 	UpstreamModel    string   `json:"upstream_model"`
+	Priority         *int     `json:"priority,omitempty"`
+	Weight           *int     `json:"weight,omitempty"`
 }
 
 type jsonPrice struct {
@@ -83,7 +92,16 @@ func render(d *Document) jsonDocument {
 		out.Families = append(out.Families, jsonFamily{ID: f.ID})
 	}
 	for _, p := range d.Providers {
-		jp := jsonProvider{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, APIKeyEnv: p.APIKeyEnv}
+		jp := jsonProvider{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Cooldown: formatDuration(p.Cooldown)}
+		switch {
+		case len(p.APIKeyPool) > 0:
+			jp.APIKeyEnv = p.APIKeyPool
+		case p.APIKeyEnv != "":
+			jp.APIKeyEnv = p.APIKeyEnv
+		}
+		if p.Retry != nil {
+			jp.Retry = &jsonRetry{Attempts: p.Retry.Attempts, Backoff: formatDuration(p.Retry.Backoff)}
+		}
 		if p.FirstByteTimeout != 0 || p.IdleTimeout != 0 {
 			jp.Timeout = &jsonTimeout{FirstByte: formatDuration(p.FirstByteTimeout), Idle: formatDuration(p.IdleTimeout)}
 		}
@@ -114,6 +132,8 @@ func renderModel(m Model) jsonModel {
 			EndpointFamilies: orEmpty(r.EndpointFamilies),
 			Provider:         r.Provider,
 			UpstreamModel:    r.UpstreamModel,
+			Priority:         r.Priority,
+			Weight:           r.Weight,
 		})
 	}
 	for _, p := range m.Prices {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -112,7 +113,9 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 		defer func() { timer.Stop(); detach(); cancel(nil) }()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
-		return nil, StatusError(resp.StatusCode, raw)
+		e := StatusError(resp.StatusCode, raw)
+		e.RetryAfter = RetryAfter(resp.Header, time.Now())
+		return nil, e
 	}
 	// A streamed answer's client output is flushed before each read of this body that may
 	// wait, so its encoder need not flush after every event (core/wire/lazyflush).
@@ -136,7 +139,7 @@ func transportError(parent context.Context, cause, err error) *Error {
 // StatusError classifies a non-success upstream answer. Every protocol we speak puts its
 // message at error.message.
 func StatusError(status int, body []byte) *Error {
-	e := &Error{Status: status, Retryable: status == http.StatusTooManyRequests || status >= 500}
+	e := &Error{Status: status, Retryable: RetryableStatus(status)}
 	msg := Redact(gjson.GetBytes(body, "error.message").String())
 	if len(msg) > 500 {
 		msg = msg[:500] + "..."
@@ -151,6 +154,42 @@ func StatusError(status int, body []byte) *Error {
 		e.Message = fmt.Sprintf("upstream status %d", status)
 	}
 	return e
+}
+
+// RetryableStatus tells the upstream answers another attempt may get past (contract.md,
+// "Routing"): a timeout, a rate limit, an overloaded or failing server. 501 and the like
+// will answer the same again.
+func RetryableStatus(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 529:
+		return true
+	}
+	return false
+}
+
+// RetryAfter reads an answer's retry-after: seconds or an HTTP date (and the millisecond
+// header some providers send); 0 when absent or unreadable.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if ms := h.Get("Retry-After-Ms"); ms != "" {
+		if n, err := strconv.ParseFloat(ms, 64); err == nil && n > 0 {
+			return time.Duration(n * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(n * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 // timedBody re-arms the timer on every read: first-byte until the first byte, idle after it.

@@ -76,7 +76,9 @@ type Error struct {
 	// Retryable is true when another upstream may succeed: connection failure, 5xx, 429, or a
 	// first-byte timeout.
 	Retryable bool
-	Err       error
+	// RetryAfter is the upstream's retry-after (429, 503); 0 when it gave none.
+	RetryAfter time.Duration
+	Err        error
 }
 
 // Error is redacted (Redact): it is what logs print, and a transport error quotes the

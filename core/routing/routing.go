@@ -43,17 +43,22 @@ func First(m *snapshot.Model, family string) *store.Route {
 // Upstream is where a route of the model sends its calls: the provider's address, its
 // credential from the environment (env, os.Getenv when nil) and both model names.
 func Upstream(m *snapshot.Model, p *store.Provider, route *store.Route, env func(string) string) provider.Upstream {
+	return UpstreamWith(m, p, route, env, p.APIKeyEnv)
+}
+
+// UpstreamWith is Upstream with the credential of keyEnv, one of the provider's pool.
+func UpstreamWith(m *snapshot.Model, p *store.Provider, route *store.Route, env func(string) string, keyEnv string) provider.Upstream {
 	u := provider.Upstream{
 		PublicModel: m.ID, UpstreamModel: route.UpstreamModel, BaseURL: p.BaseURL,
 		Timeouts: provider.Timeouts{FirstByte: p.FirstByteTimeout, Idle: p.IdleTimeout},
 	}
 	// A catalogue stored before catalog.GatewayEnv was enforced may still name one of the
 	// gateway's own variables; its value must not leave for the provider's address.
-	if _, own := catalog.GatewayEnv(p.APIKeyEnv); p.APIKeyEnv != "" && !own {
+	if _, own := catalog.GatewayEnv(keyEnv); keyEnv != "" && !own {
 		if env == nil {
 			env = os.Getenv
 		}
-		u.APIKey = env(p.APIKeyEnv)
+		u.APIKey = env(keyEnv)
 		provider.NoteSecret(u.APIKey) // hidden from every upstream string from now on
 	}
 	if u.UpstreamModel == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
+	"modelgateway/core/routing"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
@@ -31,6 +33,8 @@ type billed struct {
 	money billing.Request
 	// tokens is the request's count against its key's token limit (countTokens).
 	tokens *tokenCount
+	// conv names the request's conversation for route affinity (core/routing); 0: none.
+	conv routing.Conversation
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen
@@ -268,7 +272,39 @@ func (b *billed) record(o *Outcome) *store.RequestRecord {
 		CacheWriteTokens: o.Usage.CacheWrite, OutputTokens: o.Usage.Output, ReasoningTokens: o.Usage.Reasoning,
 		AudioInputTokens: o.Usage.AudioInput, AudioOutputTokens: o.Usage.AudioOutput,
 		UsageReliable: o.Usage.Reliable, Cost: o.Cost, StartTime: o.StartTime, EndTime: &end,
+		Attempts: attemptRecords(o.Attempts),
 	}
+}
+
+// attemptRecords are the request record's attempts (contract.md, "Routing").
+func attemptRecords(as []Attempt) []store.AttemptRecord {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]store.AttemptRecord, len(as))
+	for i, a := range as {
+		out[i] = store.AttemptRecord{Provider: a.Provider, UpstreamModel: a.UpstreamModel, Status: a.Status,
+			ErrorCode: attemptCode(a), DurationMS: a.End.Sub(a.Start).Milliseconds()}
+	}
+	return out
+}
+
+// attemptCode names why an attempt failed, for the request record; empty for the one that
+// answered.
+func attemptCode(a Attempt) string {
+	switch {
+	case a.Error == "":
+		return ""
+	case a.Error == AttemptTimeout:
+		return "timeout"
+	case a.Status == http.StatusTooManyRequests:
+		return "rate_limited"
+	case a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden:
+		return "credential_refused"
+	case a.Status != 0:
+		return "upstream_status"
+	}
+	return "connection_error"
 }
 
 // observe shows an outcome to the observer.

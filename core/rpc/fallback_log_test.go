@@ -24,7 +24,7 @@ func TestFallbackWarningCarriesTheRequestID(t *testing.T) {
 	}}
 	m := &snapshot.Model{Model: store.Model{ID: "m"}, Routes: []store.Route{
 		{ProviderID: "first", EndpointFamilies: []string{"chat.completions"}},
-		{ProviderID: "second", EndpointFamilies: []string{"chat.completions"}},
+		{ProviderID: "second", EndpointFamilies: []string{"chat.completions"}, Position: 1, Priority: 1},
 	}}
 	b := &billed{
 		s:   &CoreServer{Deps: &Deps{Adapters: map[string]provider.Adapter{"openai": openai.Adapter{}}, Log: slog.New(slog.NewJSONHandler(&logs, nil))}},

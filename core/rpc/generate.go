@@ -54,6 +54,19 @@ type Deps struct {
 	// ResponsesTTL is how long a stored response is kept (GATEWAY_RESPONSES_TTL);
 	// DefaultResponsesTTL when 0.
 	ResponsesTTL time.Duration
+	// Health is the replica's memory of its routes and credentials (core/routing); one
+	// shared by every server of the process when nil.
+	Health *routing.Health
+}
+
+// sharedHealth serves Deps that name no Health (tests that build Deps themselves).
+var sharedHealth = routing.NewHealth()
+
+func (g *Deps) health() *routing.Health {
+	if g.Health != nil {
+		return g.Health
+	}
+	return sharedHealth
 }
 
 // Generate implements the streaming RPC: checks, price and hold, the upstream call, and the
@@ -94,6 +107,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		run = b.newRunning(input, limit)
 	}
 
+	b.conv = conversation(b.k, req)
 	stream, head, err := s.open(b, req)
 	if err != nil {
 		out.Status = store.StatusUpstreamError
@@ -215,6 +229,38 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 			return cut
 		}
 	}
+}
+
+// conversation names the request's conversation for route affinity (contract.md,
+// "Routing"): prompt_cache_key, else the end-user label (user, metadata.user_id,
+// safety_identifier: the fronts put each in User), else the key with the first system or
+// user message. Hashed from what the front decoded: the body is not read again.
+func conversation(k *snapshot.Key, req *corev1.GenerateRequest) routing.Conversation {
+	switch {
+	case req.GetPromptCacheKey() != "":
+		return routing.ConversationOf("c", req.GetPromptCacheKey())
+	case req.GetUser() != "":
+		return routing.ConversationOf("u", req.GetUser())
+	}
+	first := req.GetSystem()
+	if first == "" {
+		for _, m := range req.GetMessages() {
+			if m.GetRole() != corev1.Role_ROLE_USER {
+				continue
+			}
+			for _, p := range m.GetParts() {
+				if t := p.GetText(); t != "" {
+					first = t
+					break
+				}
+			}
+			break
+		}
+	}
+	if first == "" {
+		return 0
+	}
+	return routing.ConversationOf("k", k.IDText(), first)
 }
 
 // upstreamSize is the size behind a hold's input estimate: the larger of the raw body (sent

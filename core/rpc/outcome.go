@@ -38,7 +38,10 @@ type Outcome struct {
 // Attempt is one upstream call of a request.
 type Attempt struct {
 	Provider, Kind string // the catalogue's provider id and its kind
-	Start, End     time.Time
+	UpstreamModel  string
+	// Status is the HTTP status the upstream answered; 0 when none came.
+	Status     int
+	Start, End time.Time
 	// Error is empty on success, else a low-cardinality error type: AttemptTimeout, the
 	// upstream's HTTP status, or AttemptFailed.
 	Error string

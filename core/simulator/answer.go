@@ -24,6 +24,7 @@ type convo struct {
 	limit     int             // output token limit, 0 for none
 	jsonOut   bool            // the client asked for JSON (structured.go)
 	schema    json.RawMessage // the schema it must validate against; nil for any object
+	marks     []prefixMark    // the starts of the prompt, for the prefix cache
 }
 
 type turnKind int
@@ -40,8 +41,26 @@ type toolDecl struct {
 	schema json.RawMessage
 }
 
-// count adds text that is part of the prompt without being a turn of its own.
-func (c *convo) count(s string) { c.textBytes += len(s) }
+// count adds text that is part of the prompt without being a turn of its own; each text
+// ends a start of the prompt a prefix cache may hold (Options.PrefixCache).
+func (c *convo) count(s string) {
+	c.textBytes += len(s)
+	h := uint64(14695981039346656037)
+	if n := len(c.marks); n > 0 {
+		h = c.marks[n-1].hash
+	}
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	h = (h ^ 0xff) * 1099511628211 // the boundary between texts
+	c.marks = append(c.marks, prefixMark{c.textBytes, h})
+}
+
+// prefixMark is a start of the prompt: its length in bytes and its hash.
+type prefixMark struct {
+	bytes int
+	hash  uint64
+}
 
 func (c *convo) system(text string) { c.count(text) }
 

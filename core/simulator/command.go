@@ -15,6 +15,13 @@ import (
 // any key, so make run sets a placeholder when the variable is empty.
 const KeyEnv = "SIMULATOR_API_KEY"
 
+// RevokedKeyEnv is the demo catalogue's second credential of a pool: make run sets it to
+// RevokedKey, which the demo simulator refuses (401), to show a pool going on without it.
+const RevokedKeyEnv = "SIMULATOR_REVOKED_KEY"
+
+// RevokedKey is the credential the demo simulator refuses.
+const RevokedKey = "simulator-revoked"
+
 // Serve starts the upstream simulator on addr and returns its base URL; it stops when ctx
 // ends.
 func Serve(ctx context.Context, addr string, o Options) (string, error) {
@@ -33,7 +40,10 @@ func StartDemo(ctx context.Context) (string, error) {
 	if os.Getenv(KeyEnv) == "" {
 		os.Setenv(KeyEnv, "simulator")
 	}
-	return Serve(ctx, "127.0.0.1:0", Options{ChunkDelay: 40 * time.Millisecond})
+	if os.Getenv(RevokedKeyEnv) == "" {
+		os.Setenv(RevokedKeyEnv, RevokedKey)
+	}
+	return Serve(ctx, "127.0.0.1:0", Options{ChunkDelay: 40 * time.Millisecond, PrefixCache: true, RefuseKeys: []string{RevokedKey}})
 }
 
 // Main is `gateway simulator`: the simulator on its own (the benchmark's upstream, or for

@@ -40,7 +40,11 @@ func (x *exchange) planned(q conversation) (*answer, bool) {
 	if !x.decode(q) {
 		return nil, false
 	}
-	a := plan(q.convo(), x.sim.o.Words)
+	c := q.convo()
+	a := plan(c, x.sim.o.Words)
+	if x.sim.o.PrefixCache && a.d.cache == 0 {
+		a.cached = min(x.sim.cachedPrefix(c), a.input)
+	}
 	return a, x.begin(a)
 }
 

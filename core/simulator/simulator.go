@@ -60,6 +60,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +77,13 @@ type Options struct {
 	Words int
 	// Now gives the creation timestamps; nil means time.Now. Tests fix it for golden output.
 	Now func() time.Time
+	// PrefixCache reports cached input as a provider's prompt cache would: the longest
+	// start of the prompt (whole texts: system, turns) this simulator has seen before. A
+	// #sim:cache directive still wins.
+	PrefixCache bool
+	// RefuseKeys are credentials the simulator answers 401, as a provider answers a revoked
+	// key (Authorization bearer, x-api-key or x-goog-api-key).
+	RefuseKeys []string
 }
 
 // maxBody bounds a request body; the real APIs accept about 32 MiB.
@@ -87,6 +95,7 @@ type Simulator struct {
 	o Options
 
 	mu       sync.Mutex
+	prefixes map[uint64]bool // starts of prompts seen (PrefixCache)
 	requests map[string]int
 	total    int
 	header   http.Header
@@ -103,7 +112,37 @@ func New(o Options) *Simulator {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Simulator{o: o, requests: map[string]int{}}
+	return &Simulator{o: o, requests: map[string]int{}, prefixes: map[uint64]bool{}}
+}
+
+// refused reports whether the request's credential is one of RefuseKeys.
+func (s *Simulator) refused(r *http.Request) bool {
+	if len(s.o.RefuseKeys) == 0 {
+		return false
+	}
+	key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	for _, h := range []string{"X-Api-Key", "X-Goog-Api-Key"} {
+		if v := r.Header.Get(h); v != "" {
+			key = v
+		}
+	}
+	return key != "" && slices.Contains(s.o.RefuseKeys, key)
+}
+
+// cachedPrefix is the input the simulator's prompt cache holds for the conversation: the
+// bytes of its longest start seen before (as tokens, a quarter of them), and it remembers
+// every start of this one.
+func (s *Simulator) cachedPrefix(c *convo) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hit := 0
+	for _, m := range c.marks {
+		if s.prefixes[m.hash] {
+			hit = m.bytes
+		}
+		s.prefixes[m.hash] = true
+	}
+	return hit / 4
 }
 
 // Requests returns how many requests arrived on the URL path (without query), or in total
@@ -184,6 +223,10 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case len(body) > maxBody:
 		writeError(w, p, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	if s.refused(r) {
+		writeError(w, p, http.StatusUnauthorized, "the API key is revoked")
 		return
 	}
 	h := s.route(r.URL.Path)

@@ -29,6 +29,9 @@ type Reader struct {
 	// BotHeartbeat is nil until the chat bot reports its health (see the type).
 	BotHeartbeat BotHeartbeat
 	Now          func() time.Time
+	// SetAside counts the model's routes for a family that this replica has set aside; nil:
+	// none are.
+	SetAside func(m *snapshot.Model, family string) int
 }
 
 // ResolvedShownFor is how long a resolved incident stays on the page.
@@ -121,7 +124,7 @@ func (r *Reader) Status(ctx context.Context) (*statusv1.GetStatusResponse, error
 	for _, in := range incidents {
 		out.Incidents = append(out.Incidents, incidentProto(in))
 	}
-	out.Models = modelMatrix(r.Snapshots(), models)
+	out.Models = modelMatrix(r.Snapshots(), models, r.SetAside)
 	return out, nil
 }
 
@@ -189,8 +192,20 @@ func PublicFamilies(m *snapshot.Model) []string {
 	return out
 }
 
+// routeCount is how many of the model's routes serve the family.
+func routeCount(m *snapshot.Model, family string) int {
+	n := 0
+	for i := range m.Routes {
+		if slices.Contains(m.Routes[i].EndpointFamilies, family) {
+			n++
+		}
+	}
+	return n
+}
+
 // modelMatrix is every public active model × its endpoint families.
-func modelMatrix(snap *snapshot.Snapshot, stats []store.ModelStatus) []*statusv1.ModelStatus {
+// Each cell counts the routes serving it and those set aside (route health).
+func modelMatrix(snap *snapshot.Snapshot, stats []store.ModelStatus, setAside func(*snapshot.Model, string) int) []*statusv1.ModelStatus {
 	type pair struct{ model, family string }
 	byPair := map[pair]store.ModelStatus{}
 	for _, s := range stats {
@@ -208,7 +223,11 @@ func modelMatrix(snap *snapshot.Snapshot, stats []store.ModelStatus) []*statusv1
 		ms := &statusv1.ModelStatus{Id: m.ID, DisplayName: m.DisplayName, Family: m.Family}
 		for _, f := range families {
 			s := byPair[pair{m.ID, f}]
-			e := &statusv1.EndpointStatus{EndpointFamily: f, State: State(s.OK, s.Failed), Requests: s.OK + s.Failed, Failures: s.Failed}
+			e := &statusv1.EndpointStatus{EndpointFamily: f, State: State(s.OK, s.Failed), Requests: s.OK + s.Failed, Failures: s.Failed,
+				Routes: int32(routeCount(m, f))}
+			if setAside != nil {
+				e.RoutesSetAside = int32(setAside(m, f))
+			}
 			if !s.LastSuccess.IsZero() {
 				e.LastSuccessTime = timestamppb.New(s.LastSuccess)
 			}

@@ -35,6 +35,9 @@ type SiteConfig struct {
 	// ProbeInterval turns the probe on (ProbeIntervalFromEnv); 0: off.
 	ProbeInterval time.Duration
 	Log           *slog.Logger
+	// SetAside counts the model's routes for a family that this replica has set aside; nil:
+	// none are (routing.Health.SetAside).
+	SetAside func(m *snapshot.Model, family string) int
 }
 
 // MinProbeInterval keeps the probe from hammering upstreams on a typo ("5s" for "5m").
@@ -60,7 +63,7 @@ func NewSite(c SiteConfig) *Site {
 	rec := &Recorder{Store: c.Store, Log: c.Log.With("component", "status")}
 	// The chat bot component reads the bot's last ReportBotHealth call.
 	s := &Site{Recorder: rec, done: make(chan struct{}),
-		Server: &Server{Reader: &Reader{Store: c.Store, Snapshots: c.Snapshots, BotHeartbeat: StoredBotHeartbeat(c.Store)}}}
+		Server: &Server{Reader: &Reader{Store: c.Store, Snapshots: c.Snapshots, BotHeartbeat: StoredBotHeartbeat(c.Store), SetAside: c.SetAside}}}
 	if c.ProbeInterval > 0 {
 		host, _ := os.Hostname()
 		s.Probe = &Probe{Store: c.Store, Snapshots: c.Snapshots, Prober: c.Prober, Recorder: rec, Interval: c.ProbeInterval,

@@ -129,6 +129,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	})
 	w.int8s(n, func(j int) int64 { return rec(j).AudioInputTokens })
 	w.int8s(n, func(j int) int64 { return rec(j).AudioOutputTokens })
+	w.jsonbs(n, func(j int, b []byte) []byte { return appendAttempts(b, rec(j).Attempts) })
 
 	c, err := s.Pool.Acquire(ctx)
 	if err != nil {
@@ -207,7 +208,7 @@ func readSettled(rr *pgconn.ResultReader, rec func(int) *RequestRecord, costs []
 
 // One statement, one round trip: see migrations/functions/gateway_settle.sql.
 const settleSQL = `SELECT idx, charged, capped, lease_profile, lease_amount, lease_version, lease_present
-	FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
+	FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
 
 var (
 	// The arguments' types, for the unnamed statement: the replica, then the arrays.
@@ -215,9 +216,9 @@ var (
 		pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID,
 		pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.Int8ArrayOID,
 		pgtype.BoolArrayOID, pgtype.NumericArrayOID, pgtype.TimestamptzArrayOID, pgtype.TimestamptzArrayOID,
-		pgtype.Int8ArrayOID, pgtype.Int8ArrayOID}
+		pgtype.Int8ArrayOID, pgtype.Int8ArrayOID, pgtype.JSONBArrayOID}
 	// Every argument binary but the costs ($15), which go as numeric[] text.
-	settleArgFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1}
+	settleArgFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1}
 	// Numbers as text (charged, lease_amount), the rest binary.
 	settleResultFormats = []int16{1, 0, 1, 1, 0, 1, 1}
 )

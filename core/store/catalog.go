@@ -38,6 +38,26 @@ type Provider struct {
 	ID, Kind, BaseURL, APIKeyEnv  string
 	FirstByteTimeout, IdleTimeout time.Duration
 	Active                        bool
+	// APIKeyPool is the pool of credential variables when the catalogue lists several
+	// (APIKeyEnv is then its first); nil for one.
+	APIKeyPool []string
+	// RetryAttempts is the attempts per route in all (0 = 1); RetryBackoff the base of the
+	// backoff between them (0 = the gateway's default); Cooldown how long a failing route or
+	// credential is set aside (0 = the gateway's default).
+	RetryAttempts          int
+	RetryBackoff, Cooldown time.Duration
+}
+
+// KeyEnvs are the provider's credential variables: the pool, or the one api_key_env; nil
+// when it sends none.
+func (p *Provider) KeyEnvs() []string {
+	if len(p.APIKeyPool) > 0 {
+		return p.APIKeyPool
+	}
+	if p.APIKeyEnv != "" {
+		return []string{p.APIKeyEnv}
+	}
+	return nil
 }
 
 // Model is a public model.
@@ -57,6 +77,10 @@ type Route struct {
 	EndpointFamilies []string
 	ProviderID       string
 	UpstreamModel    string
+	// Priority orders groups of routes, lowest first: the catalogue's, else Position.
+	Priority int
+	// Weight is the route's share inside its group, at least 1.
+	Weight int
 }
 
 // Price is one price set of a model; components per 1M tokens or per request.
@@ -91,11 +115,13 @@ func (s *Store) LoadCatalog(ctx context.Context) (*CatalogData, error) {
 		}); err != nil {
 			return fmt.Errorf("load families: %w", err)
 		}
-		if d.Providers, err = collect(ctx, tx, `SELECT id, kind, base_url, api_key_env, coalesce(first_byte_timeout_ms, 0), coalesce(idle_timeout_ms, 0), active FROM providers ORDER BY id`, func(r pgx.Rows) (Provider, error) {
+		if d.Providers, err = collect(ctx, tx, `SELECT id, kind, base_url, api_key_env, coalesce(first_byte_timeout_ms, 0), coalesce(idle_timeout_ms, 0), active,
+				api_key_pool, coalesce(retry_attempts, 0), coalesce(retry_backoff_ms, 0), coalesce(cooldown_ms, 0) FROM providers ORDER BY id`, func(r pgx.Rows) (Provider, error) {
 			var p Provider
-			var fb, idle int64
-			err := r.Scan(&p.ID, &p.Kind, &p.BaseURL, &p.APIKeyEnv, &fb, &idle, &p.Active)
+			var fb, idle, backoff, cooldown int64
+			err := r.Scan(&p.ID, &p.Kind, &p.BaseURL, &p.APIKeyEnv, &fb, &idle, &p.Active, &p.APIKeyPool, &p.RetryAttempts, &backoff, &cooldown)
 			p.FirstByteTimeout, p.IdleTimeout = time.Duration(fb)*time.Millisecond, time.Duration(idle)*time.Millisecond
+			p.RetryBackoff, p.Cooldown = time.Duration(backoff)*time.Millisecond, time.Duration(cooldown)*time.Millisecond
 			return p, err
 		}); err != nil {
 			return fmt.Errorf("load providers: %w", err)
@@ -106,9 +132,9 @@ func (s *Store) LoadCatalog(ctx context.Context) (*CatalogData, error) {
 		}); err != nil {
 			return fmt.Errorf("load models: %w", err)
 		}
-		if d.Routes, err = collect(ctx, tx, `SELECT model_id, position, endpoint_families, provider_id, upstream_model FROM model_routes ORDER BY model_id, position`, func(r pgx.Rows) (Route, error) {
+		if d.Routes, err = collect(ctx, tx, `SELECT model_id, position, endpoint_families, provider_id, upstream_model, coalesce(priority, position), weight FROM model_routes ORDER BY model_id, position`, func(r pgx.Rows) (Route, error) {
 			var rt Route
-			return rt, r.Scan(&rt.ModelID, &rt.Position, &rt.EndpointFamilies, &rt.ProviderID, &rt.UpstreamModel)
+			return rt, r.Scan(&rt.ModelID, &rt.Position, &rt.EndpointFamilies, &rt.ProviderID, &rt.UpstreamModel, &rt.Priority, &rt.Weight)
 		}); err != nil {
 			return fmt.Errorf("load routes: %w", err)
 		}
@@ -267,12 +293,16 @@ func applyProviders(ctx context.Context, tx pgx.Tx, doc *catalog.Document) error
 	for i, p := range doc.Providers {
 		ids[i] = p.ID
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO providers (id, kind, base_url, api_key_env, first_byte_timeout_ms, idle_timeout_ms, active)
-			VALUES ($1, $2, $3, $4, nullif($5, 0), nullif($6, 0), true)
+			INSERT INTO providers (id, kind, base_url, api_key_env, first_byte_timeout_ms, idle_timeout_ms, active,
+				api_key_pool, retry_attempts, retry_backoff_ms, cooldown_ms)
+			VALUES ($1, $2, $3, $4, nullif($5, 0), nullif($6, 0), true, $7, nullif($8, 0), nullif($9, 0), nullif($10, 0))
 			ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, base_url = excluded.base_url,
 				api_key_env = excluded.api_key_env, first_byte_timeout_ms = excluded.first_byte_timeout_ms,
-				idle_timeout_ms = excluded.idle_timeout_ms, active = true`,
-			p.ID, p.Kind, p.BaseURL, p.APIKeyEnv, p.FirstByteTimeout.Milliseconds(), p.IdleTimeout.Milliseconds()); err != nil {
+				idle_timeout_ms = excluded.idle_timeout_ms, active = true, api_key_pool = excluded.api_key_pool,
+				retry_attempts = excluded.retry_attempts, retry_backoff_ms = excluded.retry_backoff_ms,
+				cooldown_ms = excluded.cooldown_ms`,
+			p.ID, p.Kind, p.BaseURL, p.APIKeyEnv, p.FirstByteTimeout.Milliseconds(), p.IdleTimeout.Milliseconds(),
+			p.APIKeyPool, retryAttempts(p.Retry), retryBackoff(p.Retry).Milliseconds(), p.Cooldown.Milliseconds()); err != nil {
 			return fmt.Errorf("providers[%d]: %w", i, err)
 		}
 	}
@@ -282,6 +312,20 @@ func applyProviders(ctx context.Context, tx pgx.Tx, doc *catalog.Document) error
 		}
 	}
 	return nil
+}
+
+func retryAttempts(r *catalog.Retry) int {
+	if r == nil {
+		return 0
+	}
+	return r.Attempts
+}
+
+func retryBackoff(r *catalog.Retry) time.Duration {
+	if r == nil {
+		return 0
+	}
+	return r.Backoff
 }
 
 func checkReferences(ctx context.Context, tx pgx.Tx, doc *catalog.Document) error {
@@ -325,8 +369,8 @@ func applyModel(ctx context.Context, tx pgx.Tx, m *catalog.Model) error {
 	}
 	for i, r := range m.Routes {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO model_routes (model_id, position, endpoint_families, provider_id, upstream_model)
-			VALUES ($1, $2, $3, $4, $5)`, m.ID, i, r.EndpointFamilies, r.Provider, r.UpstreamModel); err != nil {
+			INSERT INTO model_routes (model_id, position, endpoint_families, provider_id, upstream_model, priority, weight)
+			VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, 1))`, m.ID, i, r.EndpointFamilies, r.Provider, r.UpstreamModel, r.Priority, r.Weight); err != nil {
 			return fmt.Errorf("routes[%d]: %w", i, err)
 		}
 	}

@@ -59,6 +59,20 @@ func (w *arrayWriter) texts(n int, at func(int) string) {
 	w.end(s)
 }
 
+// jsonbs writes a jsonb[]: each element jsonb's binary form, a version byte (1) and the JSON
+// text, which at appends to the buffer.
+func (w *arrayWriter) jsonbs(n int, at func(int, []byte) []byte) {
+	s := w.begin(pgtype.JSONBOID, n)
+	for i := range n {
+		lenAt := len(w.buf)
+		w.element(0)
+		w.buf = append(w.buf, 1)
+		w.buf = at(i, w.buf)
+		binary.BigEndian.PutUint32(w.buf[lenAt:], uint32(len(w.buf)-lenAt-4))
+	}
+	w.end(s)
+}
+
 func (w *arrayWriter) int8s(n int, at func(int) int64) {
 	s := w.begin(pgtype.Int8OID, n)
 	for i := range n {

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +25,59 @@ type RequestRecord struct {
 	Cost                                decimal.NullDecimal
 	StartTime                           time.Time
 	EndTime                             *time.Time
+	// Attempts are the request's upstream calls in order (contract.md, "Routing").
+	Attempts []AttemptRecord
+}
+
+// AttemptRecord is one upstream call of a request: Status the HTTP status the upstream
+// answered (0 when none came), ErrorCode empty for the attempt that answered.
+type AttemptRecord struct {
+	Provider      string `json:"provider"`
+	UpstreamModel string `json:"upstream_model"`
+	Status        int    `json:"status"`
+	ErrorCode     string `json:"error_code"`
+	DurationMS    int64  `json:"duration_ms"`
+}
+
+// appendAttempts writes attempts as the JSON the requests table keeps, without reflection:
+// it runs once per settled request.
+func appendAttempts(b []byte, as []AttemptRecord) []byte {
+	b = append(b, '[')
+	for i, a := range as {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"provider":`...)
+		b = appendJSONString(b, a.Provider)
+		b = append(b, `,"upstream_model":`...)
+		b = appendJSONString(b, a.UpstreamModel)
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(a.Status), 10)
+		b = append(b, `,"error_code":`...)
+		b = appendJSONString(b, a.ErrorCode)
+		b = append(b, `,"duration_ms":`...)
+		b = strconv.AppendInt(b, a.DurationMS, 10)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendJSONString quotes s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // UsageCursor is the position after the last record of a page.
@@ -65,7 +120,7 @@ func (s *Store) ListUsage(ctx context.Context, profileID uuid.UUID, f UsageFilte
 	rows, err := s.Pool.Query(ctx, `
 		SELECT profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
 			input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-			usage_reliable, cost, start_time, end_time
+			usage_reliable, cost, start_time, end_time, attempts
 		FROM requests
 		WHERE profile_id = $1 AND ($2::timestamptz IS NULL OR (start_time, request_id) < ($2, $3))
 			AND ($5::uuid IS NULL OR key_id = $5)
@@ -80,10 +135,16 @@ func (s *Store) ListUsage(ctx context.Context, profileID uuid.UUID, f UsageFilte
 	var out []*RequestRecord
 	for rows.Next() {
 		var r RequestRecord
+		var attempts []byte
 		if err := rows.Scan(&r.ProfileID, &r.RequestID, &r.KeyID, &r.Model, &r.EndpointFamily, &r.Status, &r.Currency,
 			&r.InputTokens, &r.CachedInputTokens, &r.CacheWriteTokens, &r.OutputTokens, &r.ReasoningTokens,
-			&r.UsageReliable, &r.Cost, &r.StartTime, &r.EndTime); err != nil {
+			&r.UsageReliable, &r.Cost, &r.StartTime, &r.EndTime, &attempts); err != nil {
 			return nil, fmt.Errorf("scan usage: %w", err)
+		}
+		if len(attempts) > 0 {
+			if err := json.Unmarshal(attempts, &r.Attempts); err != nil {
+				return nil, fmt.Errorf("usage %s: attempts: %w", r.RequestID, err)
+			}
 		}
 		out = append(out, &r)
 	}

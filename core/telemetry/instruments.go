@@ -46,6 +46,7 @@ type instruments struct {
 	tokens               metric.Int64Histogram
 	requests             metric.Int64Counter
 	attempts, fallbacks  metric.Int64Counter
+	clientDuration       metric.Float64Histogram // per upstream call
 	charged              metric.Float64Counter
 	refusals             metric.Int64Counter
 	batch                metric.Int64Histogram
@@ -78,7 +79,8 @@ func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instrumen
 	in.tpot = f64h("gen_ai.server.time_per_output_token", "Time per output token after the first, for successful generations.", "s", tpotBuckets)
 	in.tokens = i64h("gen_ai.client.token.usage", "Tokens used per upstream answer, by gen_ai.token.type.", "{token}", tokenBuckets)
 	in.requests = counter("gateway.requests", "Requests by endpoint family and spec code (ok for success).")
-	in.attempts = counter("gateway.upstream.attempts", "Upstream calls by provider and outcome (ok, timeout, the upstream's HTTP status, error).")
+	in.attempts = counter("gateway.upstream.attempts", "Upstream calls by provider and outcome (ok, rate_limited, timeout, error).")
+	in.clientDuration = f64h("gen_ai.client.operation.duration", "Duration of one upstream call, from sending it to its first answer or failure.", "s", durationBuckets)
 	in.fallbacks = counter("gateway.upstream.fallbacks", "Failed upstream calls after which the next route was tried, by provider and outcome.")
 	in.refusals = counter("gateway.balance.refusals", "Requests refused with insufficient_balance, by endpoint family.")
 	charged, err := m.Float64Counter("gateway.charged", metric.WithDescription("Amount charged, by currency."))

@@ -155,7 +155,22 @@ const (
 	setAttempt
 	setCurrency
 	setFamily
+	setClient
 )
+
+// AttemptOutcome is an upstream attempt's outcome label (contract.md, "Routing"): ok,
+// rate_limited (429), timeout, or error.
+func AttemptOutcome(errType string) string {
+	switch errType {
+	case "":
+		return "ok"
+	case "429":
+		return "rate_limited"
+	case rpc.AttemptTimeout:
+		return "timeout"
+	}
+	return "error"
+}
 
 func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) attrOpts {
 	if opts, ok := w.sets[k]; ok {
@@ -222,10 +237,7 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		}
 	}
 	for i, at := range o.Attempts {
-		outcome := at.Error
-		if outcome == "" {
-			outcome = "ok"
-		}
+		outcome := AttemptOutcome(at.Error)
 		opts := w.set(setKey{kind: setAttempt, a: at.Provider, b: outcome}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("provider", at.Provider), attribute.String("outcome", outcome)}
 		})
@@ -233,6 +245,17 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		if at.Error != "" && i < len(o.Attempts)-1 {
 			in.fallbacks.Add(ctx, 1, opts.add...)
 		}
+		// The client-side duration of the call (OpenTelemetry GenAI conventions), by the
+		// provider's semantic-convention name; error.type as the attempt's outcome.
+		pname := ProviderName(at.Kind)
+		copts := w.set(setKey{kind: setClient, a: op, b: pname, c: o.Model, d: at.Error}, func() []attribute.KeyValue {
+			kvs := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), semconv.GenAIRequestModelKey.String(o.Model), semconv.GenAIProviderNameKey.String(pname)}
+			if at.Error != "" {
+				kvs = append(kvs, semconv.ErrorTypeKey.String(at.Error))
+			}
+			return kvs
+		})
+		in.clientDuration.Record(ctx, at.End.Sub(at.Start).Seconds(), copts.rec...)
 	}
 	if o.Cost.Valid {
 		opts := w.set(setKey{kind: setCurrency, a: o.Currency}, func() []attribute.KeyValue {

@@ -80,6 +80,9 @@ func decodeOptions(in *chatwire.Request, out *corev1.GenerateRequest) *apierror.
 	case in.SafetyIdentifier != nil:
 		out.User = *in.SafetyIdentifier
 	}
+	if in.PromptCacheKey != nil {
+		out.PromptCacheKey = *in.PromptCacheKey // route affinity (core/routing)
+	}
 	if e := in.ReasoningEffort; e != nil && *e != "" {
 		out.Reasoning = &corev1.Reasoning{Effort: *e, Disabled: *e == "none"}
 	}

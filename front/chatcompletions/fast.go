@@ -67,6 +67,8 @@ func fastRequest(s *strictjson.Reader, r *chatwire.Request) bool {
 			return stringPtr(s, &r.User)
 		case "safety_identifier":
 			return stringPtr(s, &r.SafetyIdentifier)
+		case "prompt_cache_key":
+			return stringPtr(s, &r.PromptCacheKey)
 		}
 		return false
 	})

@@ -123,6 +123,9 @@ func (p Protocol) decode(body []byte) (*corev1.GenerateRequest, *apierror.Error)
 		req.User = *w.User
 	}
 	param("user", req.User != "")
+	if w.PromptCacheKey != nil {
+		req.PromptCacheKey = *w.PromptCacheKey // route affinity (core/routing)
+	}
 	req.Parameters = params
 	return req, nil
 }

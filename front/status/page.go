@@ -159,6 +159,13 @@ func pageData(st *statusv1.GetStatusResponse, base string) view {
 			if e.GetRequests() > 0 {
 				ev.Numbers = fmt.Sprintf("%d of %d failed", e.GetFailures(), e.GetRequests())
 			}
+			if n := e.GetRoutesSetAside(); n > 0 {
+				// Route health: some upstreams of the cell are cooling down after failures.
+				if ev.Numbers != "" {
+					ev.Numbers += "; "
+				}
+				ev.Numbers += fmt.Sprintf("%d of %d routes set aside", n, e.GetRoutes())
+			}
 			if e.GetVerified() {
 				ev.Params = "verified: none"
 				if ps := e.GetOptionalParameters(); len(ps) > 0 {

@@ -5,7 +5,7 @@ CREATE OR REPLACE FUNCTION gateway_settle(
     p_replica uuid, p_profiles uuid[], p_ids text[], p_keys uuid[], p_models text[], p_families text[],
     p_statuses text[], p_currencies text[], p_in bigint[], p_cached bigint[], p_write bigint[], p_out bigint[],
     p_reason bigint[], p_reliable boolean[], p_costs numeric[], p_starts timestamptz[], p_ends timestamptz[],
-    p_audio_in bigint[], p_audio_out bigint[])
+    p_audio_in bigint[], p_audio_out bigint[], p_attempts jsonb[])
 RETURNS TABLE (idx int, charged numeric, capped boolean, lease_profile uuid, lease_amount numeric, lease_version bigint, lease_present boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -61,16 +61,16 @@ BEGIN
 
     INSERT INTO requests AS r (profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
         input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-        usage_reliable, cost, start_time, end_time, audio_input_tokens, audio_output_tokens)
+        usage_reliable, cost, start_time, end_time, audio_input_tokens, audio_output_tokens, attempts)
     SELECT * FROM unnest(p_profiles, p_ids, p_keys, p_models, p_families, st, p_currencies,
-        p_in, p_cached, p_write, p_out, p_reason, p_reliable, took, p_starts, p_ends, p_audio_in, p_audio_out)
+        p_in, p_cached, p_write, p_out, p_reason, p_reliable, took, p_starts, p_ends, p_audio_in, p_audio_out, p_attempts)
     ON CONFLICT (profile_id, request_id) DO UPDATE SET
         status = excluded.status, input_tokens = excluded.input_tokens,
         cached_input_tokens = excluded.cached_input_tokens, cache_write_tokens = excluded.cache_write_tokens,
         output_tokens = excluded.output_tokens, reasoning_tokens = excluded.reasoning_tokens,
         usage_reliable = excluded.usage_reliable, cost = excluded.cost, end_time = excluded.end_time,
         audio_input_tokens = excluded.audio_input_tokens, audio_output_tokens = excluded.audio_output_tokens,
-        replica_id = NULL
+        attempts = excluded.attempts, replica_id = NULL
     WHERE r.cost IS NULL OR excluded.cost IS NOT NULL;
 
     FOR i IN 1 .. n LOOP

@@ -43,6 +43,7 @@ type Request struct {
 	ReasoningEffort   *string         `json:"reasoning_effort,omitempty"`
 	User              *string         `json:"user,omitempty"`
 	SafetyIdentifier  *string         `json:"safety_identifier,omitempty"`
+	PromptCacheKey    *string         `json:"prompt_cache_key,omitempty"`
 }
 
 // StreamOptions of a streaming request.

@@ -1298,10 +1298,12 @@ type UsageRecord struct {
 	ReasoningTokens   int64                  `protobuf:"varint,10,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
 	UsageReliable     bool                   `protobuf:"varint,11,opt,name=usage_reliable,json=usageReliable,proto3" json:"usage_reliable,omitempty"`
 	// Decimal string; empty when nothing was charged.
-	Cost          string                 `protobuf:"bytes,12,opt,name=cost,proto3" json:"cost,omitempty"`
-	Currency      string                 `protobuf:"bytes,13,opt,name=currency,proto3" json:"currency,omitempty"`
-	StartTime     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
-	EndTime       *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	Cost      string                 `protobuf:"bytes,12,opt,name=cost,proto3" json:"cost,omitempty"`
+	Currency  string                 `protobuf:"bytes,13,opt,name=currency,proto3" json:"currency,omitempty"`
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime   *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// Every upstream call of the request, in order; the last one answered when status is ok.
+	Attempts      []*UsageAttempt `protobuf:"bytes,16,rep,name=attempts,proto3" json:"attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1441,6 +1443,94 @@ func (x *UsageRecord) GetEndTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *UsageRecord) GetAttempts() []*UsageAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+// UsageAttempt is one upstream call of a request (contract.md, "Routing").
+type UsageAttempt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The catalogue's provider id.
+	Provider      string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	UpstreamModel string `protobuf:"bytes,2,opt,name=upstream_model,json=upstreamModel,proto3" json:"upstream_model,omitempty"`
+	// The HTTP status the upstream answered; 0 when none came.
+	Status int32 `protobuf:"varint,3,opt,name=status,proto3" json:"status,omitempty"`
+	// Why it failed (timeout, rate_limited, credential_refused, upstream_status,
+	// connection_error); empty for the attempt that answered.
+	ErrorCode     string `protobuf:"bytes,4,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	DurationMs    int64  `protobuf:"varint,5,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageAttempt) Reset() {
+	*x = UsageAttempt{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageAttempt) ProtoMessage() {}
+
+func (x *UsageAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageAttempt.ProtoReflect.Descriptor instead.
+func (*UsageAttempt) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UsageAttempt) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *UsageAttempt) GetUpstreamModel() string {
+	if x != nil {
+		return x.UpstreamModel
+	}
+	return ""
+}
+
+func (x *UsageAttempt) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *UsageAttempt) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+func (x *UsageAttempt) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
 type GetUsageSummaryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Profile id.
@@ -1459,7 +1549,7 @@ type GetUsageSummaryRequest struct {
 
 func (x *GetUsageSummaryRequest) Reset() {
 	*x = GetUsageSummaryRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1561,7 @@ func (x *GetUsageSummaryRequest) String() string {
 func (*GetUsageSummaryRequest) ProtoMessage() {}
 
 func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1574,7 @@ func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageSummaryRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetUsageSummaryRequest) GetId() string {
@@ -1532,7 +1622,7 @@ type GetUsageSummaryResponse struct {
 
 func (x *GetUsageSummaryResponse) Reset() {
 	*x = GetUsageSummaryResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1634,7 @@ func (x *GetUsageSummaryResponse) String() string {
 func (*GetUsageSummaryResponse) ProtoMessage() {}
 
 func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1647,7 @@ func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageSummaryResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageSummaryResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetUsageSummaryResponse) GetRows() []*UsageSummaryRow {
@@ -1588,7 +1678,7 @@ type UsageSummaryRow struct {
 
 func (x *UsageSummaryRow) Reset() {
 	*x = UsageSummaryRow{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1690,7 @@ func (x *UsageSummaryRow) String() string {
 func (*UsageSummaryRow) ProtoMessage() {}
 
 func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1703,7 @@ func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageSummaryRow.ProtoReflect.Descriptor instead.
 func (*UsageSummaryRow) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UsageSummaryRow) GetKeyId() string {
@@ -1692,7 +1782,7 @@ type VerifyCapabilitiesRequest struct {
 
 func (x *VerifyCapabilitiesRequest) Reset() {
 	*x = VerifyCapabilitiesRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1794,7 @@ func (x *VerifyCapabilitiesRequest) String() string {
 func (*VerifyCapabilitiesRequest) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1807,7 @@ func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *VerifyCapabilitiesRequest) GetModels() []string {
@@ -1743,7 +1833,7 @@ type VerifyCapabilitiesResponse struct {
 
 func (x *VerifyCapabilitiesResponse) Reset() {
 	*x = VerifyCapabilitiesResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1845,7 @@ func (x *VerifyCapabilitiesResponse) String() string {
 func (*VerifyCapabilitiesResponse) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1858,7 @@ func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesResponse.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *VerifyCapabilitiesResponse) GetCapabilities() []*Capability {
@@ -1794,7 +1884,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +1896,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +1909,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Capability) GetModel() string {
@@ -1884,7 +1974,7 @@ type Incident struct {
 
 func (x *Incident) Reset() {
 	*x = Incident{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +1986,7 @@ func (x *Incident) String() string {
 func (*Incident) ProtoMessage() {}
 
 func (x *Incident) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +1999,7 @@ func (x *Incident) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Incident.ProtoReflect.Descriptor instead.
 func (*Incident) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Incident) GetId() string {
@@ -2008,7 +2098,7 @@ type IncidentUpdate struct {
 
 func (x *IncidentUpdate) Reset() {
 	*x = IncidentUpdate{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2110,7 @@ func (x *IncidentUpdate) String() string {
 func (*IncidentUpdate) ProtoMessage() {}
 
 func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2123,7 @@ func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IncidentUpdate.ProtoReflect.Descriptor instead.
 func (*IncidentUpdate) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *IncidentUpdate) GetId() string {
@@ -2085,7 +2175,7 @@ type CreateIncidentRequest struct {
 
 func (x *CreateIncidentRequest) Reset() {
 	*x = CreateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2187,7 @@ func (x *CreateIncidentRequest) String() string {
 func (*CreateIncidentRequest) ProtoMessage() {}
 
 func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2200,7 @@ func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*CreateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateIncidentRequest) GetKind() string {
@@ -2182,7 +2272,7 @@ type UpdateIncidentRequest struct {
 
 func (x *UpdateIncidentRequest) Reset() {
 	*x = UpdateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2284,7 @@ func (x *UpdateIncidentRequest) String() string {
 func (*UpdateIncidentRequest) ProtoMessage() {}
 
 func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2297,7 @@ func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*UpdateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateIncidentRequest) GetId() string {
@@ -2248,7 +2338,7 @@ type ResolveIncidentRequest struct {
 
 func (x *ResolveIncidentRequest) Reset() {
 	*x = ResolveIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2350,7 @@ func (x *ResolveIncidentRequest) String() string {
 func (*ResolveIncidentRequest) ProtoMessage() {}
 
 func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2363,7 @@ func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveIncidentRequest.ProtoReflect.Descriptor instead.
 func (*ResolveIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResolveIncidentRequest) GetId() string {
@@ -2300,7 +2390,7 @@ type ListIncidentsRequest struct {
 
 func (x *ListIncidentsRequest) Reset() {
 	*x = ListIncidentsRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2402,7 @@ func (x *ListIncidentsRequest) String() string {
 func (*ListIncidentsRequest) ProtoMessage() {}
 
 func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2415,7 @@ func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsRequest.ProtoReflect.Descriptor instead.
 func (*ListIncidentsRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListIncidentsRequest) GetIncludeResolved() bool {
@@ -2344,7 +2434,7 @@ type ListIncidentsResponse struct {
 
 func (x *ListIncidentsResponse) Reset() {
 	*x = ListIncidentsResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2446,7 @@ func (x *ListIncidentsResponse) String() string {
 func (*ListIncidentsResponse) ProtoMessage() {}
 
 func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2459,7 @@ func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsResponse.ProtoReflect.Descriptor instead.
 func (*ListIncidentsResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListIncidentsResponse) GetIncidents() []*Incident {
@@ -2392,7 +2482,7 @@ type BotState struct {
 
 func (x *BotState) Reset() {
 	*x = BotState{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2404,7 +2494,7 @@ func (x *BotState) String() string {
 func (*BotState) ProtoMessage() {}
 
 func (x *BotState) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2417,7 +2507,7 @@ func (x *BotState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotState.ProtoReflect.Descriptor instead.
 func (*BotState) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BotState) GetKey() string {
@@ -2457,7 +2547,7 @@ type GetBotStateRequest struct {
 
 func (x *GetBotStateRequest) Reset() {
 	*x = GetBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2469,7 +2559,7 @@ func (x *GetBotStateRequest) String() string {
 func (*GetBotStateRequest) ProtoMessage() {}
 
 func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2482,7 +2572,7 @@ func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotStateRequest.ProtoReflect.Descriptor instead.
 func (*GetBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetBotStateRequest) GetKey() string {
@@ -2505,7 +2595,7 @@ type PutBotStateRequest struct {
 
 func (x *PutBotStateRequest) Reset() {
 	*x = PutBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2607,7 @@ func (x *PutBotStateRequest) String() string {
 func (*PutBotStateRequest) ProtoMessage() {}
 
 func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2620,7 @@ func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateRequest.ProtoReflect.Descriptor instead.
 func (*PutBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PutBotStateRequest) GetKey() string {
@@ -2572,7 +2662,7 @@ type PutBotStateResponse struct {
 
 func (x *PutBotStateResponse) Reset() {
 	*x = PutBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2584,7 +2674,7 @@ func (x *PutBotStateResponse) String() string {
 func (*PutBotStateResponse) ProtoMessage() {}
 
 func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2597,7 +2687,7 @@ func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateResponse.ProtoReflect.Descriptor instead.
 func (*PutBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PutBotStateResponse) GetState() *BotState {
@@ -2623,7 +2713,7 @@ type TakeBotStateRequest struct {
 
 func (x *TakeBotStateRequest) Reset() {
 	*x = TakeBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2635,7 +2725,7 @@ func (x *TakeBotStateRequest) String() string {
 func (*TakeBotStateRequest) ProtoMessage() {}
 
 func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2648,7 +2738,7 @@ func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeBotStateRequest.ProtoReflect.Descriptor instead.
 func (*TakeBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TakeBotStateRequest) GetKey() string {
@@ -2667,7 +2757,7 @@ type ListBotStateRequest struct {
 
 func (x *ListBotStateRequest) Reset() {
 	*x = ListBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2679,7 +2769,7 @@ func (x *ListBotStateRequest) String() string {
 func (*ListBotStateRequest) ProtoMessage() {}
 
 func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2692,7 +2782,7 @@ func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateRequest.ProtoReflect.Descriptor instead.
 func (*ListBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListBotStateRequest) GetPrefix() string {
@@ -2711,7 +2801,7 @@ type ListBotStateResponse struct {
 
 func (x *ListBotStateResponse) Reset() {
 	*x = ListBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2723,7 +2813,7 @@ func (x *ListBotStateResponse) String() string {
 func (*ListBotStateResponse) ProtoMessage() {}
 
 func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2736,7 +2826,7 @@ func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateResponse.ProtoReflect.Descriptor instead.
 func (*ListBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListBotStateResponse) GetStates() []*BotState {
@@ -2756,7 +2846,7 @@ type ReportBotHealthRequest struct {
 
 func (x *ReportBotHealthRequest) Reset() {
 	*x = ReportBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +2858,7 @@ func (x *ReportBotHealthRequest) String() string {
 func (*ReportBotHealthRequest) ProtoMessage() {}
 
 func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2781,7 +2871,7 @@ func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*ReportBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReportBotHealthRequest) GetLastPollTime() *timestamppb.Timestamp {
@@ -2799,7 +2889,7 @@ type GetBotHealthRequest struct {
 
 func (x *GetBotHealthRequest) Reset() {
 	*x = GetBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2811,7 +2901,7 @@ func (x *GetBotHealthRequest) String() string {
 func (*GetBotHealthRequest) ProtoMessage() {}
 
 func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2824,7 +2914,7 @@ func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*GetBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 type BotHealth struct {
@@ -2840,7 +2930,7 @@ type BotHealth struct {
 
 func (x *BotHealth) Reset() {
 	*x = BotHealth{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2852,7 +2942,7 @@ func (x *BotHealth) String() string {
 func (*BotHealth) ProtoMessage() {}
 
 func (x *BotHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2865,7 +2955,7 @@ func (x *BotHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotHealth.ProtoReflect.Descriptor instead.
 func (*BotHealth) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BotHealth) GetStatus() string {
@@ -2996,7 +3086,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\bend_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"t\n" +
 	"\x11ListUsageResponse\x127\n" +
 	"\arecords\x18\x01 \x03(\v2\x1d.gateway.admin.v1.UsageRecordR\arecords\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb4\x04\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xf0\x04\n" +
 	"\vUsageRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x15\n" +
@@ -3015,7 +3105,16 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\bcurrency\x18\r \x01(\tR\bcurrency\x129\n" +
 	"\n" +
 	"start_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xcc\x01\n" +
+	"\bend_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12:\n" +
+	"\battempts\x18\x10 \x03(\v2\x1e.gateway.admin.v1.UsageAttemptR\battempts\"\xa9\x01\n" +
+	"\fUsageAttempt\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12%\n" +
+	"\x0eupstream_model\x18\x02 \x01(\tR\rupstreamModel\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\x05R\x06status\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x04 \x01(\tR\terrorCode\x12\x1f\n" +
+	"\vduration_ms\x18\x05 \x01(\x03R\n" +
+	"durationMs\"\xcc\x01\n" +
 	"\x16GetUsageSummaryRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bgroup_by\x18\x02 \x03(\tR\agroupBy\x129\n" +
@@ -3166,7 +3265,7 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
 	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
@@ -3189,129 +3288,131 @@ var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*ListUsageRequest)(nil),           // 18: gateway.admin.v1.ListUsageRequest
 	(*ListUsageResponse)(nil),          // 19: gateway.admin.v1.ListUsageResponse
 	(*UsageRecord)(nil),                // 20: gateway.admin.v1.UsageRecord
-	(*GetUsageSummaryRequest)(nil),     // 21: gateway.admin.v1.GetUsageSummaryRequest
-	(*GetUsageSummaryResponse)(nil),    // 22: gateway.admin.v1.GetUsageSummaryResponse
-	(*UsageSummaryRow)(nil),            // 23: gateway.admin.v1.UsageSummaryRow
-	(*VerifyCapabilitiesRequest)(nil),  // 24: gateway.admin.v1.VerifyCapabilitiesRequest
-	(*VerifyCapabilitiesResponse)(nil), // 25: gateway.admin.v1.VerifyCapabilitiesResponse
-	(*Capability)(nil),                 // 26: gateway.admin.v1.Capability
-	(*Incident)(nil),                   // 27: gateway.admin.v1.Incident
-	(*IncidentUpdate)(nil),             // 28: gateway.admin.v1.IncidentUpdate
-	(*CreateIncidentRequest)(nil),      // 29: gateway.admin.v1.CreateIncidentRequest
-	(*UpdateIncidentRequest)(nil),      // 30: gateway.admin.v1.UpdateIncidentRequest
-	(*ResolveIncidentRequest)(nil),     // 31: gateway.admin.v1.ResolveIncidentRequest
-	(*ListIncidentsRequest)(nil),       // 32: gateway.admin.v1.ListIncidentsRequest
-	(*ListIncidentsResponse)(nil),      // 33: gateway.admin.v1.ListIncidentsResponse
-	(*BotState)(nil),                   // 34: gateway.admin.v1.BotState
-	(*GetBotStateRequest)(nil),         // 35: gateway.admin.v1.GetBotStateRequest
-	(*PutBotStateRequest)(nil),         // 36: gateway.admin.v1.PutBotStateRequest
-	(*PutBotStateResponse)(nil),        // 37: gateway.admin.v1.PutBotStateResponse
-	(*TakeBotStateRequest)(nil),        // 38: gateway.admin.v1.TakeBotStateRequest
-	(*ListBotStateRequest)(nil),        // 39: gateway.admin.v1.ListBotStateRequest
-	(*ListBotStateResponse)(nil),       // 40: gateway.admin.v1.ListBotStateResponse
-	(*ReportBotHealthRequest)(nil),     // 41: gateway.admin.v1.ReportBotHealthRequest
-	(*GetBotHealthRequest)(nil),        // 42: gateway.admin.v1.GetBotHealthRequest
-	(*BotHealth)(nil),                  // 43: gateway.admin.v1.BotHealth
-	nil,                                // 44: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                                // 45: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil),      // 46: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 47: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),            // 48: google.protobuf.Struct
+	(*UsageAttempt)(nil),               // 21: gateway.admin.v1.UsageAttempt
+	(*GetUsageSummaryRequest)(nil),     // 22: gateway.admin.v1.GetUsageSummaryRequest
+	(*GetUsageSummaryResponse)(nil),    // 23: gateway.admin.v1.GetUsageSummaryResponse
+	(*UsageSummaryRow)(nil),            // 24: gateway.admin.v1.UsageSummaryRow
+	(*VerifyCapabilitiesRequest)(nil),  // 25: gateway.admin.v1.VerifyCapabilitiesRequest
+	(*VerifyCapabilitiesResponse)(nil), // 26: gateway.admin.v1.VerifyCapabilitiesResponse
+	(*Capability)(nil),                 // 27: gateway.admin.v1.Capability
+	(*Incident)(nil),                   // 28: gateway.admin.v1.Incident
+	(*IncidentUpdate)(nil),             // 29: gateway.admin.v1.IncidentUpdate
+	(*CreateIncidentRequest)(nil),      // 30: gateway.admin.v1.CreateIncidentRequest
+	(*UpdateIncidentRequest)(nil),      // 31: gateway.admin.v1.UpdateIncidentRequest
+	(*ResolveIncidentRequest)(nil),     // 32: gateway.admin.v1.ResolveIncidentRequest
+	(*ListIncidentsRequest)(nil),       // 33: gateway.admin.v1.ListIncidentsRequest
+	(*ListIncidentsResponse)(nil),      // 34: gateway.admin.v1.ListIncidentsResponse
+	(*BotState)(nil),                   // 35: gateway.admin.v1.BotState
+	(*GetBotStateRequest)(nil),         // 36: gateway.admin.v1.GetBotStateRequest
+	(*PutBotStateRequest)(nil),         // 37: gateway.admin.v1.PutBotStateRequest
+	(*PutBotStateResponse)(nil),        // 38: gateway.admin.v1.PutBotStateResponse
+	(*TakeBotStateRequest)(nil),        // 39: gateway.admin.v1.TakeBotStateRequest
+	(*ListBotStateRequest)(nil),        // 40: gateway.admin.v1.ListBotStateRequest
+	(*ListBotStateResponse)(nil),       // 41: gateway.admin.v1.ListBotStateResponse
+	(*ReportBotHealthRequest)(nil),     // 42: gateway.admin.v1.ReportBotHealthRequest
+	(*GetBotHealthRequest)(nil),        // 43: gateway.admin.v1.GetBotHealthRequest
+	(*BotHealth)(nil),                  // 44: gateway.admin.v1.BotHealth
+	nil,                                // 45: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 46: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 47: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 48: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 49: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	46, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	46, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	47, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	47, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
 	5,  // 2: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
 	5,  // 3: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
 	5,  // 4: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	47, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	48, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
 	5,  // 6: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	48, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	46, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	44, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	46, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	45, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	46, // 12: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	46, // 13: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	49, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	47, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	45, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	47, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	46, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	47, // 12: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	47, // 13: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
 	20, // 14: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	46, // 15: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	46, // 16: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
-	46, // 17: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
-	46, // 18: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
-	23, // 19: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
-	26, // 20: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
-	46, // 21: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	46, // 22: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
-	46, // 23: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
-	46, // 24: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
-	46, // 25: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
-	46, // 26: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
-	28, // 27: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
-	46, // 28: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
-	46, // 29: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
-	46, // 30: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
-	27, // 31: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
-	46, // 32: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
-	46, // 33: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
-	46, // 34: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
-	34, // 35: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
-	34, // 36: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
-	46, // 37: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
-	46, // 38: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
-	46, // 39: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
-	1,  // 40: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
-	2,  // 41: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
-	3,  // 42: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
-	4,  // 43: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
-	6,  // 44: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
-	8,  // 45: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
-	10, // 46: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
-	11, // 47: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
-	12, // 48: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	14, // 49: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	16, // 50: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	18, // 51: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	21, // 52: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
-	24, // 53: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
-	29, // 54: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
-	30, // 55: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
-	31, // 56: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
-	32, // 57: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
-	35, // 58: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
-	36, // 59: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
-	38, // 60: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
-	39, // 61: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
-	41, // 62: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
-	42, // 63: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
-	0,  // 64: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 65: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 66: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 67: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	7,  // 68: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	9,  // 69: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 70: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 71: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	13, // 72: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	15, // 73: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	17, // 74: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	19, // 75: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	22, // 76: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
-	25, // 77: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
-	27, // 78: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
-	27, // 79: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
-	27, // 80: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
-	33, // 81: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
-	34, // 82: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
-	37, // 83: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
-	34, // 84: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
-	40, // 85: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
-	43, // 86: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
-	43, // 87: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
-	64, // [64:88] is the sub-list for method output_type
-	40, // [40:64] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	47, // 15: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	47, // 16: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	21, // 17: gateway.admin.v1.UsageRecord.attempts:type_name -> gateway.admin.v1.UsageAttempt
+	47, // 18: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
+	47, // 19: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
+	24, // 20: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
+	27, // 21: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
+	47, // 22: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	47, // 23: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
+	47, // 24: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
+	47, // 25: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
+	47, // 26: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
+	47, // 27: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
+	29, // 28: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
+	47, // 29: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
+	47, // 30: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
+	47, // 31: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
+	28, // 32: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
+	47, // 33: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
+	47, // 34: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
+	47, // 35: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
+	35, // 36: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
+	35, // 37: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
+	47, // 38: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
+	47, // 39: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
+	47, // 40: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
+	1,  // 41: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
+	2,  // 42: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
+	3,  // 43: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
+	4,  // 44: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
+	6,  // 45: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
+	8,  // 46: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
+	10, // 47: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
+	11, // 48: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
+	12, // 49: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
+	14, // 50: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	16, // 51: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	18, // 52: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	22, // 53: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
+	25, // 54: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	30, // 55: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
+	31, // 56: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
+	32, // 57: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
+	33, // 58: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
+	36, // 59: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
+	37, // 60: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
+	39, // 61: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
+	40, // 62: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
+	42, // 63: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
+	43, // 64: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
+	0,  // 65: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 66: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 67: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 68: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	7,  // 69: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	9,  // 70: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 71: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 72: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	13, // 73: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	15, // 74: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	17, // 75: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	19, // 76: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	23, // 77: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
+	26, // 78: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	28, // 79: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
+	28, // 80: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
+	28, // 81: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
+	34, // 82: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
+	35, // 83: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
+	38, // 84: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
+	35, // 85: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
+	41, // 86: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
+	44, // 87: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
+	44, // 88: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
+	65, // [65:89] is the sub-list for method output_type
+	41, // [41:65] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_gateway_admin_v1_admin_proto_init() }
@@ -3325,7 +3426,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -347,6 +347,8 @@ type GenerateRequest struct {
 	User        string `protobuf:"bytes,25,opt,name=user,proto3" json:"user,omitempty"`
 	Logprobs    bool   `protobuf:"varint,26,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
 	TopLogprobs *int32 `protobuf:"varint,27,opt,name=top_logprobs,json=topLogprobs,proto3,oneof" json:"top_logprobs,omitempty"`
+	// The client's prompt_cache_key (chat, responses): the conversation, for route affinity.
+	PromptCacheKey string `protobuf:"bytes,28,opt,name=prompt_cache_key,json=promptCacheKey,proto3" json:"prompt_cache_key,omitempty"`
 	// Stored responses (front/responses): the previous_response_id the front expanded into
 	// the input (the raw body no longer names it, so no upstream ever sees the gateway's id),
 	// and how many leading input items of the raw body are that conversation's; the items
@@ -567,6 +569,13 @@ func (x *GenerateRequest) GetTopLogprobs() int32 {
 		return *x.TopLogprobs
 	}
 	return 0
+}
+
+func (x *GenerateRequest) GetPromptCacheKey() string {
+	if x != nil {
+		return x.PromptCacheKey
+	}
+	return ""
 }
 
 func (x *GenerateRequest) GetExpandedPreviousResponseId() string {
@@ -2174,8 +2183,7 @@ var File_gateway_core_v1_generate_proto protoreflect.FileDescriptor
 
 const file_gateway_core_v1_generate_proto_rawDesc = "" +
 	"\n" +
-	"\x1egateway/core/v1/generate.proto\x12\x0fgateway.core.v1\"\xf7\n" +
-	"\n" +
+	"\x1egateway/core/v1/generate.proto\x12\x0fgateway.core.v1\"\xa1\v\n" +
 	"\x0fGenerateRequest\x12'\n" +
 	"\x0fendpoint_family\x18\x01 \x01(\tR\x0eendpointFamily\x125\n" +
 	"\bprotocol\x18\x02 \x01(\x0e2\x19.gateway.core.v1.ProtocolR\bprotocol\x12\x14\n" +
@@ -2206,7 +2214,8 @@ const file_gateway_core_v1_generate_proto_rawDesc = "" +
 	"\x13parallel_tool_calls\x18\x18 \x01(\bH\bR\x11parallelToolCalls\x88\x01\x01\x12\x12\n" +
 	"\x04user\x18\x19 \x01(\tR\x04user\x12\x1a\n" +
 	"\blogprobs\x18\x1a \x01(\bR\blogprobs\x12&\n" +
-	"\ftop_logprobs\x18\x1b \x01(\x05H\tR\vtopLogprobs\x88\x01\x01\x12B\n" +
+	"\ftop_logprobs\x18\x1b \x01(\x05H\tR\vtopLogprobs\x88\x01\x01\x12(\n" +
+	"\x10prompt_cache_key\x18\x1c \x01(\tR\x0epromptCacheKey\x12B\n" +
 	"\x1dexpanded_previous_response_id\x18\xd4\x02 \x01(\tR\x1aexpandedPreviousResponseId\x12 \n" +
 	"\vchain_items\x18\xd5\x02 \x01(\x05R\n" +
 	"chainItems\x1aA\n" +

@@ -627,8 +627,12 @@ type EndpointStatus struct {
 	OptionalParameters []string               `protobuf:"bytes,6,rep,name=optional_parameters,json=optionalParameters,proto3" json:"optional_parameters,omitempty"`
 	VerifyTime         *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=verify_time,json=verifyTime,proto3" json:"verify_time,omitempty"`
 	LastSuccessTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=last_success_time,json=lastSuccessTime,proto3" json:"last_success_time,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Of the model's routes for the family, how many this replica has set aside after repeated
+	// failures (contract.md, "Routing"), and how many there are.
+	RoutesSetAside int32 `protobuf:"varint,9,opt,name=routes_set_aside,json=routesSetAside,proto3" json:"routes_set_aside,omitempty"`
+	Routes         int32 `protobuf:"varint,10,opt,name=routes,proto3" json:"routes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EndpointStatus) Reset() {
@@ -717,6 +721,20 @@ func (x *EndpointStatus) GetLastSuccessTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *EndpointStatus) GetRoutesSetAside() int32 {
+	if x != nil {
+		return x.RoutesSetAside
+	}
+	return 0
+}
+
+func (x *EndpointStatus) GetRoutes() int32 {
+	if x != nil {
+		return x.Routes
+	}
+	return 0
+}
+
 var File_gateway_status_v1_status_proto protoreflect.FileDescriptor
 
 const file_gateway_status_v1_status_proto_rawDesc = "" +
@@ -777,7 +795,7 @@ const file_gateway_status_v1_status_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x16\n" +
 	"\x06family\x18\x03 \x01(\tR\x06family\x12N\n" +
-	"\x11endpoint_families\x18\x04 \x03(\v2!.gateway.status.v1.EndpointStatusR\x10endpointFamilies\"\xd9\x02\n" +
+	"\x11endpoint_families\x18\x04 \x03(\v2!.gateway.status.v1.EndpointStatusR\x10endpointFamilies\"\x9b\x03\n" +
 	"\x0eEndpointStatus\x12'\n" +
 	"\x0fendpoint_family\x18\x01 \x01(\tR\x0eendpointFamily\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1a\n" +
@@ -787,7 +805,10 @@ const file_gateway_status_v1_status_proto_rawDesc = "" +
 	"\x13optional_parameters\x18\x06 \x03(\tR\x12optionalParameters\x12;\n" +
 	"\vverify_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"verifyTime\x12F\n" +
-	"\x11last_success_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0flastSuccessTime2g\n" +
+	"\x11last_success_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x0flastSuccessTime\x12(\n" +
+	"\x10routes_set_aside\x18\t \x01(\x05R\x0eroutesSetAside\x12\x16\n" +
+	"\x06routes\x18\n" +
+	" \x01(\x05R\x06routes2g\n" +
 	"\rStatusService\x12V\n" +
 	"\tGetStatus\x12#.gateway.status.v1.GetStatusRequest\x1a$.gateway.status.v1.GetStatusResponseB-Z+modelgateway/gen/gateway/status/v1;statusv1b\x06proto3"
 
