@@ -225,6 +225,10 @@ func (x *session) fromUpstream() {
 				x.closeClient(closeBalance, "insufficient_balance: the balance cannot pay for this response")
 				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
 				return
+			} else if errors.Is(err, billing.ErrBudgetExceeded) {
+				x.closeClient(closeBalance, "budget_exceeded: the key's budget cannot pay for this response")
+				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
+				return
 			} else if err != nil {
 				x.closeClient(closeUpstreamLost, "unavailable: the gateway cannot record charges now")
 				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
@@ -265,6 +269,9 @@ func (x *session) upstreamEvent(data []byte) ([]byte, bool, error) {
 			if err.Code == apierror.InsufficientBalance {
 				return nil, false, billing.ErrInsufficient
 			}
+			if err.Code == apierror.BudgetExceeded {
+				return nil, false, billing.ErrBudgetExceeded
+			}
 			return nil, false, err
 		}
 	}
@@ -297,10 +304,13 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 		o.EndTime = time.Now()
 		charged, err := b.money.SettlePart(b.ctx, *b.record(&o))
 		switch {
-		case errors.Is(err, billing.ErrInsufficient):
+		case errors.Is(err, billing.ErrInsufficient), errors.Is(err, billing.ErrBudgetExceeded):
 			// Beyond the reserve and what is free: the response is not delivered, nor
 			// charged (the ledger gives back what a capped commit took).
 			o.Status, o.Cost, o.Usage = apierror.InsufficientBalance, decimal.NullDecimal{}, metering.Unreliable("the balance cannot pay for the response's usage")
+			if errors.Is(err, billing.ErrBudgetExceeded) {
+				o.Status, o.Usage = apierror.BudgetExceeded, metering.Unreliable("the key's budget cannot pay for the response's usage")
+			}
 			b.finishWith(&o, true)
 			x.run = nil
 			return true, err
@@ -321,6 +331,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 		input += u.Input + u.Output
 		x.reserve = b.money.Price().WorstCase(input, realtimeReserveOutput)
 	}
+	b.money.StartAt(x.started) // the next response's charge counts in the window it starts in
 	if err := b.money.Hold(b.ctx, b.money.Price(), x.reserve); err != nil {
 		return true, nil
 	}

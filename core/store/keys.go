@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
 )
 
 // Key is an API key row; the secret itself is never stored, only its hash.
@@ -23,7 +24,26 @@ type Key struct {
 	// MaxConcurrent and MaxRPS limit the key's requests in flight and per second across
 	// replicas; 0 is no limit.
 	MaxConcurrent, MaxRPS int32
+	// Budget caps the key's charges per window; nil is no budget.
+	Budget *Budget
+	// ExpireTime: from then on the key is refused as invalid; nil never.
+	ExpireTime *time.Time
 }
+
+// Budget is a key's spend cap: Amount per Period (BudgetTotal, BudgetDay, BudgetWeek,
+// BudgetMonth; UTC calendar windows, weeks from Monday).
+type Budget struct {
+	Amount decimal.Decimal
+	Period string
+}
+
+// Budget periods, as stored (the column's CHECK) and as the AdminService sends them.
+const (
+	BudgetTotal = "TOTAL"
+	BudgetDay   = "DAY"
+	BudgetWeek  = "WEEK"
+	BudgetMonth = "MONTH"
+)
 
 // Key states, as stored (the column's CHECK) and as the AdminService sends them. The
 // queries name them through these constants, spliced as literals (not parameters) so the
@@ -33,14 +53,30 @@ const (
 	KeyRevoked = "REVOKED"
 )
 
-const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time, max_concurrent, max_rps`
+const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time, max_concurrent, max_rps` +
+	`, budget_amount, budget_period, expire_time`
 
 func scanKey(row pgx.Row) (*Key, error) {
 	var k Key
-	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime, &k.MaxConcurrent, &k.MaxRPS); err != nil {
+	var budget decimal.NullDecimal
+	var period *string
+	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime, &k.MaxConcurrent, &k.MaxRPS,
+		&budget, &period, &k.ExpireTime); err != nil {
 		return nil, interpretError(err)
 	}
+	if budget.Valid && period != nil {
+		k.Budget = &Budget{Amount: budget.Decimal, Period: *period}
+	}
 	return &k, nil
+}
+
+// budgetArgs are a budget's two columns as query arguments (NULL for none).
+func budgetArgs(b *Budget) (amount, period *string) {
+	if b == nil {
+		return nil, nil
+	}
+	a := b.Amount.String()
+	return &a, &b.Period
 }
 
 // scanKeyRow is scanKey for collectRows.
@@ -58,10 +94,13 @@ func createKey(ctx context.Context, q interface {
 	if err != nil {
 		return nil, fmt.Errorf("new key id: %w", err)
 	}
+	amount, period := budgetArgs(k.Budget)
 	return scanKey(q.QueryRow(ctx, `
-		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, max_concurrent, max_rps)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels, k.MaxConcurrent, k.MaxRPS))
+		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, max_concurrent, max_rps,
+			budget_amount, budget_period, expire_time)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::numeric, $11, $12)
+		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels, k.MaxConcurrent, k.MaxRPS,
+		amount, period, k.ExpireTime))
 }
 
 // GetKey reads one key.
@@ -85,6 +124,12 @@ type KeyUpdate struct {
 	AllowedModels    []string // nil = unchanged
 	MaxConcurrent    *int32
 	MaxRPS           *int32
+	// SetBudget replaces the budget with Budget (nil: none); SetExpire the expiry with
+	// ExpireTime (nil: never).
+	SetBudget  bool
+	Budget     *Budget
+	SetExpire  bool
+	ExpireTime *time.Time
 }
 
 // ErrKeyRevoked refuses changes to a revoked key.
@@ -92,15 +137,20 @@ var ErrKeyRevoked = fmt.Errorf("key is revoked")
 
 // UpdateKey changes the policy or name of an active key.
 func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key, error) {
+	amount, period := budgetArgs(u.Budget)
 	k, err := scanKey(s.Pool.QueryRow(ctx, `
 		UPDATE api_keys SET
 			name = coalesce($2, name),
 			allowed_endpoints = coalesce($3, allowed_endpoints),
 			allowed_models = coalesce($4, allowed_models),
 			max_concurrent = coalesce($5, max_concurrent),
-			max_rps = coalesce($6, max_rps)
+			max_rps = coalesce($6, max_rps),
+			budget_amount = CASE WHEN $7 THEN $8::numeric ELSE budget_amount END,
+			budget_period = CASE WHEN $7 THEN $9 ELSE budget_period END,
+			expire_time = CASE WHEN $10 THEN $11 ELSE expire_time END
 		WHERE id = $1 AND state = '`+KeyActive+`'
-		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS))
+		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS,
+		u.SetBudget, amount, period, u.SetExpire, u.ExpireTime))
 	if err == ErrNotFound {
 		if _, getErr := s.GetKey(ctx, id); getErr == nil {
 			return nil, ErrKeyRevoked
@@ -132,12 +182,18 @@ func (s *Store) RotateKey(ctx context.Context, id uuid.UUID, prefix string, secr
 		created, err = createKey(ctx, tx, &Key{
 			ProfileID: old.ProfileID, Name: old.Name, Prefix: prefix, SecretHash: secretHash,
 			AllowedEndpoints: old.AllowedEndpoints, AllowedModels: old.AllowedModels,
-			MaxConcurrent: old.MaxConcurrent, MaxRPS: old.MaxRPS,
+			MaxConcurrent: old.MaxConcurrent, MaxRPS: old.MaxRPS, Budget: old.Budget, ExpireTime: old.ExpireTime,
 		})
 		if err != nil {
 			return fmt.Errorf("create replacement key: %w", err)
 		}
 		_, err = tx.Exec(ctx, `UPDATE api_keys SET state = '`+KeyRevoked+`', revoke_time = now(), replaced_by = $2 WHERE id = $1`, id, created.ID)
+		if err != nil {
+			return interpretError(err)
+		}
+		// The replacement's budget windows carry on from what the old key spent: a rotation
+		// does not give a key its budget again.
+		_, err = tx.Exec(ctx, `INSERT INTO key_spend (key_id, day, spent) SELECT $2, day, spent FROM key_spend WHERE key_id = $1`, id, created.ID)
 		return interpretError(err)
 	})
 	return created, err

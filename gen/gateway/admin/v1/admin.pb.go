@@ -348,8 +348,18 @@ type Key struct {
 	MaxConcurrentRequests int32 `protobuf:"varint,9,opt,name=max_concurrent_requests,json=maxConcurrentRequests,proto3" json:"max_concurrent_requests,omitempty"`
 	// At most this many requests of the key per second, across replicas; 0 is no limit.
 	MaxRequestsPerSecond int32 `protobuf:"varint,10,opt,name=max_requests_per_second,json=maxRequestsPerSecond,proto3" json:"max_requests_per_second,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Spend cap of the key per window, enforced with holds like the balance; absent (or an
+	// amount of 0 in an update) is no budget.
+	Budget *Budget `protobuf:"bytes,12,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Output only: what the key's charges took in the current window (a decimal string; set
+	// with a budget).
+	BudgetSpent string `protobuf:"bytes,13,opt,name=budget_spent,json=budgetSpent,proto3" json:"budget_spent,omitempty"`
+	// Output only: when the current window ends (absent for TOTAL and without a budget).
+	BudgetResetsAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=budget_resets_at,json=budgetResetsAt,proto3" json:"budget_resets_at,omitempty"`
+	// From then on the key is refused as invalid_key on every replica; absent is never.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Key) Reset() {
@@ -452,6 +462,89 @@ func (x *Key) GetMaxRequestsPerSecond() int32 {
 	return 0
 }
 
+func (x *Key) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *Key) GetBudgetSpent() string {
+	if x != nil {
+		return x.BudgetSpent
+	}
+	return ""
+}
+
+func (x *Key) GetBudgetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BudgetResetsAt
+	}
+	return nil
+}
+
+func (x *Key) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+// Budget is a key's spend cap in the billing currency per UTC calendar window.
+type Budget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A decimal string, > 0.
+	Amount string `protobuf:"bytes,1,opt,name=amount,proto3" json:"amount,omitempty"`
+	// TOTAL, DAY, WEEK (from Monday) or MONTH.
+	Period        string `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Budget) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
+func (x *Budget) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
 type CreateKeyRequest struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ProfileId        string                 `protobuf:"bytes,1,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
@@ -461,13 +554,17 @@ type CreateKeyRequest struct {
 	// Request limits of Key; 0 or absent is no limit.
 	MaxConcurrentRequests int32 `protobuf:"varint,5,opt,name=max_concurrent_requests,json=maxConcurrentRequests,proto3" json:"max_concurrent_requests,omitempty"`
 	MaxRequestsPerSecond  int32 `protobuf:"varint,6,opt,name=max_requests_per_second,json=maxRequestsPerSecond,proto3" json:"max_requests_per_second,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Spend cap of Key; absent is none.
+	Budget *Budget `protobuf:"bytes,8,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Expiry of Key; absent is never.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[6]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +576,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[6]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +589,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateKeyRequest) GetProfileId() string {
@@ -537,6 +634,20 @@ func (x *CreateKeyRequest) GetMaxRequestsPerSecond() int32 {
 	return 0
 }
 
+func (x *CreateKeyRequest) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *CreateKeyRequest) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
 type CreateKeyResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           *Key                   `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -547,7 +658,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[7]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +670,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[7]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +683,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateKeyResponse) GetKey() *Key {
@@ -598,7 +709,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[8]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +721,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[8]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +734,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListKeysRequest) GetProfileId() string {
@@ -642,7 +753,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[9]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -654,7 +765,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[9]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -667,7 +778,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListKeysResponse) GetKeys() []*Key {
@@ -687,7 +798,7 @@ type UpdateKeyRequest struct {
 
 func (x *UpdateKeyRequest) Reset() {
 	*x = UpdateKeyRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[10]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +810,7 @@ func (x *UpdateKeyRequest) String() string {
 func (*UpdateKeyRequest) ProtoMessage() {}
 
 func (x *UpdateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[10]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +823,7 @@ func (x *UpdateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateKeyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateKeyRequest) GetKey() *Key {
@@ -738,7 +849,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[11]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +861,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[11]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +874,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RevokeKeyRequest) GetId() string {
@@ -782,7 +893,7 @@ type RotateKeyRequest struct {
 
 func (x *RotateKeyRequest) Reset() {
 	*x = RotateKeyRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[12]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +905,7 @@ func (x *RotateKeyRequest) String() string {
 func (*RotateKeyRequest) ProtoMessage() {}
 
 func (x *RotateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[12]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +918,7 @@ func (x *RotateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RotateKeyRequest) GetId() string {
@@ -827,7 +938,7 @@ type RotateKeyResponse struct {
 
 func (x *RotateKeyResponse) Reset() {
 	*x = RotateKeyResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[13]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +950,7 @@ func (x *RotateKeyResponse) String() string {
 func (*RotateKeyResponse) ProtoMessage() {}
 
 func (x *RotateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[13]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +963,7 @@ func (x *RotateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RotateKeyResponse) GetKey() *Key {
@@ -879,7 +990,7 @@ type ApplyCatalogRequest struct {
 
 func (x *ApplyCatalogRequest) Reset() {
 	*x = ApplyCatalogRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1002,7 @@ func (x *ApplyCatalogRequest) String() string {
 func (*ApplyCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1015,7 @@ func (x *ApplyCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyCatalogRequest) GetDocument() *structpb.Struct {
@@ -931,7 +1042,7 @@ type ApplyCatalogResponse struct {
 
 func (x *ApplyCatalogResponse) Reset() {
 	*x = ApplyCatalogResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1054,7 @@ func (x *ApplyCatalogResponse) String() string {
 func (*ApplyCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1067,7 @@ func (x *ApplyCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyCatalogResponse) GetFamilies() int32 {
@@ -1014,7 +1125,7 @@ type SetFxRatesRequest struct {
 
 func (x *SetFxRatesRequest) Reset() {
 	*x = SetFxRatesRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1026,7 +1137,7 @@ func (x *SetFxRatesRequest) String() string {
 func (*SetFxRatesRequest) ProtoMessage() {}
 
 func (x *SetFxRatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1039,7 +1150,7 @@ func (x *SetFxRatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFxRatesRequest.ProtoReflect.Descriptor instead.
 func (*SetFxRatesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetFxRatesRequest) GetEffectiveDate() string {
@@ -1074,7 +1185,7 @@ type SetFxRatesResponse struct {
 
 func (x *SetFxRatesResponse) Reset() {
 	*x = SetFxRatesResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1197,7 @@ func (x *SetFxRatesResponse) String() string {
 func (*SetFxRatesResponse) ProtoMessage() {}
 
 func (x *SetFxRatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1210,7 @@ func (x *SetFxRatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFxRatesResponse.ProtoReflect.Descriptor instead.
 func (*SetFxRatesResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetFxRatesResponse) GetEffectiveDate() string {
@@ -1143,7 +1254,7 @@ type ListUsageRequest struct {
 
 func (x *ListUsageRequest) Reset() {
 	*x = ListUsageRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1266,7 @@ func (x *ListUsageRequest) String() string {
 func (*ListUsageRequest) ProtoMessage() {}
 
 func (x *ListUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1279,7 @@ func (x *ListUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsageRequest.ProtoReflect.Descriptor instead.
 func (*ListUsageRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListUsageRequest) GetId() string {
@@ -1223,7 +1334,7 @@ type ListUsageResponse struct {
 
 func (x *ListUsageResponse) Reset() {
 	*x = ListUsageResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1346,7 @@ func (x *ListUsageResponse) String() string {
 func (*ListUsageResponse) ProtoMessage() {}
 
 func (x *ListUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1359,7 @@ func (x *ListUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsageResponse.ProtoReflect.Descriptor instead.
 func (*ListUsageResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListUsageResponse) GetRecords() []*UsageRecord {
@@ -1289,7 +1400,7 @@ type UsageRecord struct {
 
 func (x *UsageRecord) Reset() {
 	*x = UsageRecord{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1412,7 @@ func (x *UsageRecord) String() string {
 func (*UsageRecord) ProtoMessage() {}
 
 func (x *UsageRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1425,7 @@ func (x *UsageRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRecord.ProtoReflect.Descriptor instead.
 func (*UsageRecord) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UsageRecord) GetRequestId() string {
@@ -1440,7 +1551,7 @@ type GetUsageSummaryRequest struct {
 
 func (x *GetUsageSummaryRequest) Reset() {
 	*x = GetUsageSummaryRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1563,7 @@ func (x *GetUsageSummaryRequest) String() string {
 func (*GetUsageSummaryRequest) ProtoMessage() {}
 
 func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1576,7 @@ func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageSummaryRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetUsageSummaryRequest) GetId() string {
@@ -1513,7 +1624,7 @@ type GetUsageSummaryResponse struct {
 
 func (x *GetUsageSummaryResponse) Reset() {
 	*x = GetUsageSummaryResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1636,7 @@ func (x *GetUsageSummaryResponse) String() string {
 func (*GetUsageSummaryResponse) ProtoMessage() {}
 
 func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1649,7 @@ func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageSummaryResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageSummaryResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetUsageSummaryResponse) GetRows() []*UsageSummaryRow {
@@ -1569,7 +1680,7 @@ type UsageSummaryRow struct {
 
 func (x *UsageSummaryRow) Reset() {
 	*x = UsageSummaryRow{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +1692,7 @@ func (x *UsageSummaryRow) String() string {
 func (*UsageSummaryRow) ProtoMessage() {}
 
 func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +1705,7 @@ func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageSummaryRow.ProtoReflect.Descriptor instead.
 func (*UsageSummaryRow) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UsageSummaryRow) GetKeyId() string {
@@ -1673,7 +1784,7 @@ type VerifyCapabilitiesRequest struct {
 
 func (x *VerifyCapabilitiesRequest) Reset() {
 	*x = VerifyCapabilitiesRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1796,7 @@ func (x *VerifyCapabilitiesRequest) String() string {
 func (*VerifyCapabilitiesRequest) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1809,7 @@ func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *VerifyCapabilitiesRequest) GetModels() []string {
@@ -1724,7 +1835,7 @@ type VerifyCapabilitiesResponse struct {
 
 func (x *VerifyCapabilitiesResponse) Reset() {
 	*x = VerifyCapabilitiesResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +1847,7 @@ func (x *VerifyCapabilitiesResponse) String() string {
 func (*VerifyCapabilitiesResponse) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +1860,7 @@ func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesResponse.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *VerifyCapabilitiesResponse) GetCapabilities() []*Capability {
@@ -1775,7 +1886,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +1898,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +1911,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Capability) GetModel() string {
@@ -1865,7 +1976,7 @@ type Incident struct {
 
 func (x *Incident) Reset() {
 	*x = Incident{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +1988,7 @@ func (x *Incident) String() string {
 func (*Incident) ProtoMessage() {}
 
 func (x *Incident) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +2001,7 @@ func (x *Incident) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Incident.ProtoReflect.Descriptor instead.
 func (*Incident) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Incident) GetId() string {
@@ -1989,7 +2100,7 @@ type IncidentUpdate struct {
 
 func (x *IncidentUpdate) Reset() {
 	*x = IncidentUpdate{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2112,7 @@ func (x *IncidentUpdate) String() string {
 func (*IncidentUpdate) ProtoMessage() {}
 
 func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2125,7 @@ func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IncidentUpdate.ProtoReflect.Descriptor instead.
 func (*IncidentUpdate) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *IncidentUpdate) GetId() string {
@@ -2066,7 +2177,7 @@ type CreateIncidentRequest struct {
 
 func (x *CreateIncidentRequest) Reset() {
 	*x = CreateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2189,7 @@ func (x *CreateIncidentRequest) String() string {
 func (*CreateIncidentRequest) ProtoMessage() {}
 
 func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2202,7 @@ func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*CreateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateIncidentRequest) GetKind() string {
@@ -2163,7 +2274,7 @@ type UpdateIncidentRequest struct {
 
 func (x *UpdateIncidentRequest) Reset() {
 	*x = UpdateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2286,7 @@ func (x *UpdateIncidentRequest) String() string {
 func (*UpdateIncidentRequest) ProtoMessage() {}
 
 func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2299,7 @@ func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*UpdateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateIncidentRequest) GetId() string {
@@ -2229,7 +2340,7 @@ type ResolveIncidentRequest struct {
 
 func (x *ResolveIncidentRequest) Reset() {
 	*x = ResolveIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2352,7 @@ func (x *ResolveIncidentRequest) String() string {
 func (*ResolveIncidentRequest) ProtoMessage() {}
 
 func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2365,7 @@ func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveIncidentRequest.ProtoReflect.Descriptor instead.
 func (*ResolveIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResolveIncidentRequest) GetId() string {
@@ -2281,7 +2392,7 @@ type ListIncidentsRequest struct {
 
 func (x *ListIncidentsRequest) Reset() {
 	*x = ListIncidentsRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2293,7 +2404,7 @@ func (x *ListIncidentsRequest) String() string {
 func (*ListIncidentsRequest) ProtoMessage() {}
 
 func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2306,7 +2417,7 @@ func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsRequest.ProtoReflect.Descriptor instead.
 func (*ListIncidentsRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListIncidentsRequest) GetIncludeResolved() bool {
@@ -2325,7 +2436,7 @@ type ListIncidentsResponse struct {
 
 func (x *ListIncidentsResponse) Reset() {
 	*x = ListIncidentsResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2337,7 +2448,7 @@ func (x *ListIncidentsResponse) String() string {
 func (*ListIncidentsResponse) ProtoMessage() {}
 
 func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2350,7 +2461,7 @@ func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsResponse.ProtoReflect.Descriptor instead.
 func (*ListIncidentsResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListIncidentsResponse) GetIncidents() []*Incident {
@@ -2373,7 +2484,7 @@ type BotState struct {
 
 func (x *BotState) Reset() {
 	*x = BotState{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2496,7 @@ func (x *BotState) String() string {
 func (*BotState) ProtoMessage() {}
 
 func (x *BotState) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2509,7 @@ func (x *BotState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotState.ProtoReflect.Descriptor instead.
 func (*BotState) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BotState) GetKey() string {
@@ -2438,7 +2549,7 @@ type GetBotStateRequest struct {
 
 func (x *GetBotStateRequest) Reset() {
 	*x = GetBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2561,7 @@ func (x *GetBotStateRequest) String() string {
 func (*GetBotStateRequest) ProtoMessage() {}
 
 func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2574,7 @@ func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotStateRequest.ProtoReflect.Descriptor instead.
 func (*GetBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetBotStateRequest) GetKey() string {
@@ -2486,7 +2597,7 @@ type PutBotStateRequest struct {
 
 func (x *PutBotStateRequest) Reset() {
 	*x = PutBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2609,7 @@ func (x *PutBotStateRequest) String() string {
 func (*PutBotStateRequest) ProtoMessage() {}
 
 func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2622,7 @@ func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateRequest.ProtoReflect.Descriptor instead.
 func (*PutBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PutBotStateRequest) GetKey() string {
@@ -2553,7 +2664,7 @@ type PutBotStateResponse struct {
 
 func (x *PutBotStateResponse) Reset() {
 	*x = PutBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2676,7 @@ func (x *PutBotStateResponse) String() string {
 func (*PutBotStateResponse) ProtoMessage() {}
 
 func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2689,7 @@ func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateResponse.ProtoReflect.Descriptor instead.
 func (*PutBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PutBotStateResponse) GetState() *BotState {
@@ -2604,7 +2715,7 @@ type TakeBotStateRequest struct {
 
 func (x *TakeBotStateRequest) Reset() {
 	*x = TakeBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2727,7 @@ func (x *TakeBotStateRequest) String() string {
 func (*TakeBotStateRequest) ProtoMessage() {}
 
 func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2740,7 @@ func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeBotStateRequest.ProtoReflect.Descriptor instead.
 func (*TakeBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TakeBotStateRequest) GetKey() string {
@@ -2648,7 +2759,7 @@ type ListBotStateRequest struct {
 
 func (x *ListBotStateRequest) Reset() {
 	*x = ListBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2660,7 +2771,7 @@ func (x *ListBotStateRequest) String() string {
 func (*ListBotStateRequest) ProtoMessage() {}
 
 func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2673,7 +2784,7 @@ func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateRequest.ProtoReflect.Descriptor instead.
 func (*ListBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListBotStateRequest) GetPrefix() string {
@@ -2692,7 +2803,7 @@ type ListBotStateResponse struct {
 
 func (x *ListBotStateResponse) Reset() {
 	*x = ListBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +2815,7 @@ func (x *ListBotStateResponse) String() string {
 func (*ListBotStateResponse) ProtoMessage() {}
 
 func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +2828,7 @@ func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateResponse.ProtoReflect.Descriptor instead.
 func (*ListBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListBotStateResponse) GetStates() []*BotState {
@@ -2737,7 +2848,7 @@ type ReportBotHealthRequest struct {
 
 func (x *ReportBotHealthRequest) Reset() {
 	*x = ReportBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2860,7 @@ func (x *ReportBotHealthRequest) String() string {
 func (*ReportBotHealthRequest) ProtoMessage() {}
 
 func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2873,7 @@ func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*ReportBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReportBotHealthRequest) GetLastPollTime() *timestamppb.Timestamp {
@@ -2780,7 +2891,7 @@ type GetBotHealthRequest struct {
 
 func (x *GetBotHealthRequest) Reset() {
 	*x = GetBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2792,7 +2903,7 @@ func (x *GetBotHealthRequest) String() string {
 func (*GetBotHealthRequest) ProtoMessage() {}
 
 func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2805,7 +2916,7 @@ func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*GetBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 type BotHealth struct {
@@ -2821,7 +2932,7 @@ type BotHealth struct {
 
 func (x *BotHealth) Reset() {
 	*x = BotHealth{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2944,7 @@ func (x *BotHealth) String() string {
 func (*BotHealth) ProtoMessage() {}
 
 func (x *BotHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2957,7 @@ func (x *BotHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotHealth.ProtoReflect.Descriptor instead.
 func (*BotHealth) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BotHealth) GetStatus() string {
@@ -2895,7 +3006,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06amount\x18\x02 \x01(\tR\x06amount\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12'\n" +
-	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xf6\x02\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xce\x04\n" +
 	"\x03Key\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2909,7 +3020,15 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"createTime\x126\n" +
 	"\x17max_concurrent_requests\x18\t \x01(\x05R\x15maxConcurrentRequests\x125\n" +
 	"\x17max_requests_per_second\x18\n" +
-	" \x01(\x05R\x14maxRequestsPerSecond\"\x88\x02\n" +
+	" \x01(\x05R\x14maxRequestsPerSecond\x120\n" +
+	"\x06budget\x18\f \x01(\v2\x18.gateway.admin.v1.BudgetR\x06budget\x12!\n" +
+	"\fbudget_spent\x18\r \x01(\tR\vbudgetSpent\x12D\n" +
+	"\x10budget_resets_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x0ebudgetResetsAt\x12;\n" +
+	"\vexpire_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"8\n" +
+	"\x06Budget\x12\x16\n" +
+	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\tR\x06period\"\xf7\x02\n" +
 	"\x10CreateKeyRequest\x12\x1d\n" +
 	"\n" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x12\n" +
@@ -2917,7 +3036,10 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x11allowed_endpoints\x18\x03 \x03(\tR\x10allowedEndpoints\x12%\n" +
 	"\x0eallowed_models\x18\x04 \x03(\tR\rallowedModels\x126\n" +
 	"\x17max_concurrent_requests\x18\x05 \x01(\x05R\x15maxConcurrentRequests\x125\n" +
-	"\x17max_requests_per_second\x18\x06 \x01(\x05R\x14maxRequestsPerSecond\"T\n" +
+	"\x17max_requests_per_second\x18\x06 \x01(\x05R\x14maxRequestsPerSecond\x120\n" +
+	"\x06budget\x18\b \x01(\v2\x18.gateway.admin.v1.BudgetR\x06budget\x12;\n" +
+	"\vexpire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"T\n" +
 	"\x11CreateKeyResponse\x12'\n" +
 	"\x03key\x18\x01 \x01(\v2\x15.gateway.admin.v1.KeyR\x03key\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"0\n" +
@@ -3145,7 +3267,7 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
 	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
@@ -3153,144 +3275,150 @@ var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*LookupProfileRequest)(nil),       // 3: gateway.admin.v1.LookupProfileRequest
 	(*CreditProfileRequest)(nil),       // 4: gateway.admin.v1.CreditProfileRequest
 	(*Key)(nil),                        // 5: gateway.admin.v1.Key
-	(*CreateKeyRequest)(nil),           // 6: gateway.admin.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),          // 7: gateway.admin.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),            // 8: gateway.admin.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),           // 9: gateway.admin.v1.ListKeysResponse
-	(*UpdateKeyRequest)(nil),           // 10: gateway.admin.v1.UpdateKeyRequest
-	(*RevokeKeyRequest)(nil),           // 11: gateway.admin.v1.RevokeKeyRequest
-	(*RotateKeyRequest)(nil),           // 12: gateway.admin.v1.RotateKeyRequest
-	(*RotateKeyResponse)(nil),          // 13: gateway.admin.v1.RotateKeyResponse
-	(*ApplyCatalogRequest)(nil),        // 14: gateway.admin.v1.ApplyCatalogRequest
-	(*ApplyCatalogResponse)(nil),       // 15: gateway.admin.v1.ApplyCatalogResponse
-	(*SetFxRatesRequest)(nil),          // 16: gateway.admin.v1.SetFxRatesRequest
-	(*SetFxRatesResponse)(nil),         // 17: gateway.admin.v1.SetFxRatesResponse
-	(*ListUsageRequest)(nil),           // 18: gateway.admin.v1.ListUsageRequest
-	(*ListUsageResponse)(nil),          // 19: gateway.admin.v1.ListUsageResponse
-	(*UsageRecord)(nil),                // 20: gateway.admin.v1.UsageRecord
-	(*GetUsageSummaryRequest)(nil),     // 21: gateway.admin.v1.GetUsageSummaryRequest
-	(*GetUsageSummaryResponse)(nil),    // 22: gateway.admin.v1.GetUsageSummaryResponse
-	(*UsageSummaryRow)(nil),            // 23: gateway.admin.v1.UsageSummaryRow
-	(*VerifyCapabilitiesRequest)(nil),  // 24: gateway.admin.v1.VerifyCapabilitiesRequest
-	(*VerifyCapabilitiesResponse)(nil), // 25: gateway.admin.v1.VerifyCapabilitiesResponse
-	(*Capability)(nil),                 // 26: gateway.admin.v1.Capability
-	(*Incident)(nil),                   // 27: gateway.admin.v1.Incident
-	(*IncidentUpdate)(nil),             // 28: gateway.admin.v1.IncidentUpdate
-	(*CreateIncidentRequest)(nil),      // 29: gateway.admin.v1.CreateIncidentRequest
-	(*UpdateIncidentRequest)(nil),      // 30: gateway.admin.v1.UpdateIncidentRequest
-	(*ResolveIncidentRequest)(nil),     // 31: gateway.admin.v1.ResolveIncidentRequest
-	(*ListIncidentsRequest)(nil),       // 32: gateway.admin.v1.ListIncidentsRequest
-	(*ListIncidentsResponse)(nil),      // 33: gateway.admin.v1.ListIncidentsResponse
-	(*BotState)(nil),                   // 34: gateway.admin.v1.BotState
-	(*GetBotStateRequest)(nil),         // 35: gateway.admin.v1.GetBotStateRequest
-	(*PutBotStateRequest)(nil),         // 36: gateway.admin.v1.PutBotStateRequest
-	(*PutBotStateResponse)(nil),        // 37: gateway.admin.v1.PutBotStateResponse
-	(*TakeBotStateRequest)(nil),        // 38: gateway.admin.v1.TakeBotStateRequest
-	(*ListBotStateRequest)(nil),        // 39: gateway.admin.v1.ListBotStateRequest
-	(*ListBotStateResponse)(nil),       // 40: gateway.admin.v1.ListBotStateResponse
-	(*ReportBotHealthRequest)(nil),     // 41: gateway.admin.v1.ReportBotHealthRequest
-	(*GetBotHealthRequest)(nil),        // 42: gateway.admin.v1.GetBotHealthRequest
-	(*BotHealth)(nil),                  // 43: gateway.admin.v1.BotHealth
-	nil,                                // 44: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                                // 45: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil),      // 46: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 47: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),            // 48: google.protobuf.Struct
+	(*Budget)(nil),                     // 6: gateway.admin.v1.Budget
+	(*CreateKeyRequest)(nil),           // 7: gateway.admin.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),          // 8: gateway.admin.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),            // 9: gateway.admin.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),           // 10: gateway.admin.v1.ListKeysResponse
+	(*UpdateKeyRequest)(nil),           // 11: gateway.admin.v1.UpdateKeyRequest
+	(*RevokeKeyRequest)(nil),           // 12: gateway.admin.v1.RevokeKeyRequest
+	(*RotateKeyRequest)(nil),           // 13: gateway.admin.v1.RotateKeyRequest
+	(*RotateKeyResponse)(nil),          // 14: gateway.admin.v1.RotateKeyResponse
+	(*ApplyCatalogRequest)(nil),        // 15: gateway.admin.v1.ApplyCatalogRequest
+	(*ApplyCatalogResponse)(nil),       // 16: gateway.admin.v1.ApplyCatalogResponse
+	(*SetFxRatesRequest)(nil),          // 17: gateway.admin.v1.SetFxRatesRequest
+	(*SetFxRatesResponse)(nil),         // 18: gateway.admin.v1.SetFxRatesResponse
+	(*ListUsageRequest)(nil),           // 19: gateway.admin.v1.ListUsageRequest
+	(*ListUsageResponse)(nil),          // 20: gateway.admin.v1.ListUsageResponse
+	(*UsageRecord)(nil),                // 21: gateway.admin.v1.UsageRecord
+	(*GetUsageSummaryRequest)(nil),     // 22: gateway.admin.v1.GetUsageSummaryRequest
+	(*GetUsageSummaryResponse)(nil),    // 23: gateway.admin.v1.GetUsageSummaryResponse
+	(*UsageSummaryRow)(nil),            // 24: gateway.admin.v1.UsageSummaryRow
+	(*VerifyCapabilitiesRequest)(nil),  // 25: gateway.admin.v1.VerifyCapabilitiesRequest
+	(*VerifyCapabilitiesResponse)(nil), // 26: gateway.admin.v1.VerifyCapabilitiesResponse
+	(*Capability)(nil),                 // 27: gateway.admin.v1.Capability
+	(*Incident)(nil),                   // 28: gateway.admin.v1.Incident
+	(*IncidentUpdate)(nil),             // 29: gateway.admin.v1.IncidentUpdate
+	(*CreateIncidentRequest)(nil),      // 30: gateway.admin.v1.CreateIncidentRequest
+	(*UpdateIncidentRequest)(nil),      // 31: gateway.admin.v1.UpdateIncidentRequest
+	(*ResolveIncidentRequest)(nil),     // 32: gateway.admin.v1.ResolveIncidentRequest
+	(*ListIncidentsRequest)(nil),       // 33: gateway.admin.v1.ListIncidentsRequest
+	(*ListIncidentsResponse)(nil),      // 34: gateway.admin.v1.ListIncidentsResponse
+	(*BotState)(nil),                   // 35: gateway.admin.v1.BotState
+	(*GetBotStateRequest)(nil),         // 36: gateway.admin.v1.GetBotStateRequest
+	(*PutBotStateRequest)(nil),         // 37: gateway.admin.v1.PutBotStateRequest
+	(*PutBotStateResponse)(nil),        // 38: gateway.admin.v1.PutBotStateResponse
+	(*TakeBotStateRequest)(nil),        // 39: gateway.admin.v1.TakeBotStateRequest
+	(*ListBotStateRequest)(nil),        // 40: gateway.admin.v1.ListBotStateRequest
+	(*ListBotStateResponse)(nil),       // 41: gateway.admin.v1.ListBotStateResponse
+	(*ReportBotHealthRequest)(nil),     // 42: gateway.admin.v1.ReportBotHealthRequest
+	(*GetBotHealthRequest)(nil),        // 43: gateway.admin.v1.GetBotHealthRequest
+	(*BotHealth)(nil),                  // 44: gateway.admin.v1.BotHealth
+	nil,                                // 45: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 46: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 47: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 48: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 49: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	46, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	46, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
-	5,  // 2: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	5,  // 3: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
-	5,  // 4: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	47, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	5,  // 6: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	48, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	46, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	44, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	46, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	45, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	46, // 12: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	46, // 13: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
-	20, // 14: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	46, // 15: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	46, // 16: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
-	46, // 17: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
-	46, // 18: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
-	23, // 19: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
-	26, // 20: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
-	46, // 21: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	46, // 22: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
-	46, // 23: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
-	46, // 24: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
-	46, // 25: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
-	46, // 26: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
-	28, // 27: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
-	46, // 28: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
-	46, // 29: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
-	46, // 30: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
-	27, // 31: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
-	46, // 32: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
-	46, // 33: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
-	46, // 34: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
-	34, // 35: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
-	34, // 36: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
-	46, // 37: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
-	46, // 38: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
-	46, // 39: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
-	1,  // 40: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
-	2,  // 41: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
-	3,  // 42: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
-	4,  // 43: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
-	6,  // 44: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
-	8,  // 45: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
-	10, // 46: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
-	11, // 47: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
-	12, // 48: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	14, // 49: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	16, // 50: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	18, // 51: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	21, // 52: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
-	24, // 53: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
-	29, // 54: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
-	30, // 55: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
-	31, // 56: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
-	32, // 57: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
-	35, // 58: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
-	36, // 59: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
-	38, // 60: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
-	39, // 61: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
-	41, // 62: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
-	42, // 63: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
-	0,  // 64: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 65: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 66: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 67: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	7,  // 68: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	9,  // 69: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 70: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 71: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	13, // 72: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	15, // 73: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	17, // 74: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	19, // 75: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	22, // 76: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
-	25, // 77: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
-	27, // 78: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
-	27, // 79: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
-	27, // 80: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
-	33, // 81: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
-	34, // 82: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
-	37, // 83: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
-	34, // 84: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
-	40, // 85: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
-	43, // 86: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
-	43, // 87: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
-	64, // [64:88] is the sub-list for method output_type
-	40, // [40:64] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	47, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	47, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	6,  // 2: gateway.admin.v1.Key.budget:type_name -> gateway.admin.v1.Budget
+	47, // 3: gateway.admin.v1.Key.budget_resets_at:type_name -> google.protobuf.Timestamp
+	47, // 4: gateway.admin.v1.Key.expire_time:type_name -> google.protobuf.Timestamp
+	6,  // 5: gateway.admin.v1.CreateKeyRequest.budget:type_name -> gateway.admin.v1.Budget
+	47, // 6: gateway.admin.v1.CreateKeyRequest.expire_time:type_name -> google.protobuf.Timestamp
+	5,  // 7: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
+	5,  // 8: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
+	5,  // 9: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
+	48, // 10: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	5,  // 11: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
+	49, // 12: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	47, // 13: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	45, // 14: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	47, // 15: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	46, // 16: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	47, // 17: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	47, // 18: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	21, // 19: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
+	47, // 20: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	47, // 21: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	47, // 22: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
+	47, // 23: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
+	24, // 24: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
+	27, // 25: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
+	47, // 26: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	47, // 27: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
+	47, // 28: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
+	47, // 29: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
+	47, // 30: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
+	47, // 31: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
+	29, // 32: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
+	47, // 33: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
+	47, // 34: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
+	47, // 35: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
+	28, // 36: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
+	47, // 37: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
+	47, // 38: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
+	47, // 39: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
+	35, // 40: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
+	35, // 41: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
+	47, // 42: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
+	47, // 43: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
+	47, // 44: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
+	1,  // 45: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
+	2,  // 46: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
+	3,  // 47: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
+	4,  // 48: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
+	7,  // 49: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
+	9,  // 50: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
+	11, // 51: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
+	12, // 52: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
+	13, // 53: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
+	15, // 54: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	17, // 55: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	19, // 56: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	22, // 57: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
+	25, // 58: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	30, // 59: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
+	31, // 60: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
+	32, // 61: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
+	33, // 62: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
+	36, // 63: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
+	37, // 64: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
+	39, // 65: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
+	40, // 66: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
+	42, // 67: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
+	43, // 68: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
+	0,  // 69: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 70: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 71: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 72: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	8,  // 73: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	10, // 74: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 75: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 76: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	14, // 77: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	16, // 78: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	18, // 79: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	20, // 80: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	23, // 81: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
+	26, // 82: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	28, // 83: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
+	28, // 84: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
+	28, // 85: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
+	34, // 86: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
+	35, // 87: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
+	38, // 88: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
+	35, // 89: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
+	41, // 90: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
+	44, // 91: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
+	44, // 92: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
+	69, // [69:93] is the sub-list for method output_type
+	45, // [45:69] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_gateway_admin_v1_admin_proto_init() }
@@ -3304,7 +3432,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	CoreService_Embed_FullMethodName                = "/gateway.core.v1.CoreService/Embed"
 	CoreService_Forward_FullMethodName              = "/gateway.core.v1.CoreService/Forward"
 	CoreService_Realtime_FullMethodName             = "/gateway.core.v1.CoreService/Realtime"
+	CoreService_GetCallerKey_FullMethodName         = "/gateway.core.v1.CoreService/GetCallerKey"
 )
 
 // CoreServiceClient is the client API for CoreService service.
@@ -77,6 +78,9 @@ type CoreServiceClient interface {
 	// model, balance, then the upstream WebSocket); frames then flow both ways and every
 	// reliable response.done is charged once.
 	Realtime(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RealtimeRequest, RealtimeResponse], error)
+	// The calling key's own view: its policy, limits, budget and spend, expiry and usage
+	// (contract: "Keys: limits, budgets, expiry"); never a secret.
+	GetCallerKey(ctx context.Context, in *GetCallerKeyRequest, opts ...grpc.CallOption) (*CallerKey, error)
 }
 
 type coreServiceClient struct {
@@ -222,6 +226,16 @@ func (c *coreServiceClient) Realtime(ctx context.Context, opts ...grpc.CallOptio
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CoreService_RealtimeClient = grpc.BidiStreamingClient[RealtimeRequest, RealtimeResponse]
 
+func (c *coreServiceClient) GetCallerKey(ctx context.Context, in *GetCallerKeyRequest, opts ...grpc.CallOption) (*CallerKey, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CallerKey)
+	err := c.cc.Invoke(ctx, CoreService_GetCallerKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CoreServiceServer is the server API for CoreService service.
 // All implementations must embed UnimplementedCoreServiceServer
 // for forward compatibility.
@@ -266,6 +280,9 @@ type CoreServiceServer interface {
 	// model, balance, then the upstream WebSocket); frames then flow both ways and every
 	// reliable response.done is charged once.
 	Realtime(grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]) error
+	// The calling key's own view: its policy, limits, budget and spend, expiry and usage
+	// (contract: "Keys: limits, budgets, expiry"); never a secret.
+	GetCallerKey(context.Context, *GetCallerKeyRequest) (*CallerKey, error)
 	mustEmbedUnimplementedCoreServiceServer()
 }
 
@@ -311,6 +328,9 @@ func (UnimplementedCoreServiceServer) Forward(grpc.BidiStreamingServer[ForwardRe
 }
 func (UnimplementedCoreServiceServer) Realtime(grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]) error {
 	return status.Error(codes.Unimplemented, "method Realtime not implemented")
+}
+func (UnimplementedCoreServiceServer) GetCallerKey(context.Context, *GetCallerKeyRequest) (*CallerKey, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCallerKey not implemented")
 }
 func (UnimplementedCoreServiceServer) mustEmbedUnimplementedCoreServiceServer() {}
 func (UnimplementedCoreServiceServer) testEmbeddedByValue()                     {}
@@ -520,6 +540,24 @@ func _CoreService_Realtime_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CoreService_RealtimeServer = grpc.BidiStreamingServer[RealtimeRequest, RealtimeResponse]
 
+func _CoreService_GetCallerKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCallerKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).GetCallerKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_GetCallerKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).GetCallerKey(ctx, req.(*GetCallerKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CoreService_ServiceDesc is the grpc.ServiceDesc for CoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -562,6 +600,10 @@ var CoreService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Embed",
 			Handler:    _CoreService_Embed_Handler,
+		},
+		{
+			MethodName: "GetCallerKey",
+			Handler:    _CoreService_GetCallerKey_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
