@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -357,4 +359,84 @@ func TestSettleCapsChargesAtTheBudget(t *testing.T) {
 	}
 	r.Finish(f.record("held", ""))
 	checkLedger(t, f.st, f.p)
+}
+
+// BenchmarkBudgetedCharge is BenchmarkChargeConcurrent's commit path for requests of a key
+// with a budget beside those of a key without one: the process's CPU per charge (holds, lease
+// growths, group commits), the database's, and its transactions per charge, which budgets must
+// leave unchanged (they ride on the same leases and group commits).
+// go test ./core/billing -run x -bench BudgetedCharge -benchtime 20000x
+func BenchmarkBudgetedCharge(b *testing.B) {
+	for _, budgeted := range benchOrder() {
+		name := "unlimited"
+		if budgeted {
+			name = "budgeted"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			f := newFixture(b, "1000000")
+			budget := Budget{Key: f.key, Amount: dec("1000000"), Period: store.BudgetMonth}
+			if budgeted {
+				if _, err := f.st.Pool.Exec(ctx, `UPDATE api_keys SET budget_amount = 1000000, budget_period = 'MONTH' WHERE id = $1`, f.key); err != nil {
+					b.Fatal(err)
+				}
+			}
+			l := NewLedger(f.st, nil)
+			b.Cleanup(func() { _ = l.Close(ctx) })
+			hold, cost := dec("0.001"), dec("0.004")
+			var next atomic.Int64
+			var xact0, xact1 int64
+			time.Sleep(1100 * time.Millisecond)
+			_ = f.st.Pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&xact0)
+			db0, self0 := descendantsCPU(), processCPU()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					r := l.NewRequest(f.p)
+					if budgeted {
+						r.Limit(budget, time.Now())
+					}
+					if err := r.Hold(ctx, Price{}, hold); err != nil {
+						b.Error(err)
+						return
+					}
+					rec := f.record(fmt.Sprint("c", next.Add(1)), "")
+					rec.Cost, rec.UsageReliable = decimal.NewNullDecimal(cost), true
+					if _, err := r.Settle(ctx, rec); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			self, db := processCPU()-self0, descendantsCPU()-db0
+			time.Sleep(1100 * time.Millisecond) // the backends report their commits at most once a second
+			_ = f.st.Pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&xact1)
+			n := float64(next.Load())
+			b.ReportMetric(float64(self.Microseconds())/n, "cpu-µs/charge")
+			if db > 0 {
+				b.ReportMetric(float64(db.Microseconds())/n, "db-cpu-µs/charge")
+			}
+			b.ReportMetric(float64(xact1-xact0)/n, "xact/charge")
+			s := l.Stats()
+			b.ReportMetric(float64(s.Charges)/float64(max(s.Commits, 1)), "charges/commit")
+		})
+	}
+}
+
+// processCPU is this process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchOrder runs the budgeted case first when BENCH_BUDGET_FIRST is set: the second case runs
+// on a cluster with more rows, which a comparison must rule out.
+func benchOrder() []bool {
+	if os.Getenv("BENCH_BUDGET_FIRST") != "" {
+		return []bool{true, false}
+	}
+	return []bool{false, true}
 }
