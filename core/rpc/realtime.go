@@ -122,6 +122,8 @@ type session struct {
 
 	// responses counts the session's charged responses: part of each one's record id.
 	responses int
+	// overBudget: the next response's reserve was refused by the key's budget, not the balance.
+	overBudget bool
 
 	sendMu sync.Mutex // the client side has two writers: both loops
 	upMu   sync.Mutex // the upstream connection has two writers too
@@ -244,6 +246,9 @@ func (x *session) fromUpstream() {
 		}
 		if exhausted {
 			reason := "insufficient_balance: the balance cannot pay for another response"
+			if x.overBudget {
+				reason = "budget_exceeded: the key's budget cannot pay for another response"
+			}
 			x.closeClient(closeBalance, reason)
 			_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
 			return
@@ -333,6 +338,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	}
 	b.money.StartAt(x.started) // the next response's charge counts in the window it starts in
 	if err := b.money.Hold(b.ctx, b.money.Price(), x.reserve); err != nil {
+		x.overBudget = errors.Is(err, billing.ErrBudgetExceeded)
 		return true, nil
 	}
 	x.run = b.newRunning(input, realtimeReserveOutput)
