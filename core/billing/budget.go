@@ -27,9 +27,10 @@ var ErrBudgetExceeded = errors.New("key budget exceeded")
 type BudgetError struct {
 	Budget decimal.Decimal // the key's budget per window
 	Period string
-	// Left is the budget less what the window's charges took (holds of requests in flight
-	// aside); never negative.
+	// Left is the budget less what the window's charges took; never negative.
 	Left decimal.Decimal
+	// Held is the part of Left held for requests in flight (on this replica and others).
+	Held decimal.Decimal
 	// ResetsAt is the window's end; zero for a TOTAL budget.
 	ResetsAt time.Time
 }
@@ -107,7 +108,9 @@ func (l *Ledger) budgetAccountOf(ref store.BudgetRef) *account {
 	return a
 }
 
-// refusal is the BudgetError of a refused budget lease.
-func (b *budgetUse) refusal(r *store.BudgetRefusal) *BudgetError {
-	return &BudgetError{Budget: r.Budget, Period: b.Period, Left: decimal.Max(r.Budget.Sub(r.Spent), decimal.Zero), ResetsAt: b.end}
+// refusal is the BudgetError of a refused budget lease; mine is what this replica holds of
+// the window for other requests.
+func (b *budgetUse) refusal(r *store.BudgetRefusal, mine decimal.Decimal) *BudgetError {
+	left := decimal.Max(r.Budget.Sub(r.Spent), decimal.Zero)
+	return &BudgetError{Budget: r.Budget, Period: b.Period, Left: left, Held: decimal.Min(r.Others.Add(mine), left), ResetsAt: b.end}
 }

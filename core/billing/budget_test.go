@@ -299,10 +299,12 @@ func TestBudgetOfADeadReplicaReturnsWithinTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	died := time.Now() // never released, renewed nor closed: the process is gone
-	if _, err := f.budgeted(ctx, alive, b, time.Now(), "early", dec("0.5"), dec("0.5")); !errors.Is(err, ErrBudgetExceeded) {
-		t.Fatalf("with 0.9 of 1 leased by another replica, a hold of 0.5: %v, want budget_exceeded", err)
+	// Refused, and told why: nothing is spent, but the rest is held for requests in flight.
+	_, err := f.budgeted(ctx, alive, b, time.Now(), "early", dec("0.5"), dec("0.5"))
+	var be *BudgetError
+	if !errors.As(err, &be) || !be.Left.Equal(dec("1")) || be.Held.LessThan(dec("0.9")) || !be.ResetsAt.IsZero() {
+		t.Fatalf("with 0.9 of 1 leased by another replica, a hold of 0.5: %v (%+v), want budget_exceeded, 1 left, 0.9 of it held", err, be)
 	}
-	var err error
 	for time.Since(died) < 10*time.Second {
 		if _, err = f.budgeted(ctx, alive, b, time.Now(), fmt.Sprint("after", time.Since(died)), dec("0.9"), dec("0.9")); err == nil {
 			break

@@ -369,8 +369,9 @@ func (l *Ledger) accountOf(p pool) *account {
 }
 
 // extend grows the replica's lease on the pool in the database: ErrInsufficient or a
-// *BudgetError when not even need is free.
-func (l *Ledger) extend(ctx context.Context, p pool, need, want decimal.Decimal) (store.LeaseState, error) {
+// *BudgetError when not even need is free (amount: the part of need the asking request
+// adds).
+func (l *Ledger) extend(ctx context.Context, p pool, need, want, amount decimal.Decimal) (store.LeaseState, error) {
 	if p.budget == nil {
 		st, err := l.Store.ExtendLease(ctx, p.profile, l.Replica, need, want, l.LeaseTTL)
 		if errors.Is(err, store.ErrInsufficientBalance) {
@@ -381,7 +382,7 @@ func (l *Ledger) extend(ctx context.Context, p pool, need, want decimal.Decimal)
 	st, err := l.Store.ExtendBudgetLease(ctx, p.budget.ref, l.Replica, need, want, l.LeaseTTL)
 	var r *store.BudgetRefusal
 	if errors.As(err, &r) {
-		return st, p.budget.refusal(r)
+		return st, p.budget.refusal(r, need.Sub(amount))
 	}
 	return st, err
 }
@@ -430,7 +431,7 @@ func (l *Ledger) take(ctx context.Context, p pool, amount, aheadOf decimal.Decim
 
 		started := time.Now()
 		dctx, cancel := l.dbContext(ctx)
-		st, err := l.extend(dctx, p, need, want)
+		st, err := l.extend(dctx, p, need, want, amount)
 		cancel()
 		if err != nil && !refused(err) {
 			err = unavailable(err)
@@ -467,7 +468,7 @@ func (l *Ledger) growBeside(p pool, a *account, now time.Time) {
 	go func() {
 		defer l.background.Done()
 		dctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
-		st, err := l.extend(dctx, p, need, want)
+		st, err := l.extend(dctx, p, need, want, decimal.Zero)
 		cancel()
 		l.mu.Lock()
 		defer l.mu.Unlock()

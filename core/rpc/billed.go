@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -281,6 +282,10 @@ func budgetExceeded(err error, amount decimal.Decimal, currency string) *apierro
 	if be.ResetsAt.IsZero() {
 		per = "in total"
 	}
-	return apierror.New(apierror.BudgetExceeded, "the key's budget of %s %s %s has %s %s left, less than this request may cost (up to %s %s); %s",
-		be.Budget, currency, per, be.Left, currency, amount, currency, resets)
+	held := ""
+	if be.Held.IsPositive() {
+		held = fmt.Sprintf(" (%s %s of it held for requests in flight)", be.Held, currency)
+	}
+	return apierror.New(apierror.BudgetExceeded, "the key's budget of %s %s %s has %s %s left%s, less than this request may cost (up to %s %s); %s",
+		be.Budget, currency, per, be.Left, currency, held, amount, currency, resets)
 }

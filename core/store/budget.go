@@ -29,9 +29,10 @@ type BudgetRef struct {
 // Start is the window's start.
 func (r BudgetRef) Start() time.Time { return time.Unix(r.Window, 0).UTC() }
 
-// BudgetRefusal is a budget lease refused: the key's budget and what the window had spent.
+// BudgetRefusal is a budget lease refused: the key's budget, what the window had spent, and
+// what other replicas had leased of it (for their requests in flight).
 type BudgetRefusal struct {
-	Budget, Spent decimal.Decimal
+	Budget, Spent, Others decimal.Decimal
 }
 
 func (r *BudgetRefusal) Error() string { return ErrBudgetExceeded.Error() }
@@ -44,10 +45,10 @@ func (r *BudgetRefusal) Unwrap() error { return ErrBudgetExceeded }
 // every other replica's unexpired lease on it; a *BudgetRefusal (ErrBudgetExceeded) when
 // not even need is free. A key without a budget in the database gets what it wants.
 func (s *Store) ExtendBudgetLease(ctx context.Context, ref BudgetRef, replica uuid.UUID, need, want decimal.Decimal, ttl time.Duration) (LeaseState, error) {
-	var amount, budget, spent decimal.NullDecimal
+	var amount, budget, spent, others decimal.NullDecimal
 	var version *int64
-	err := s.Pool.QueryRow(ctx, `SELECT lease_amount, lease_version, budget, spent FROM gateway_extend_budget_lease($1, $2, $3, $4, $5, $6::interval)`,
-		ref.Key, replica, ref.Start(), need.String(), want.String(), ttl.String()).Scan(&amount, &version, &budget, &spent)
+	err := s.Pool.QueryRow(ctx, `SELECT lease_amount, lease_version, budget, spent, others FROM gateway_extend_budget_lease($1, $2, $3, $4, $5, $6::interval)`,
+		ref.Key, replica, ref.Start(), need.String(), want.String(), ttl.String()).Scan(&amount, &version, &budget, &spent, &others)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "P0002":
@@ -55,7 +56,7 @@ func (s *Store) ExtendBudgetLease(ctx context.Context, ref BudgetRef, replica uu
 	case err != nil:
 		return LeaseState{}, fmt.Errorf("extend budget lease: %w", err)
 	case !amount.Valid || version == nil:
-		return LeaseState{}, &BudgetRefusal{Budget: budget.Decimal, Spent: spent.Decimal}
+		return LeaseState{}, &BudgetRefusal{Budget: budget.Decimal, Spent: spent.Decimal, Others: others.Decimal}
 	}
 	return LeaseState{Amount: amount.Decimal, Version: *version, Present: true}, nil
 }
