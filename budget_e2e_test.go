@@ -80,6 +80,10 @@ func TestKeyBudgetOnTwoGateways(t *testing.T) {
 		t.Fatalf("%d served, %d refused: charged %s (the key's records %s) on a budget of 0.1", served, refused, charged, spent)
 	}
 
+	if one := b.admin("GET", "/admin/v1/keys/"+keyID, ""); one["budget_spent"] != charged.String() || one["budget_resets_at"] == nil {
+		t.Fatalf("GetKey on replica B: %v, want budget_spent %s", one, charged)
+	}
+
 	// Raised on A, in force on B within a second.
 	upd := a.admin("PATCH", "/admin/v1/keys/"+keyID, `{"budget":{"amount":"1","period":"DAY"}}`)
 	if upd["budget_spent"] != charged.String() {

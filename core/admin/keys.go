@@ -337,3 +337,16 @@ func (s *Server) RotateKey(ctx context.Context, req *adminv1.RotateKeyRequest) (
 	}
 	return &adminv1.RotateKeyResponse{Key: out, Secret: sec.Plain}, nil
 }
+
+// GetKey implements GET /admin/v1/keys/{id}.
+func (s *Server) GetKey(ctx context.Context, req *adminv1.GetKeyRequest) (*adminv1.Key, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	k, err := s.Store.GetKey(ctx, id)
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	return s.keyWithSpend(ctx, k)
+}

@@ -95,6 +95,9 @@ func TestKeyBudgetRefusesAndShows(t *testing.T) {
 	if err != nil || len(ks.GetKeys()) != 1 || ks.GetKeys()[0].GetBudgetSpent() != "1" || !ks.GetKeys()[0].GetBudgetResetsAt().AsTime().Equal(end) {
 		t.Fatalf("ListKeys: %v %v", ks, err)
 	}
+	if one, err := e.admin.GetKey(ctx, &adminv1.GetKeyRequest{Id: keyID}); err != nil || one.GetBudgetSpent() != "1" || one.GetBudget().GetAmount() != "1" {
+		t.Fatalf("GetKey: %v %v", one, err)
+	}
 
 	// Raised: served again at once, up to the new amount.
 	upd, err := e.admin.UpdateKey(ctx, &adminv1.UpdateKeyRequest{Key: &adminv1.Key{Id: keyID, Budget: &adminv1.Budget{Amount: "1.25", Period: "DAY"}}})

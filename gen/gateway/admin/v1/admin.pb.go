@@ -928,6 +928,50 @@ func (x *RotateKeyRequest) GetId() string {
 	return ""
 }
 
+type GetKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeyRequest) Reset() {
+	*x = GetKeyRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeyRequest) ProtoMessage() {}
+
+func (x *GetKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetKeyRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 type RotateKeyResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           *Key                   `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -938,7 +982,7 @@ type RotateKeyResponse struct {
 
 func (x *RotateKeyResponse) Reset() {
 	*x = RotateKeyResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +994,7 @@ func (x *RotateKeyResponse) String() string {
 func (*RotateKeyResponse) ProtoMessage() {}
 
 func (x *RotateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1007,7 @@ func (x *RotateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RotateKeyResponse) GetKey() *Key {
@@ -990,7 +1034,7 @@ type ApplyCatalogRequest struct {
 
 func (x *ApplyCatalogRequest) Reset() {
 	*x = ApplyCatalogRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1002,7 +1046,7 @@ func (x *ApplyCatalogRequest) String() string {
 func (*ApplyCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1015,7 +1059,7 @@ func (x *ApplyCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyCatalogRequest) GetDocument() *structpb.Struct {
@@ -1042,7 +1086,7 @@ type ApplyCatalogResponse struct {
 
 func (x *ApplyCatalogResponse) Reset() {
 	*x = ApplyCatalogResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1098,7 @@ func (x *ApplyCatalogResponse) String() string {
 func (*ApplyCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1111,7 @@ func (x *ApplyCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyCatalogResponse) GetFamilies() int32 {
@@ -1125,7 +1169,7 @@ type SetFxRatesRequest struct {
 
 func (x *SetFxRatesRequest) Reset() {
 	*x = SetFxRatesRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1181,7 @@ func (x *SetFxRatesRequest) String() string {
 func (*SetFxRatesRequest) ProtoMessage() {}
 
 func (x *SetFxRatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1194,7 @@ func (x *SetFxRatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFxRatesRequest.ProtoReflect.Descriptor instead.
 func (*SetFxRatesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetFxRatesRequest) GetEffectiveDate() string {
@@ -1185,7 +1229,7 @@ type SetFxRatesResponse struct {
 
 func (x *SetFxRatesResponse) Reset() {
 	*x = SetFxRatesResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1241,7 @@ func (x *SetFxRatesResponse) String() string {
 func (*SetFxRatesResponse) ProtoMessage() {}
 
 func (x *SetFxRatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1254,7 @@ func (x *SetFxRatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFxRatesResponse.ProtoReflect.Descriptor instead.
 func (*SetFxRatesResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetFxRatesResponse) GetEffectiveDate() string {
@@ -1254,7 +1298,7 @@ type ListUsageRequest struct {
 
 func (x *ListUsageRequest) Reset() {
 	*x = ListUsageRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1310,7 @@ func (x *ListUsageRequest) String() string {
 func (*ListUsageRequest) ProtoMessage() {}
 
 func (x *ListUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1323,7 @@ func (x *ListUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsageRequest.ProtoReflect.Descriptor instead.
 func (*ListUsageRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListUsageRequest) GetId() string {
@@ -1334,7 +1378,7 @@ type ListUsageResponse struct {
 
 func (x *ListUsageResponse) Reset() {
 	*x = ListUsageResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1390,7 @@ func (x *ListUsageResponse) String() string {
 func (*ListUsageResponse) ProtoMessage() {}
 
 func (x *ListUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1403,7 @@ func (x *ListUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsageResponse.ProtoReflect.Descriptor instead.
 func (*ListUsageResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListUsageResponse) GetRecords() []*UsageRecord {
@@ -1400,7 +1444,7 @@ type UsageRecord struct {
 
 func (x *UsageRecord) Reset() {
 	*x = UsageRecord{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +1456,7 @@ func (x *UsageRecord) String() string {
 func (*UsageRecord) ProtoMessage() {}
 
 func (x *UsageRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +1469,7 @@ func (x *UsageRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRecord.ProtoReflect.Descriptor instead.
 func (*UsageRecord) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UsageRecord) GetRequestId() string {
@@ -1551,7 +1595,7 @@ type GetUsageSummaryRequest struct {
 
 func (x *GetUsageSummaryRequest) Reset() {
 	*x = GetUsageSummaryRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1607,7 @@ func (x *GetUsageSummaryRequest) String() string {
 func (*GetUsageSummaryRequest) ProtoMessage() {}
 
 func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1620,7 @@ func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageSummaryRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetUsageSummaryRequest) GetId() string {
@@ -1624,7 +1668,7 @@ type GetUsageSummaryResponse struct {
 
 func (x *GetUsageSummaryResponse) Reset() {
 	*x = GetUsageSummaryResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1680,7 @@ func (x *GetUsageSummaryResponse) String() string {
 func (*GetUsageSummaryResponse) ProtoMessage() {}
 
 func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1693,7 @@ func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageSummaryResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageSummaryResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetUsageSummaryResponse) GetRows() []*UsageSummaryRow {
@@ -1680,7 +1724,7 @@ type UsageSummaryRow struct {
 
 func (x *UsageSummaryRow) Reset() {
 	*x = UsageSummaryRow{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1736,7 @@ func (x *UsageSummaryRow) String() string {
 func (*UsageSummaryRow) ProtoMessage() {}
 
 func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1749,7 @@ func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageSummaryRow.ProtoReflect.Descriptor instead.
 func (*UsageSummaryRow) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UsageSummaryRow) GetKeyId() string {
@@ -1784,7 +1828,7 @@ type VerifyCapabilitiesRequest struct {
 
 func (x *VerifyCapabilitiesRequest) Reset() {
 	*x = VerifyCapabilitiesRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1840,7 @@ func (x *VerifyCapabilitiesRequest) String() string {
 func (*VerifyCapabilitiesRequest) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1853,7 @@ func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *VerifyCapabilitiesRequest) GetModels() []string {
@@ -1835,7 +1879,7 @@ type VerifyCapabilitiesResponse struct {
 
 func (x *VerifyCapabilitiesResponse) Reset() {
 	*x = VerifyCapabilitiesResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +1891,7 @@ func (x *VerifyCapabilitiesResponse) String() string {
 func (*VerifyCapabilitiesResponse) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +1904,7 @@ func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesResponse.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *VerifyCapabilitiesResponse) GetCapabilities() []*Capability {
@@ -1886,7 +1930,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +1942,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +1955,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Capability) GetModel() string {
@@ -1976,7 +2020,7 @@ type Incident struct {
 
 func (x *Incident) Reset() {
 	*x = Incident{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2032,7 @@ func (x *Incident) String() string {
 func (*Incident) ProtoMessage() {}
 
 func (x *Incident) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2045,7 @@ func (x *Incident) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Incident.ProtoReflect.Descriptor instead.
 func (*Incident) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Incident) GetId() string {
@@ -2100,7 +2144,7 @@ type IncidentUpdate struct {
 
 func (x *IncidentUpdate) Reset() {
 	*x = IncidentUpdate{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2156,7 @@ func (x *IncidentUpdate) String() string {
 func (*IncidentUpdate) ProtoMessage() {}
 
 func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2169,7 @@ func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IncidentUpdate.ProtoReflect.Descriptor instead.
 func (*IncidentUpdate) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *IncidentUpdate) GetId() string {
@@ -2177,7 +2221,7 @@ type CreateIncidentRequest struct {
 
 func (x *CreateIncidentRequest) Reset() {
 	*x = CreateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2189,7 +2233,7 @@ func (x *CreateIncidentRequest) String() string {
 func (*CreateIncidentRequest) ProtoMessage() {}
 
 func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2202,7 +2246,7 @@ func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*CreateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateIncidentRequest) GetKind() string {
@@ -2274,7 +2318,7 @@ type UpdateIncidentRequest struct {
 
 func (x *UpdateIncidentRequest) Reset() {
 	*x = UpdateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2330,7 @@ func (x *UpdateIncidentRequest) String() string {
 func (*UpdateIncidentRequest) ProtoMessage() {}
 
 func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2343,7 @@ func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*UpdateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateIncidentRequest) GetId() string {
@@ -2340,7 +2384,7 @@ type ResolveIncidentRequest struct {
 
 func (x *ResolveIncidentRequest) Reset() {
 	*x = ResolveIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2352,7 +2396,7 @@ func (x *ResolveIncidentRequest) String() string {
 func (*ResolveIncidentRequest) ProtoMessage() {}
 
 func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2365,7 +2409,7 @@ func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveIncidentRequest.ProtoReflect.Descriptor instead.
 func (*ResolveIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResolveIncidentRequest) GetId() string {
@@ -2392,7 +2436,7 @@ type ListIncidentsRequest struct {
 
 func (x *ListIncidentsRequest) Reset() {
 	*x = ListIncidentsRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2404,7 +2448,7 @@ func (x *ListIncidentsRequest) String() string {
 func (*ListIncidentsRequest) ProtoMessage() {}
 
 func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2417,7 +2461,7 @@ func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsRequest.ProtoReflect.Descriptor instead.
 func (*ListIncidentsRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListIncidentsRequest) GetIncludeResolved() bool {
@@ -2436,7 +2480,7 @@ type ListIncidentsResponse struct {
 
 func (x *ListIncidentsResponse) Reset() {
 	*x = ListIncidentsResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2448,7 +2492,7 @@ func (x *ListIncidentsResponse) String() string {
 func (*ListIncidentsResponse) ProtoMessage() {}
 
 func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2461,7 +2505,7 @@ func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsResponse.ProtoReflect.Descriptor instead.
 func (*ListIncidentsResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListIncidentsResponse) GetIncidents() []*Incident {
@@ -2484,7 +2528,7 @@ type BotState struct {
 
 func (x *BotState) Reset() {
 	*x = BotState{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2540,7 @@ func (x *BotState) String() string {
 func (*BotState) ProtoMessage() {}
 
 func (x *BotState) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2553,7 @@ func (x *BotState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotState.ProtoReflect.Descriptor instead.
 func (*BotState) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BotState) GetKey() string {
@@ -2549,7 +2593,7 @@ type GetBotStateRequest struct {
 
 func (x *GetBotStateRequest) Reset() {
 	*x = GetBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2605,7 @@ func (x *GetBotStateRequest) String() string {
 func (*GetBotStateRequest) ProtoMessage() {}
 
 func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2618,7 @@ func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotStateRequest.ProtoReflect.Descriptor instead.
 func (*GetBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetBotStateRequest) GetKey() string {
@@ -2597,7 +2641,7 @@ type PutBotStateRequest struct {
 
 func (x *PutBotStateRequest) Reset() {
 	*x = PutBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2609,7 +2653,7 @@ func (x *PutBotStateRequest) String() string {
 func (*PutBotStateRequest) ProtoMessage() {}
 
 func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2622,7 +2666,7 @@ func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateRequest.ProtoReflect.Descriptor instead.
 func (*PutBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PutBotStateRequest) GetKey() string {
@@ -2664,7 +2708,7 @@ type PutBotStateResponse struct {
 
 func (x *PutBotStateResponse) Reset() {
 	*x = PutBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2720,7 @@ func (x *PutBotStateResponse) String() string {
 func (*PutBotStateResponse) ProtoMessage() {}
 
 func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2733,7 @@ func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateResponse.ProtoReflect.Descriptor instead.
 func (*PutBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PutBotStateResponse) GetState() *BotState {
@@ -2715,7 +2759,7 @@ type TakeBotStateRequest struct {
 
 func (x *TakeBotStateRequest) Reset() {
 	*x = TakeBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2771,7 @@ func (x *TakeBotStateRequest) String() string {
 func (*TakeBotStateRequest) ProtoMessage() {}
 
 func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2784,7 @@ func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeBotStateRequest.ProtoReflect.Descriptor instead.
 func (*TakeBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TakeBotStateRequest) GetKey() string {
@@ -2759,7 +2803,7 @@ type ListBotStateRequest struct {
 
 func (x *ListBotStateRequest) Reset() {
 	*x = ListBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2771,7 +2815,7 @@ func (x *ListBotStateRequest) String() string {
 func (*ListBotStateRequest) ProtoMessage() {}
 
 func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2784,7 +2828,7 @@ func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateRequest.ProtoReflect.Descriptor instead.
 func (*ListBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListBotStateRequest) GetPrefix() string {
@@ -2803,7 +2847,7 @@ type ListBotStateResponse struct {
 
 func (x *ListBotStateResponse) Reset() {
 	*x = ListBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2815,7 +2859,7 @@ func (x *ListBotStateResponse) String() string {
 func (*ListBotStateResponse) ProtoMessage() {}
 
 func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2828,7 +2872,7 @@ func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateResponse.ProtoReflect.Descriptor instead.
 func (*ListBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListBotStateResponse) GetStates() []*BotState {
@@ -2848,7 +2892,7 @@ type ReportBotHealthRequest struct {
 
 func (x *ReportBotHealthRequest) Reset() {
 	*x = ReportBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +2904,7 @@ func (x *ReportBotHealthRequest) String() string {
 func (*ReportBotHealthRequest) ProtoMessage() {}
 
 func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +2917,7 @@ func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*ReportBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReportBotHealthRequest) GetLastPollTime() *timestamppb.Timestamp {
@@ -2891,7 +2935,7 @@ type GetBotHealthRequest struct {
 
 func (x *GetBotHealthRequest) Reset() {
 	*x = GetBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +2947,7 @@ func (x *GetBotHealthRequest) String() string {
 func (*GetBotHealthRequest) ProtoMessage() {}
 
 func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +2960,7 @@ func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*GetBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 type BotHealth struct {
@@ -2932,7 +2976,7 @@ type BotHealth struct {
 
 func (x *BotHealth) Reset() {
 	*x = BotHealth{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +2988,7 @@ func (x *BotHealth) String() string {
 func (*BotHealth) ProtoMessage() {}
 
 func (x *BotHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3001,7 @@ func (x *BotHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotHealth.ProtoReflect.Descriptor instead.
 func (*BotHealth) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{44}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *BotHealth) GetStatus() string {
@@ -3055,6 +3099,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x10RevokeKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\"\n" +
 	"\x10RotateKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x1f\n" +
+	"\rGetKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"T\n" +
 	"\x11RotateKeyResponse\x12'\n" +
 	"\x03key\x18\x01 \x01(\v2\x15.gateway.admin.v1.KeyR\x03key\x12\x16\n" +
@@ -3226,7 +3272,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\tBotHealth\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12D\n" +
 	"\x10last_report_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastReportTime\x12@\n" +
-	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime2\xe6\x17\n" +
+	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime2\xc5\x18\n" +
 	"\fAdminService\x12q\n" +
 	"\rCreateProfile\x12&.gateway.admin.v1.CreateProfileRequest\x1a\x19.gateway.admin.v1.Profile\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/admin/v1/profiles\x12m\n" +
 	"\n" +
@@ -3253,7 +3299,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\fTakeBotState\x12%.gateway.admin.v1.TakeBotStateRequest\x1a\x1a.gateway.admin.v1.BotState\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/admin/v1/bot/state/{key}:take\x12z\n" +
 	"\fListBotState\x12%.gateway.admin.v1.ListBotStateRequest\x1a&.gateway.admin.v1.ListBotStateResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/bot/state\x12\x80\x01\n" +
 	"\x0fReportBotHealth\x12(.gateway.admin.v1.ReportBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/admin/v1/bot/health:report\x12p\n" +
-	"\fGetBotHealth\x12%.gateway.admin.v1.GetBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/admin/v1/bot/healthB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
+	"\fGetBotHealth\x12%.gateway.admin.v1.GetBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/admin/v1/bot/health\x12]\n" +
+	"\x06GetKey\x12\x1f.gateway.admin.v1.GetKeyRequest\x1a\x15.gateway.admin.v1.Key\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/keys/{id}B+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_gateway_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -3267,7 +3314,7 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
 	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
@@ -3283,89 +3330,90 @@ var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*UpdateKeyRequest)(nil),           // 11: gateway.admin.v1.UpdateKeyRequest
 	(*RevokeKeyRequest)(nil),           // 12: gateway.admin.v1.RevokeKeyRequest
 	(*RotateKeyRequest)(nil),           // 13: gateway.admin.v1.RotateKeyRequest
-	(*RotateKeyResponse)(nil),          // 14: gateway.admin.v1.RotateKeyResponse
-	(*ApplyCatalogRequest)(nil),        // 15: gateway.admin.v1.ApplyCatalogRequest
-	(*ApplyCatalogResponse)(nil),       // 16: gateway.admin.v1.ApplyCatalogResponse
-	(*SetFxRatesRequest)(nil),          // 17: gateway.admin.v1.SetFxRatesRequest
-	(*SetFxRatesResponse)(nil),         // 18: gateway.admin.v1.SetFxRatesResponse
-	(*ListUsageRequest)(nil),           // 19: gateway.admin.v1.ListUsageRequest
-	(*ListUsageResponse)(nil),          // 20: gateway.admin.v1.ListUsageResponse
-	(*UsageRecord)(nil),                // 21: gateway.admin.v1.UsageRecord
-	(*GetUsageSummaryRequest)(nil),     // 22: gateway.admin.v1.GetUsageSummaryRequest
-	(*GetUsageSummaryResponse)(nil),    // 23: gateway.admin.v1.GetUsageSummaryResponse
-	(*UsageSummaryRow)(nil),            // 24: gateway.admin.v1.UsageSummaryRow
-	(*VerifyCapabilitiesRequest)(nil),  // 25: gateway.admin.v1.VerifyCapabilitiesRequest
-	(*VerifyCapabilitiesResponse)(nil), // 26: gateway.admin.v1.VerifyCapabilitiesResponse
-	(*Capability)(nil),                 // 27: gateway.admin.v1.Capability
-	(*Incident)(nil),                   // 28: gateway.admin.v1.Incident
-	(*IncidentUpdate)(nil),             // 29: gateway.admin.v1.IncidentUpdate
-	(*CreateIncidentRequest)(nil),      // 30: gateway.admin.v1.CreateIncidentRequest
-	(*UpdateIncidentRequest)(nil),      // 31: gateway.admin.v1.UpdateIncidentRequest
-	(*ResolveIncidentRequest)(nil),     // 32: gateway.admin.v1.ResolveIncidentRequest
-	(*ListIncidentsRequest)(nil),       // 33: gateway.admin.v1.ListIncidentsRequest
-	(*ListIncidentsResponse)(nil),      // 34: gateway.admin.v1.ListIncidentsResponse
-	(*BotState)(nil),                   // 35: gateway.admin.v1.BotState
-	(*GetBotStateRequest)(nil),         // 36: gateway.admin.v1.GetBotStateRequest
-	(*PutBotStateRequest)(nil),         // 37: gateway.admin.v1.PutBotStateRequest
-	(*PutBotStateResponse)(nil),        // 38: gateway.admin.v1.PutBotStateResponse
-	(*TakeBotStateRequest)(nil),        // 39: gateway.admin.v1.TakeBotStateRequest
-	(*ListBotStateRequest)(nil),        // 40: gateway.admin.v1.ListBotStateRequest
-	(*ListBotStateResponse)(nil),       // 41: gateway.admin.v1.ListBotStateResponse
-	(*ReportBotHealthRequest)(nil),     // 42: gateway.admin.v1.ReportBotHealthRequest
-	(*GetBotHealthRequest)(nil),        // 43: gateway.admin.v1.GetBotHealthRequest
-	(*BotHealth)(nil),                  // 44: gateway.admin.v1.BotHealth
-	nil,                                // 45: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                                // 46: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil),      // 47: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 48: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),            // 49: google.protobuf.Struct
+	(*GetKeyRequest)(nil),              // 14: gateway.admin.v1.GetKeyRequest
+	(*RotateKeyResponse)(nil),          // 15: gateway.admin.v1.RotateKeyResponse
+	(*ApplyCatalogRequest)(nil),        // 16: gateway.admin.v1.ApplyCatalogRequest
+	(*ApplyCatalogResponse)(nil),       // 17: gateway.admin.v1.ApplyCatalogResponse
+	(*SetFxRatesRequest)(nil),          // 18: gateway.admin.v1.SetFxRatesRequest
+	(*SetFxRatesResponse)(nil),         // 19: gateway.admin.v1.SetFxRatesResponse
+	(*ListUsageRequest)(nil),           // 20: gateway.admin.v1.ListUsageRequest
+	(*ListUsageResponse)(nil),          // 21: gateway.admin.v1.ListUsageResponse
+	(*UsageRecord)(nil),                // 22: gateway.admin.v1.UsageRecord
+	(*GetUsageSummaryRequest)(nil),     // 23: gateway.admin.v1.GetUsageSummaryRequest
+	(*GetUsageSummaryResponse)(nil),    // 24: gateway.admin.v1.GetUsageSummaryResponse
+	(*UsageSummaryRow)(nil),            // 25: gateway.admin.v1.UsageSummaryRow
+	(*VerifyCapabilitiesRequest)(nil),  // 26: gateway.admin.v1.VerifyCapabilitiesRequest
+	(*VerifyCapabilitiesResponse)(nil), // 27: gateway.admin.v1.VerifyCapabilitiesResponse
+	(*Capability)(nil),                 // 28: gateway.admin.v1.Capability
+	(*Incident)(nil),                   // 29: gateway.admin.v1.Incident
+	(*IncidentUpdate)(nil),             // 30: gateway.admin.v1.IncidentUpdate
+	(*CreateIncidentRequest)(nil),      // 31: gateway.admin.v1.CreateIncidentRequest
+	(*UpdateIncidentRequest)(nil),      // 32: gateway.admin.v1.UpdateIncidentRequest
+	(*ResolveIncidentRequest)(nil),     // 33: gateway.admin.v1.ResolveIncidentRequest
+	(*ListIncidentsRequest)(nil),       // 34: gateway.admin.v1.ListIncidentsRequest
+	(*ListIncidentsResponse)(nil),      // 35: gateway.admin.v1.ListIncidentsResponse
+	(*BotState)(nil),                   // 36: gateway.admin.v1.BotState
+	(*GetBotStateRequest)(nil),         // 37: gateway.admin.v1.GetBotStateRequest
+	(*PutBotStateRequest)(nil),         // 38: gateway.admin.v1.PutBotStateRequest
+	(*PutBotStateResponse)(nil),        // 39: gateway.admin.v1.PutBotStateResponse
+	(*TakeBotStateRequest)(nil),        // 40: gateway.admin.v1.TakeBotStateRequest
+	(*ListBotStateRequest)(nil),        // 41: gateway.admin.v1.ListBotStateRequest
+	(*ListBotStateResponse)(nil),       // 42: gateway.admin.v1.ListBotStateResponse
+	(*ReportBotHealthRequest)(nil),     // 43: gateway.admin.v1.ReportBotHealthRequest
+	(*GetBotHealthRequest)(nil),        // 44: gateway.admin.v1.GetBotHealthRequest
+	(*BotHealth)(nil),                  // 45: gateway.admin.v1.BotHealth
+	nil,                                // 46: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 47: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 48: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 49: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 50: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	47, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	47, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	48, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	48, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
 	6,  // 2: gateway.admin.v1.Key.budget:type_name -> gateway.admin.v1.Budget
-	47, // 3: gateway.admin.v1.Key.budget_resets_at:type_name -> google.protobuf.Timestamp
-	47, // 4: gateway.admin.v1.Key.expire_time:type_name -> google.protobuf.Timestamp
+	48, // 3: gateway.admin.v1.Key.budget_resets_at:type_name -> google.protobuf.Timestamp
+	48, // 4: gateway.admin.v1.Key.expire_time:type_name -> google.protobuf.Timestamp
 	6,  // 5: gateway.admin.v1.CreateKeyRequest.budget:type_name -> gateway.admin.v1.Budget
-	47, // 6: gateway.admin.v1.CreateKeyRequest.expire_time:type_name -> google.protobuf.Timestamp
+	48, // 6: gateway.admin.v1.CreateKeyRequest.expire_time:type_name -> google.protobuf.Timestamp
 	5,  // 7: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
 	5,  // 8: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
 	5,  // 9: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	48, // 10: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	49, // 10: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
 	5,  // 11: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	49, // 12: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	47, // 13: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	45, // 14: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	47, // 15: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	46, // 16: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	47, // 17: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	47, // 18: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
-	21, // 19: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	47, // 20: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	47, // 21: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
-	47, // 22: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
-	47, // 23: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
-	24, // 24: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
-	27, // 25: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
-	47, // 26: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	47, // 27: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
-	47, // 28: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
-	47, // 29: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
-	47, // 30: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
-	47, // 31: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
-	29, // 32: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
-	47, // 33: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
-	47, // 34: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
-	47, // 35: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
-	28, // 36: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
-	47, // 37: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
-	47, // 38: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
-	47, // 39: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
-	35, // 40: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
-	35, // 41: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
-	47, // 42: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
-	47, // 43: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
-	47, // 44: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
+	50, // 12: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	48, // 13: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	46, // 14: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	48, // 15: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	47, // 16: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	48, // 17: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	48, // 18: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	22, // 19: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
+	48, // 20: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	48, // 21: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	48, // 22: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
+	48, // 23: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
+	25, // 24: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
+	28, // 25: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
+	48, // 26: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	48, // 27: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
+	48, // 28: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
+	48, // 29: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
+	48, // 30: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
+	48, // 31: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
+	30, // 32: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
+	48, // 33: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
+	48, // 34: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
+	48, // 35: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
+	29, // 36: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
+	48, // 37: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
+	48, // 38: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
+	48, // 39: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
+	36, // 40: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
+	36, // 41: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
+	48, // 42: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
+	48, // 43: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
+	48, // 44: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
 	1,  // 45: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
 	2,  // 46: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
 	3,  // 47: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
@@ -3375,47 +3423,49 @@ var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
 	11, // 51: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
 	12, // 52: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
 	13, // 53: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	15, // 54: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	17, // 55: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	19, // 56: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	22, // 57: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
-	25, // 58: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
-	30, // 59: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
-	31, // 60: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
-	32, // 61: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
-	33, // 62: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
-	36, // 63: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
-	37, // 64: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
-	39, // 65: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
-	40, // 66: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
-	42, // 67: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
-	43, // 68: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
-	0,  // 69: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 70: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 71: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 72: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	8,  // 73: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	10, // 74: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 75: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 76: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	14, // 77: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	16, // 78: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	18, // 79: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	20, // 80: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	23, // 81: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
-	26, // 82: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
-	28, // 83: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
-	28, // 84: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
-	28, // 85: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
-	34, // 86: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
-	35, // 87: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
-	38, // 88: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
-	35, // 89: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
-	41, // 90: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
-	44, // 91: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
-	44, // 92: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
-	69, // [69:93] is the sub-list for method output_type
-	45, // [45:69] is the sub-list for method input_type
+	16, // 54: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	18, // 55: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	20, // 56: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	23, // 57: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
+	26, // 58: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	31, // 59: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
+	32, // 60: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
+	33, // 61: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
+	34, // 62: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
+	37, // 63: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
+	38, // 64: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
+	40, // 65: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
+	41, // 66: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
+	43, // 67: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
+	44, // 68: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
+	14, // 69: gateway.admin.v1.AdminService.GetKey:input_type -> gateway.admin.v1.GetKeyRequest
+	0,  // 70: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 71: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 72: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 73: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	8,  // 74: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	10, // 75: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 76: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 77: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	15, // 78: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	17, // 79: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	19, // 80: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	21, // 81: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	24, // 82: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
+	27, // 83: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	29, // 84: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
+	29, // 85: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
+	29, // 86: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
+	35, // 87: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
+	36, // 88: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
+	39, // 89: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
+	36, // 90: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
+	42, // 91: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
+	45, // 92: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
+	45, // 93: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
+	5,  // 94: gateway.admin.v1.AdminService.GetKey:output_type -> gateway.admin.v1.Key
+	70, // [70:95] is the sub-list for method output_type
+	45, // [45:70] is the sub-list for method input_type
 	45, // [45:45] is the sub-list for extension type_name
 	45, // [45:45] is the sub-list for extension extendee
 	0,  // [0:45] is the sub-list for field type_name
@@ -3432,7 +3482,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
