@@ -179,7 +179,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		(&responses.StoredHandler{Core: s.cfg.Core}).ServeHTTP(w, r)
 	case p == "/v1/catalog":
 		s.onlyGET(w, r, s.catalog)
-	case p == "/v1/models", strings.HasPrefix(p, "/v1/models/"), p == "/v1/balance",
+	case p == "/v1/models", strings.HasPrefix(p, "/v1/models/"), p == "/v1/balance", p == "/v1/key",
 		p == "/v1beta/chat-compat/models", p == "/v1beta/openai/models":
 		s.onlyGET(w, r, s.discovery)
 	case p == "/v1beta/models", strings.HasPrefix(p, "/v1beta/models/"):

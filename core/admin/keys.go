@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
+	"modelgateway/core/billing"
 	"modelgateway/core/catalog"
 	"modelgateway/core/keys"
 	"modelgateway/core/snapshot"
@@ -20,12 +24,75 @@ import (
 )
 
 func keyProto(k *store.Key) *adminv1.Key {
-	return &adminv1.Key{
+	out := &adminv1.Key{
 		Id: k.ID.String(), ProfileId: k.ProfileID.String(), Name: k.Name, Prefix: k.Prefix,
 		AllowedEndpoints: k.AllowedEndpoints, AllowedModels: k.AllowedModels, State: k.State,
 		CreateTime: timestamppb.New(k.CreateTime), MaxConcurrentRequests: k.MaxConcurrent, MaxRequestsPerSecond: k.MaxRPS,
 		MaxTokensPerMinute: k.MaxTPM,
 	}
+	if k.ExpireTime != nil {
+		out.ExpireTime = timestamppb.New(*k.ExpireTime)
+	}
+	if k.Budget != nil {
+		out.Budget = &adminv1.Budget{Amount: k.Budget.Amount.String(), Period: k.Budget.Period}
+	}
+	return out
+}
+
+// keyWithSpend is keyProto with the budget's output fields: the current window's spend and
+// when it resets.
+func (s *Server) keyWithSpend(ctx context.Context, k *store.Key) (*adminv1.Key, error) {
+	out := keyProto(k)
+	if k.Budget == nil {
+		return out, nil
+	}
+	start, end := billing.Window(k.Budget.Period, time.Now())
+	spent, err := s.Store.BudgetSpent(ctx, k.ID, k.Budget.Period, start)
+	if err != nil {
+		return nil, err
+	}
+	out.BudgetSpent = spent.String()
+	if !end.IsZero() {
+		out.BudgetResetsAt = timestamppb.New(end)
+	}
+	return out, nil
+}
+
+// parseBudget reads a budget of CreateKey or UpdateKey: nil (none) for an absent one or an
+// amount of 0.
+func parseBudget(b *adminv1.Budget) (*store.Budget, error) {
+	if b == nil || b.GetAmount() == "" && b.GetPeriod() == "" {
+		return nil, nil
+	}
+	amount, err := decimal.NewFromString(b.GetAmount())
+	if err != nil || amount.IsNegative() {
+		return nil, apierror.New(apierror.InvalidRequest, "budget.amount: %q is not a decimal amount of 0 (no budget) or more", b.GetAmount())
+	}
+	if amount.IsZero() {
+		return nil, nil
+	}
+	if amount.Exponent() < -9 || amount.GreaterThanOrEqual(decimal.New(1, 29)) {
+		return nil, apierror.New(apierror.InvalidRequest, "budget.amount: %q has more than 9 fractional digits or is too large", b.GetAmount())
+	}
+	switch p := strings.ToUpper(b.GetPeriod()); p {
+	case store.BudgetTotal, store.BudgetDay, store.BudgetWeek, store.BudgetMonth:
+		return &store.Budget{Amount: amount, Period: p}, nil
+	case "":
+		return &store.Budget{Amount: amount, Period: store.BudgetMonth}, nil
+	}
+	return nil, apierror.New(apierror.InvalidRequest, "budget.period: %q is not TOTAL, DAY, WEEK or MONTH", b.GetPeriod())
+}
+
+// parseExpire reads an expire_time: nil for none.
+func parseExpire(t *timestamppb.Timestamp) (*time.Time, error) {
+	if t == nil {
+		return nil, nil
+	}
+	if err := t.CheckValid(); err != nil {
+		return nil, apierror.New(apierror.InvalidRequest, "expire_time: %v", err)
+	}
+	v := t.AsTime()
+	return &v, nil
 }
 
 func validatePolicy(endpoints, models []string) error {
@@ -68,6 +135,14 @@ func (s *Server) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 	if err := validateLimits(req.GetMaxConcurrentRequests(), req.GetMaxRequestsPerSecond(), req.GetMaxTokensPerMinute()); err != nil {
 		return nil, err
 	}
+	budget, err := parseBudget(req.GetBudget())
+	if err != nil {
+		return nil, err
+	}
+	expire, err := parseExpire(req.GetExpireTime())
+	if err != nil {
+		return nil, err
+	}
 	if _, err := s.Store.GetProfile(ctx, pid); err != nil {
 		return nil, storeError("profile", err)
 	}
@@ -80,6 +155,7 @@ func (s *Server) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 		AllowedEndpoints: req.GetAllowedEndpoints(), AllowedModels: req.GetAllowedModels(),
 		MaxConcurrent: req.GetMaxConcurrentRequests(), MaxRPS: req.GetMaxRequestsPerSecond(),
 		MaxTPM: req.GetMaxTokensPerMinute(),
+		Budget: budget, ExpireTime: expire,
 	})
 	if err != nil {
 		return nil, storeError("key", err)
@@ -87,7 +163,11 @@ func (s *Server) CreateKey(ctx context.Context, req *adminv1.CreateKeyRequest) (
 	if err := s.changed(ctx); err != nil {
 		return nil, err
 	}
-	return &adminv1.CreateKeyResponse{Key: keyProto(k), Secret: sec.Plain}, nil
+	out, err := s.keyWithSpend(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return &adminv1.CreateKeyResponse{Key: out, Secret: sec.Plain}, nil
 }
 
 // ListKeys implements GET /admin/v1/profiles/{profile_id}/keys.
@@ -105,7 +185,11 @@ func (s *Server) ListKeys(ctx context.Context, req *adminv1.ListKeysRequest) (*a
 	}
 	resp := &adminv1.ListKeysResponse{Keys: []*adminv1.Key{}}
 	for _, k := range ks {
-		resp.Keys = append(resp.Keys, keyProto(k))
+		out, err := s.keyWithSpend(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		resp.Keys = append(resp.Keys, out)
 	}
 	return resp, nil
 }
@@ -138,6 +222,12 @@ func (s *Server) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (
 		if in.GetMaxTokensPerMinute() != 0 {
 			paths = append(paths, "max_tokens_per_minute")
 		}
+		if in.GetBudget() != nil {
+			paths = append(paths, "budget")
+		}
+		if in.GetExpireTime() != nil {
+			paths = append(paths, "expire_time")
+		}
 	}
 	var u store.KeyUpdate
 	for _, p := range paths {
@@ -159,12 +249,27 @@ func (s *Server) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (
 		case "max_tokens_per_minute":
 			v := in.GetMaxTokensPerMinute()
 			u.MaxTPM = &v
+		case "budget", "budget.amount", "budget.period":
+			// The budget is replaced whole (grpc-gateway names its fields one by one).
+			b, err := parseBudget(in.GetBudget())
+			if err != nil {
+				return nil, err
+			}
+			u.SetBudget, u.Budget = true, b
+		case "expire_time":
+			t, err := parseExpire(in.GetExpireTime())
+			if err != nil {
+				return nil, err
+			}
+			u.SetExpire, u.ExpireTime = true, t
+		case "budget_spent", "budget_resets_at":
+			return nil, apierror.New(apierror.InvalidRequest, "%s: output only", p)
 		default:
 			return nil, apierror.New(apierror.InvalidRequest, "%s: cannot be updated", p)
 		}
 	}
-	if u.Name == nil && u.AllowedEndpoints == nil && u.AllowedModels == nil && u.MaxConcurrent == nil && u.MaxRPS == nil && u.MaxTPM == nil {
-		return nil, apierror.New(apierror.InvalidRequest, "nothing to update: give name, allowed_endpoints, allowed_models or a request limit")
+	if u.Name == nil && u.AllowedEndpoints == nil && u.AllowedModels == nil && u.MaxConcurrent == nil && u.MaxRPS == nil && u.MaxTPM == nil && !u.SetBudget && !u.SetExpire {
+		return nil, apierror.New(apierror.InvalidRequest, "nothing to update: give name, allowed_endpoints, allowed_models, a request or token limit, budget or expire_time")
 	}
 	if err := validateLimits(in.GetMaxConcurrentRequests(), in.GetMaxRequestsPerSecond(), in.GetMaxTokensPerMinute()); err != nil {
 		return nil, err
@@ -198,7 +303,7 @@ func (s *Server) UpdateKey(ctx context.Context, req *adminv1.UpdateKeyRequest) (
 	if err := s.changed(ctx); err != nil {
 		return nil, err
 	}
-	return keyProto(k), nil
+	return s.keyWithSpend(ctx, k)
 }
 
 // RevokeKey implements POST /admin/v1/keys/{id}:revoke.
@@ -234,5 +339,22 @@ func (s *Server) RotateKey(ctx context.Context, req *adminv1.RotateKeyRequest) (
 	if err := s.changed(ctx); err != nil {
 		return nil, err
 	}
-	return &adminv1.RotateKeyResponse{Key: keyProto(k), Secret: sec.Plain}, nil
+	out, err := s.keyWithSpend(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return &adminv1.RotateKeyResponse{Key: out, Secret: sec.Plain}, nil
+}
+
+// GetKey implements GET /admin/v1/keys/{id}.
+func (s *Server) GetKey(ctx context.Context, req *adminv1.GetKeyRequest) (*adminv1.Key, error) {
+	id, err := parseID("id", req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	k, err := s.Store.GetKey(ctx, id)
+	if err != nil {
+		return nil, storeError("key", err)
+	}
+	return s.keyWithSpend(ctx, k)
 }

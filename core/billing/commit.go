@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"modelgateway/core/store"
@@ -164,7 +163,7 @@ func (l *Ledger) commit(batch []*charge) {
 					"request_id", c.rec.RequestID, "cost", c.rec.Cost.Decimal, "charged", c.charged)
 			}
 		}
-		l.adoptAll(res.Leases, started)
+		l.adoptAll(res, started)
 	}
 	l.mu.Unlock()
 	if err == nil {
@@ -193,9 +192,14 @@ func (l *Ledger) commit(batch []*charge) {
 }
 
 // adoptAll takes the lease states a settlement returned; the caller holds l.mu.
-func (l *Ledger) adoptAll(leases map[uuid.UUID]store.LeaseState, _ time.Time) {
-	for p, st := range leases {
+func (l *Ledger) adoptAll(res *store.Settled, _ time.Time) {
+	for p, st := range res.Leases {
 		if a := l.accounts[p]; a != nil {
+			l.adopt(a, st, time.Time{})
+		}
+	}
+	for r, st := range res.BudgetLeases {
+		if a := l.budgets[r]; a != nil {
 			l.adopt(a, st, time.Time{})
 		}
 	}

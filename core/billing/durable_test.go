@@ -363,7 +363,7 @@ func TestChargeCappedAfterTheLeaseExpiredIsGivenBack(t *testing.T) {
 	if _, err := f.st.Pool.Exec(ctx, `UPDATE balance_leases SET expires_at = now() - interval '1 second' WHERE replica_id = $1`, a.Replica); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.hold(ctx, f.p, dec("0.95"), decimal.Zero); err != nil { // b's lease: 0.95
+	if _, err := b.hold(ctx, f.p, nil, dec("0.95"), decimal.Zero); err != nil { // b's lease: 0.95
 		t.Fatal(err)
 	}
 	// The database can take 0.05 of 0.1.

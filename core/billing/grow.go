@@ -16,7 +16,7 @@ func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount d
 		if !amount.IsPositive() {
 			return nil, nil
 		}
-		return l.hold(ctx, profile, amount, decimal.Zero)
+		return l.hold(ctx, profile, nil, amount, decimal.Zero)
 	}
 	// Compared, not subtracted: most answers cost less than their hold, and a difference of
 	// decimals costs big-integer allocations.
@@ -24,7 +24,7 @@ func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount d
 		return h, nil
 	}
 	extra := amount.Sub(h.Amount)
-	if err := l.take(ctx, profile, extra, decimal.Zero); err != nil {
+	if err := l.takeBoth(ctx, profile, h.budget, extra, decimal.Zero); err != nil {
 		return h, err
 	}
 	l.mu.Lock()
@@ -33,6 +33,10 @@ func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount d
 		// Released meanwhile (cannot happen on the request paths): give the extra back.
 		a := l.account(profile)
 		a.held = a.held.Sub(extra)
+		if h.budget != nil {
+			b := l.budgetAccountOf(h.budget.ref)
+			b.held = b.held.Sub(extra)
+		}
 		return h, fmt.Errorf("charge on a released hold")
 	}
 	// h.Amount + extra, which is amount: set rather than added.

@@ -84,8 +84,9 @@ type Ledger struct {
 
 	mu       sync.Mutex
 	accounts map[uuid.UUID]*account
-	pending  []*queued // records settled in the background
-	charges  []*charge // charges waiting for the committer
+	budgets  map[store.BudgetRef]*account // key budgets by window (budget.go)
+	pending  []*queued                    // records settled in the background
+	charges  []*charge                    // charges waiting for the committer
 	wake     chan struct{}
 	flushMu  sync.Mutex // one background settlement at a time
 
@@ -154,6 +155,8 @@ type account struct {
 	// busy profile grows its lease a few times a second, not every few requests.
 	used, prevUsed decimal.Decimal
 	usedSince      time.Time
+	// limit is, for a key budget's account, the budget its lease was taken under.
+	limit decimal.Decimal
 }
 
 // rateWindow and aheadWindows size the room a lease growth asks for beyond what is needed:
@@ -188,8 +191,9 @@ type growth struct {
 }
 
 type queued struct {
-	rec   store.RequestRecord
-	tries int
+	rec    store.RequestRecord
+	tries  int
+	budget *budgetUse // the budget account whose spent counts rec's cost until settled
 }
 
 type charge struct {
@@ -206,6 +210,7 @@ type Hold struct {
 	Profile uuid.UUID
 	Amount  decimal.Decimal
 	done    bool
+	budget  *budgetUse // the key budget the hold is taken from too; nil: none
 }
 
 // NewLedger makes a ledger for a replica with a fresh id.
@@ -215,7 +220,7 @@ func NewLedger(st *store.Store, log *slog.Logger) *Ledger {
 	}
 	return &Ledger{Store: st, Replica: uuid.New(), Log: log,
 		FlushEvery: DefaultFlushEvery, LeaseTTL: DefaultLeaseTTL, Idle: DefaultIdle, DBTimeout: DefaultDBTimeout, GroupWindow: DefaultGroupWindow, AbandonAfter: DefaultAbandonAfter,
-		accounts: map[uuid.UUID]*account{}, wake: make(chan struct{}, 1),
+		accounts: map[uuid.UUID]*account{}, budgets: map[store.BudgetRef]*account{}, wake: make(chan struct{}, 1),
 		stopCommit: make(chan struct{}), commitDone: make(chan struct{})}
 }
 
@@ -310,7 +315,7 @@ func unavailable(err error) error {
 // One growth runs per profile at a time and other requests that do not fit wait for it. No
 // lock is held across the database call.
 func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Decimal) (*Hold, error) {
-	return l.hold(ctx, profile, amount, leaseAhead)
+	return l.hold(ctx, profile, nil, amount, leaseAhead)
 }
 
 // The factors of the lease rules as decimals, made once: a decimal product allocates its
@@ -323,25 +328,85 @@ var (
 
 // hold is Hold with the room a lease growth asks for beyond what is needed: amount times
 // aheadOf (worked out only when the lease grows).
-func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, amount, aheadOf decimal.Decimal) (*Hold, error) {
-	if err := l.take(ctx, profile, amount, aheadOf); err != nil {
+func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, b *budgetUse, amount, aheadOf decimal.Decimal) (*Hold, error) {
+	if err := l.takeBoth(ctx, profile, b, amount, aheadOf); err != nil {
 		return nil, err
 	}
-	return &Hold{Profile: profile, Amount: amount}, nil
+	return &Hold{Profile: profile, Amount: amount, budget: b}, nil
 }
 
-// take is hold without the Hold: it counts amount as held for the profile, from the lease's
+// takeBoth takes amount from the key's budget (when b is set) and then from the profile's
+// balance; on error neither is taken.
+func (l *Ledger) takeBoth(ctx context.Context, profile uuid.UUID, b *budgetUse, amount, aheadOf decimal.Decimal) error {
+	if b != nil {
+		if err := l.take(ctx, pool{profile: profile, budget: b}, amount, aheadOf); err != nil {
+			return err
+		}
+	}
+	if err := l.take(ctx, pool{profile: profile}, amount, aheadOf); err != nil {
+		if b != nil {
+			l.mu.Lock()
+			a := l.budgetAccountOf(b.ref)
+			a.held = a.held.Sub(amount)
+			l.mu.Unlock()
+		}
+		return err
+	}
+	return nil
+}
+
+// pool is what a hold is taken from: a profile's balance, or (budget set) a key's budget in
+// one window. Both are leased and held alike.
+type pool struct {
+	profile uuid.UUID
+	budget  *budgetUse
+}
+
+// accountOf is the pool's account; the caller holds l.mu.
+func (l *Ledger) accountOf(p pool) *account {
+	if p.budget != nil {
+		return l.budgetAccount(p.budget)
+	}
+	return l.account(p.profile)
+}
+
+// extend grows the replica's lease on the pool in the database: ErrInsufficient or a
+// *BudgetError when not even need is free (amount: the part of need the asking request
+// adds).
+func (l *Ledger) extend(ctx context.Context, p pool, need, want, amount decimal.Decimal) (store.LeaseState, error) {
+	if p.budget == nil {
+		st, err := l.Store.ExtendLease(ctx, p.profile, l.Replica, need, want, l.LeaseTTL)
+		if errors.Is(err, store.ErrInsufficientBalance) {
+			err = ErrInsufficient
+		}
+		return st, err
+	}
+	st, err := l.Store.ExtendBudgetLease(ctx, p.budget.ref, l.Replica, need, want, l.LeaseTTL)
+	var r *store.BudgetRefusal
+	if errors.As(err, &r) {
+		return st, p.budget.refusal(r, need.Sub(amount))
+	}
+	return st, err
+}
+
+// refused tells a final refusal of a growth (the balance or a budget cannot cover it) from a
+// failure to decide.
+func refused(err error) bool {
+	return errors.Is(err, ErrInsufficient) || errors.Is(err, ErrBudgetExceeded)
+}
+
+// take is hold without the Hold: it counts amount as held in the pool, from the lease's
 // free part or after a growth (cover adds it to an existing hold without a Hold of its own).
-func (l *Ledger) take(ctx context.Context, profile uuid.UUID, amount, aheadOf decimal.Decimal) error {
+func (l *Ledger) take(ctx context.Context, p pool, amount, aheadOf decimal.Decimal) error {
 	for {
 		l.mu.Lock()
-		a := l.account(profile)
+		a := l.accountOf(p)
 		now := time.Now()
 		if held, room, fits := a.fit(now, amount); fits {
 			a.held = held
 			a.use(now, amount)
 			if a.growing == nil && !l.closed && room.LessThan(a.recentUse().Mul(lowFactor)) {
-				l.growBeside(profile, a, now)
+				l.growBeside(p, a, now)
 			}
 			l.mu.Unlock()
 			return nil
@@ -353,7 +418,7 @@ func (l *Ledger) take(ctx context.Context, profile uuid.UUID, amount, aheadOf de
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			if g.err != nil && !errors.Is(g.err, ErrInsufficient) {
+			if g.err != nil && !refused(g.err) {
 				return g.err
 			}
 			continue
@@ -368,14 +433,11 @@ func (l *Ledger) take(ctx context.Context, profile uuid.UUID, amount, aheadOf de
 
 		started := time.Now()
 		dctx, cancel := l.dbContext(ctx)
-		st, err := l.Store.ExtendLease(dctx, profile, l.Replica, need, want, l.LeaseTTL)
+		st, err := l.extend(dctx, p, need, want, amount)
 		cancel()
-		switch {
-		case errors.Is(err, store.ErrInsufficientBalance):
-			err = ErrInsufficient
-		case err != nil:
+		if err != nil && !refused(err) {
 			err = unavailable(err)
-			l.Log.Warn("lease growth failed", "profile", profile, "err", err)
+			l.Log.Warn("lease growth failed", "profile", p.profile, "budget", p.budget != nil, "err", err)
 		}
 		l.mu.Lock()
 		a.growing = nil
@@ -397,7 +459,7 @@ func (l *Ledger) take(ctx context.Context, profile uuid.UUID, amount, aheadOf de
 // fit meanwhile wait for it as for any growth, the others go on. A failure changes nothing:
 // the next request that does not fit grows (and is refused, or learns the outage) itself.
 // The caller holds l.mu.
-func (l *Ledger) growBeside(profile uuid.UUID, a *account, now time.Time) {
+func (l *Ledger) growBeside(p pool, a *account, now time.Time) {
 	g := &growth{done: make(chan struct{})}
 	a.growing = g
 	need := a.held.Add(a.spent)
@@ -408,15 +470,15 @@ func (l *Ledger) growBeside(profile uuid.UUID, a *account, now time.Time) {
 	go func() {
 		defer l.background.Done()
 		dctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
-		st, err := l.Store.ExtendLease(dctx, profile, l.Replica, need, want, l.LeaseTTL)
+		st, err := l.extend(dctx, p, need, want, decimal.Zero)
 		cancel()
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		a.growing = nil
 		close(g.done) // g.err stays nil: waiters try again, and grow themselves if need be
 		if err != nil {
-			if !errors.Is(err, store.ErrInsufficientBalance) {
-				l.Log.Warn("lease growth beside requests failed", "profile", profile, "err", err)
+			if !refused(err) {
+				l.Log.Warn("lease growth beside requests failed", "profile", p.profile, "budget", p.budget != nil, "err", err)
 			}
 			return
 		}
@@ -430,6 +492,10 @@ func (l *Ledger) release(h *Hold) {
 		h.done = true
 		a := l.account(h.Profile)
 		a.held = a.held.Sub(h.Amount)
+		if h.budget != nil {
+			b := l.budgetAccountOf(h.budget.ref)
+			b.held = b.held.Sub(h.Amount)
+		}
 	}
 }
 
@@ -439,9 +505,15 @@ func (l *Ledger) release(h *Hold) {
 func (l *Ledger) Finish(h *Hold, rec store.RequestRecord) {
 	l.mu.Lock()
 	l.release(h)
+	var budget *budgetUse
 	if rec.Cost.Valid {
 		a := l.account(rec.ProfileID)
 		a.spent = a.spent.Add(rec.Cost.Decimal)
+		if h != nil && h.budget != nil {
+			budget = h.budget
+			b := l.budgetAccountOf(budget.ref)
+			b.spent = b.spent.Add(rec.Cost.Decimal)
+		}
 	}
 	if len(l.pending) >= maxPending && !rec.Cost.Valid {
 		// A long outage under load: memory stays bounded; the reserved ids of dropped
@@ -450,7 +522,7 @@ func (l *Ledger) Finish(h *Hold, rec store.RequestRecord) {
 		l.mu.Unlock()
 		return
 	}
-	l.pending = append(l.pending, &queued{rec: rec})
+	l.pending = append(l.pending, &queued{rec: rec, budget: budget})
 	l.mu.Unlock()
 }
 

@@ -31,3 +31,25 @@ func (l *Ledger) Covers(ctx context.Context, profile uuid.UUID, amount decimal.D
 	l.mu.Unlock()
 	return nil
 }
+
+// CoversBudget is Covers for the key's budget b in the window holding start: nil, or a
+// *BudgetError (ErrBudgetExceeded) when what is free of it cannot pay amount.
+func (l *Ledger) CoversBudget(ctx context.Context, b Budget, start time.Time, amount decimal.Decimal) error {
+	u := newBudgetUse(b, start)
+	l.mu.Lock()
+	a := l.budgets[u.ref]
+	roomy := a != nil && !l.closed && a.limit.Cmp(b.Amount) == 0 && a.free(time.Now()).GreaterThanOrEqual(amount)
+	l.mu.Unlock()
+	if roomy {
+		return nil
+	}
+	p := pool{profile: uuid.Nil, budget: u}
+	if err := l.take(ctx, p, amount, leaseAhead); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	a = l.budgetAccountOf(u.ref)
+	a.held = a.held.Sub(amount)
+	l.mu.Unlock()
+	return nil
+}

@@ -3,6 +3,7 @@ package billing
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -22,6 +23,8 @@ type Request struct {
 	profile uuid.UUID
 	price   Price
 	hold    *Hold // nil: nothing held (none yet, refused, spent by a charge, or released)
+	// budget is the key's budget in the window of the request's start; nil: none.
+	budget *budgetUse
 	// durable: the request's own charge is in the database (Settle); refunded: and was given
 	// back since, its answer cut after all (Unsettle).
 	durable, refunded bool
@@ -32,9 +35,24 @@ func (l *Ledger) NewRequest(profile uuid.UUID) Request {
 	return Request{ledger: l, profile: profile}
 }
 
+// Limit makes the request's holds count against the key's budget b too, in the window holding
+// start (the request's start: its charge counts in that window).
+func (r *Request) Limit(b Budget, start time.Time) {
+	r.budget = newBudgetUse(b, start)
+}
+
+// StartAt moves the window of the request's next hold to the one holding t: each response of
+// a realtime session is a request of its own, started when the previous one ended.
+func (r *Request) StartAt(t time.Time) {
+	if r.budget != nil {
+		r.budget = newBudgetUse(r.budget.Budget, t)
+	}
+}
+
 // HoldWorst finds the family's price among prices and holds the worst case that worst
 // computes from it, returned for the caller's message. ErrNoPrice without a usable rule,
-// ErrInsufficient when the balance cannot cover the amount, else what Ledger.Hold returns.
+// ErrInsufficient when the balance cannot cover the amount, a *BudgetError (ErrBudgetExceeded) when
+// the key's budget cannot, else what Ledger.Hold returns.
 func (r *Request) HoldWorst(ctx context.Context, prices []store.Price, family string, needsOutput bool, worst func(Price) decimal.Decimal) (decimal.Decimal, error) {
 	price, err := Find(prices, family, needsOutput)
 	if err != nil {
@@ -48,7 +66,7 @@ func (r *Request) HoldWorst(ctx context.Context, prices []store.Price, family st
 // realtime session) a new one after a charge spent the last. On error nothing is held.
 func (r *Request) Hold(ctx context.Context, price Price, amount decimal.Decimal) error {
 	r.price = price
-	h, err := r.ledger.Hold(ctx, r.profile, amount)
+	h, err := r.ledger.hold(ctx, r.profile, r.budget, amount, leaseAhead)
 	r.hold = h
 	return err
 }

@@ -137,13 +137,17 @@ func (l *Ledger) settle(ctx context.Context, batch []*queued) error {
 		if q.rec.Cost.Valid {
 			a := l.account(q.rec.ProfileID)
 			a.spent = a.spent.Sub(q.rec.Cost.Decimal)
+			if q.budget != nil {
+				b := l.budgetAccountOf(q.budget.ref)
+				b.spent = b.spent.Sub(q.rec.Cost.Decimal)
+			}
 			if res.Capped[i] {
 				l.Log.Warn("charge capped at the free balance", "profile", q.rec.ProfileID, "request_id", q.rec.RequestID,
 					"cost", q.rec.Cost.Decimal, "charged", res.Charged[i].Decimal)
 			}
 		}
 	}
-	l.adoptAll(res.Leases, time.Time{})
+	l.adoptAll(res, time.Time{})
 	return nil
 }
 
@@ -164,6 +168,10 @@ func (l *Ledger) afterSettle(batch []*queued, err error) error {
 				if q.rec.Cost.Valid {
 					a := l.account(q.rec.ProfileID)
 					a.spent = a.spent.Sub(q.rec.Cost.Decimal)
+					if q.budget != nil {
+						b := l.budgetAccountOf(q.budget.ref)
+						b.spent = b.spent.Sub(q.rec.Cost.Decimal)
+					}
 				}
 				continue
 			}
@@ -200,12 +208,57 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 			seen[p] = a.version
 		}
 	}
+	type idleBudget struct {
+		ref     store.BudgetRef
+		version int64
+	}
+	var idleBudgets []idleBudget
+	var liveBudgets []store.BudgetRef
+	seenBudget := map[store.BudgetRef]int64{}
+	for r, a := range l.budgets {
+		if a.held.IsZero() && a.spent.IsZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
+			if a.version > 0 {
+				idleBudgets = append(idleBudgets, idleBudget{r, a.version})
+			}
+			delete(l.budgets, r)
+			continue
+		}
+		if a.version > 0 && now.Before(a.deadline) {
+			liveBudgets = append(liveBudgets, r)
+			seenBudget[r] = a.version
+		}
+	}
 	l.mu.Unlock()
 	dctx, cancel := l.dbContext(ctx)
 	defer cancel()
 	err := l.reportAlive(dctx)
 	for _, i := range idle {
 		err = errors.Join(err, l.Store.ReleaseLease(dctx, i.p, l.Replica, i.version))
+	}
+	for _, i := range idleBudgets {
+		err = errors.Join(err, l.Store.ReleaseBudgetLease(dctx, i.ref, l.Replica, i.version))
+	}
+	if len(liveBudgets) > 0 {
+		started := time.Now()
+		renewed, rerr := l.Store.RenewBudgetLeases(dctx, l.Replica, liveBudgets, l.LeaseTTL)
+		if rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		l.mu.Lock()
+		for _, r := range liveBudgets {
+			a := l.budgets[r]
+			if a == nil {
+				continue
+			}
+			if st, ok := renewed[r]; ok {
+				if st.Version >= a.version {
+					l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
+				}
+			} else if a.version <= seenBudget[r] {
+				a.deadline = time.Time{}
+			}
+		}
+		l.mu.Unlock()
 	}
 	if len(live) == 0 {
 		return err
@@ -273,7 +326,11 @@ func (l *Ledger) Close(ctx context.Context) error {
 	for _, a := range l.accounts {
 		leased = leased || a.version > 0
 	}
+	for _, a := range l.budgets {
+		leased = leased || a.version > 0
+	}
 	l.accounts = map[uuid.UUID]*account{}
+	l.budgets = map[store.BudgetRef]*account{}
 	l.mu.Unlock()
 	if ctx.Err() != nil {
 		return err // the leases expire by themselves within LeaseTTL, the report grows old

@@ -3,9 +3,11 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -76,6 +78,9 @@ func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...t
 		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: store.StatusOK,
 		Usage: metering.Unreliable("no upstream answered"),
 	}}
+	if k.Budget != nil {
+		b.money.Limit(keyBudget(k), b.out.StartTime)
+	}
 	if !generated {
 		dctx, cancel := context.WithTimeout(ctx, s.Deps.Ledger.DBTimeout)
 		ok, err := s.Store.ReserveRequestID(dctx, b.record(&b.out), s.Deps.Ledger.Replica)
@@ -135,6 +140,8 @@ func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.D
 		return b.refuse(apierror.New(apierror.PricingUnavailable, "the model %q has no price for %s", b.m.ID, b.out.EndpointFamily))
 	case errors.Is(err, billing.ErrInsufficient):
 		return b.refuse(apierror.New(apierror.InsufficientBalance, "the balance cannot cover this request (up to %s %s)", amount, b.snap.Currency))
+	case errors.Is(err, billing.ErrBudgetExceeded):
+		return b.refuse(budgetExceeded(err, amount, b.snap.Currency))
 	case b.ctx.Err() != nil:
 		b.out.Status = store.StatusCancelled
 		return err
@@ -167,6 +174,10 @@ func (b *billed) growHold(amount decimal.Decimal) *apierror.Error {
 	case errors.Is(err, billing.ErrInsufficient):
 		return apierror.New(apierror.InsufficientBalance, "the balance cannot pay for more of this answer (up to %s %s); the answer ends here and is not charged",
 			amount, b.snap.Currency)
+	case errors.Is(err, billing.ErrBudgetExceeded):
+		e := budgetExceeded(err, amount, b.snap.Currency)
+		e.Message += "; the answer ends here and is not charged"
+		return e
 	}
 	return unavailable(b.ctx, "grow hold", err)
 }
@@ -188,6 +199,15 @@ func (b *billed) settle() error {
 	}
 	b.out.EndTime = time.Now()
 	charged, err := b.money.Settle(b.ctx, *b.record(&b.out))
+	if errors.Is(err, billing.ErrBudgetExceeded) {
+		// The usage went beyond the hold and what is left of the key's budget: as for the
+		// balance, charged in full or not delivered.
+		cost := b.out.Cost.Decimal
+		b.uncharged(apierror.BudgetExceeded, "the key's budget cannot pay for the answer's usage")
+		e := budgetExceeded(err, cost, b.snap.Currency)
+		e.Message += "; the answer was not completed and is not charged"
+		return e
+	}
 	if errors.Is(err, billing.ErrInsufficient) {
 		// The usage went beyond the hold and what is free (or, after a partition, the money
 		// went to another replica): an answer is charged in full or not delivered, so that
@@ -312,4 +332,32 @@ func (b *billed) observe(o *Outcome) {
 	if b.s.Deps.Observer != nil {
 		b.s.Deps.Observer.Record(context.WithoutCancel(b.ctx), *o)
 	}
+}
+
+// keyBudget is the key's budget as the ledger holds against it.
+func keyBudget(k *snapshot.Key) billing.Budget {
+	return billing.Budget{Key: k.ID, Amount: k.Budget.Amount, Period: k.Budget.Period}
+}
+
+// budgetExceeded is the 402 of a hold the key's budget cannot cover: the budget, what is left
+// of it in the window, and when the window resets (contract: "Keys: limits, budgets, expiry").
+func budgetExceeded(err error, amount decimal.Decimal, currency string) *apierror.Error {
+	var be *billing.BudgetError
+	if !errors.As(err, &be) {
+		return apierror.New(apierror.BudgetExceeded, "the key's budget cannot cover this request (up to %s %s)", amount, currency)
+	}
+	resets := "it does not reset (a TOTAL budget)"
+	if !be.ResetsAt.IsZero() {
+		resets = "it resets at " + be.ResetsAt.UTC().Format(time.RFC3339)
+	}
+	per := "per " + strings.ToLower(be.Period)
+	if be.ResetsAt.IsZero() {
+		per = "in total"
+	}
+	held := ""
+	if be.Held.IsPositive() {
+		held = fmt.Sprintf(" (%s %s of it held for requests in flight)", be.Held, currency)
+	}
+	return apierror.New(apierror.BudgetExceeded, "the key's budget of %s %s %s has %s %s left%s, less than this request may cost (up to %s %s); %s",
+		be.Budget, currency, per, be.Left, currency, held, amount, currency, resets)
 }

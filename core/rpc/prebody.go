@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -134,6 +135,12 @@ func (s *CoreServer) checkBalance(ctx context.Context, snap *snapshot.Snapshot, 
 			return apierror.New(apierror.InsufficientBalance, "token counting is free but needs a positive available balance")
 		}
 		return apierror.New(apierror.InsufficientBalance, "the balance cannot cover a request on this route (at least %s %s)", least, snap.Currency)
+	}
+	if k.Budget != nil {
+		// The key's budget likewise: a free count needs something left of it.
+		if err := s.Deps.Ledger.CoversBudget(ctx, keyBudget(k), time.Now(), least); errors.Is(err, billing.ErrBudgetExceeded) {
+			return budgetExceeded(err, least, snap.Currency)
+		}
 	}
 	return nil
 }

@@ -122,6 +122,8 @@ type session struct {
 
 	// responses counts the session's charged responses: part of each one's record id.
 	responses int
+	// overBudget: the next response's reserve was refused by the key's budget, not the balance.
+	overBudget bool
 
 	sendMu sync.Mutex // the client side has two writers: both loops
 	upMu   sync.Mutex // the upstream connection has two writers too
@@ -225,6 +227,10 @@ func (x *session) fromUpstream() {
 				x.closeClient(closeBalance, "insufficient_balance: the balance cannot pay for this response")
 				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
 				return
+			} else if errors.Is(err, billing.ErrBudgetExceeded) {
+				x.closeClient(closeBalance, "budget_exceeded: the key's budget cannot pay for this response")
+				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
+				return
 			} else if err != nil {
 				x.closeClient(closeUpstreamLost, "unavailable: the gateway cannot record charges now")
 				_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
@@ -240,6 +246,9 @@ func (x *session) fromUpstream() {
 		}
 		if exhausted {
 			reason := "insufficient_balance: the balance cannot pay for another response"
+			if x.overBudget {
+				reason = "budget_exceeded: the key's budget cannot pay for another response"
+			}
 			x.closeClient(closeBalance, reason)
 			_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
 			return
@@ -264,6 +273,9 @@ func (x *session) upstreamEvent(data []byte) ([]byte, bool, error) {
 		if err := x.run.add(realtimeOutputBound(typ, data)); err != nil {
 			if err.Code == apierror.InsufficientBalance {
 				return nil, false, billing.ErrInsufficient
+			}
+			if err.Code == apierror.BudgetExceeded {
+				return nil, false, billing.ErrBudgetExceeded
 			}
 			return nil, false, err
 		}
@@ -297,10 +309,13 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 		o.EndTime = time.Now()
 		charged, err := b.money.SettlePart(b.ctx, *b.record(&o))
 		switch {
-		case errors.Is(err, billing.ErrInsufficient):
+		case errors.Is(err, billing.ErrInsufficient), errors.Is(err, billing.ErrBudgetExceeded):
 			// Beyond the reserve and what is free: the response is not delivered, nor
 			// charged (the ledger gives back what a capped commit took).
 			o.Status, o.Cost, o.Usage = apierror.InsufficientBalance, decimal.NullDecimal{}, metering.Unreliable("the balance cannot pay for the response's usage")
+			if errors.Is(err, billing.ErrBudgetExceeded) {
+				o.Status, o.Usage = apierror.BudgetExceeded, metering.Unreliable("the key's budget cannot pay for the response's usage")
+			}
 			b.finishWith(&o, true)
 			x.run = nil
 			return true, err
@@ -321,7 +336,9 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 		input += u.Input + u.Output
 		x.reserve = b.money.Price().WorstCase(input, realtimeReserveOutput)
 	}
+	b.money.StartAt(x.started) // the next response's charge counts in the window it starts in
 	if err := b.money.Hold(b.ctx, b.money.Price(), x.reserve); err != nil {
+		x.overBudget = errors.Is(err, billing.ErrBudgetExceeded)
 		return true, nil
 	}
 	x.run = b.newRunning(input, realtimeReserveOutput)

@@ -102,7 +102,7 @@ func (r *running) grow() *apierror.Error {
 			r.coverIn, r.coverOut = in, ahead
 			return nil
 		}
-		if err.Code != apierror.InsufficientBalance {
+		if err.Code != apierror.InsufficientBalance && err.Code != apierror.BudgetExceeded {
 			return err
 		}
 		r.tight = true

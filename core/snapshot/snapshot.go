@@ -69,6 +69,10 @@ type Key struct {
 	MaxConcurrent, MaxRPS int32
 	// MaxTPM is the key's input + output tokens per rolling minute across replicas; 0: none.
 	MaxTPM int32
+	// Budget caps the key's charges per window (nil: none); from ExpireTime on (zero: never)
+	// the key is refused as invalid.
+	Budget     *store.Budget
+	ExpireTime time.Time
 
 	// The ids' text, made once per snapshot: every request's outcome and key check carry
 	// them, and formatting a UUID allocates.
@@ -159,6 +163,10 @@ func Build(d *store.CatalogData, now time.Time) *Snapshot {
 		}
 		key := &Key{ID: k.ID, ProfileID: k.ProfileID, Prefix: k.Prefix, MaxConcurrent: k.MaxConcurrent, MaxRPS: k.MaxRPS, MaxTPM: k.MaxTPM, endpoints: map[string]bool{}, models: map[string]bool{},
 			idText: k.ID.String(), profileText: k.ProfileID.String()}
+		key.Budget = k.Budget
+		if k.ExpireTime != nil {
+			key.ExpireTime = *k.ExpireTime
+		}
 		for _, e := range k.AllowedEndpoints {
 			key.allEndpoints = key.allEndpoints || e == Wildcard
 			key.endpoints[e] = true
@@ -178,6 +186,11 @@ func (s *Snapshot) Authenticate(secret string) (*Key, *apierror.Error) {
 		return nil, apierror.New(apierror.InvalidKey, "no API key was provided")
 	}
 	if k := s.keys[keys.Hash(secret)]; k != nil {
+		// Checked on every request, not when the snapshot is built: an expiry takes effect
+		// at its instant on every replica, whenever the snapshot was loaded.
+		if !k.ExpireTime.IsZero() && !time.Now().Before(k.ExpireTime) {
+			return nil, apierror.New(apierror.InvalidKey, "the API key has expired")
+		}
 		return k, nil
 	}
 	return nil, apierror.New(apierror.InvalidKey, "the API key is not valid")

@@ -58,6 +58,9 @@ type Settled struct {
 	Capped  []bool
 	// Leases are the replica's lease rows on the charged profiles after the charges.
 	Leases map[uuid.UUID]LeaseState
+	// BudgetLeases are the replica's lease rows on the charged budget windows after the
+	// charges.
+	BudgetLeases map[BudgetRef]LeaseState
 }
 
 type recordKey struct {
@@ -75,7 +78,7 @@ type recordKey struct {
 // went beyond its hold never takes the balance below zero nor spends money another replica
 // has reserved; the record's cost is what was taken.
 func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlement) (*Settled, error) {
-	out := &Settled{Charged: make([]decimal.NullDecimal, len(batch)), Capped: make([]bool, len(batch)), Leases: map[uuid.UUID]LeaseState{}}
+	out := &Settled{Charged: make([]decimal.NullDecimal, len(batch)), Capped: make([]bool, len(batch)), Leases: map[uuid.UUID]LeaseState{}, BudgetLeases: map[BudgetRef]LeaseState{}}
 	if len(batch) == 0 {
 		return out, nil
 	}
@@ -151,7 +154,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		rr = c.Conn().PgConn().ExecParams(ctx, settleSQL, w.args, settleArgOIDs, settleArgFormats, settleResultFormats)
 	}
 	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
-	readErr := readSettled(rr, rec, costs, charged, capped, out.Leases)
+	readErr := readSettled(rr, rec, costs, charged, capped, out)
 	// Close drains what a failed read left, and reports the statement's own error.
 	if _, err := rr.Close(); err != nil || readErr != nil {
 		return nil, fmt.Errorf("settle: %w", cmp.Or(readErr, err))
@@ -164,7 +167,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 
 // readSettled reads gateway_settle's rows: per record (idx set) what was charged and whether
 // it was capped, and per charged profile the replica's lease after the charges.
-func readSettled(rr *pgconn.ResultReader, rec func(int) *RequestRecord, costs []string, charged []decimal.NullDecimal, capped []bool, leases map[uuid.UUID]LeaseState) error {
+func readSettled(rr *pgconn.ResultReader, rec func(int) *RequestRecord, costs []string, charged []decimal.NullDecimal, capped []bool, out *Settled) error {
 	for rr.NextRow() {
 		v := rr.Values()
 		if len(v) != len(settleResultFormats) {
@@ -201,13 +204,22 @@ func readSettled(rr *pgconn.ResultReader, rec func(int) *RequestRecord, costs []
 				return fmt.Errorf("lease amount %q: %w", v[4], err)
 			}
 		}
-		leases[uuid.UUID(v[3])] = LeaseState{Amount: amount, Version: version, Present: wireBool(v[6])}
+		st := LeaseState{Amount: amount, Version: version, Present: wireBool(v[6])}
+		if v[7] != nil {
+			w, ok := wireTime(v[7])
+			if !ok {
+				return fmt.Errorf("lease window %x", v[7])
+			}
+			out.BudgetLeases[BudgetRef{Key: uuid.UUID(v[3]), Window: w.Unix()}] = st
+			continue
+		}
+		out.Leases[uuid.UUID(v[3])] = st
 	}
 	return nil
 }
 
 // One statement, one round trip: see migrations/functions/gateway_settle.sql.
-const settleSQL = `SELECT idx, charged, capped, lease_profile, lease_amount, lease_version, lease_present
+const settleSQL = `SELECT idx, charged, capped, lease_profile, lease_amount, lease_version, lease_present, lease_window
 	FROM gateway_settle($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
 
 var (
@@ -220,7 +232,7 @@ var (
 	// Every argument binary but the costs ($15), which go as numeric[] text.
 	settleArgFormats = []int16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1}
 	// Numbers as text (charged, lease_amount), the rest binary.
-	settleResultFormats = []int16{1, 0, 1, 1, 0, 1, 1}
+	settleResultFormats = []int16{1, 0, 1, 1, 0, 1, 1, 1}
 )
 
 // settleBytesPerRecord sizes a batch's argument buffer: the fixed-size fields and their length
@@ -265,6 +277,14 @@ func (s *Store) Refund(ctx context.Context, profile uuid.UUID, requestID, status
 		}
 		if _, err := tx.Exec(ctx, `UPDATE requests SET status = $3, cost = NULL WHERE profile_id = $1 AND request_id = $2`, profile, requestID, status); err != nil {
 			return fmt.Errorf("refund record: %w", err)
+		}
+		// The key's budget window gets the charge back too (gateway_settle counted it on the
+		// day the request started).
+		if _, err := tx.Exec(ctx, `
+			UPDATE key_spend s SET spent = s.spent - $3 FROM requests r
+			WHERE r.profile_id = $1 AND r.request_id = $2 AND s.key_id = r.key_id AND s.day = (r.start_time AT TIME ZONE 'UTC')::date`,
+			profile, requestID, amount.String()); err != nil {
+			return fmt.Errorf("refund key spend: %w", err)
 		}
 		back = amount
 		return nil

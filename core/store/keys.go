@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
 )
 
 // Key is an API key row; the secret itself is never stored, only its hash.
@@ -26,7 +27,26 @@ type Key struct {
 	// MaxTPM limits the key's input + output tokens per rolling minute across replicas; 0 is
 	// no limit.
 	MaxTPM int32
+	// Budget caps the key's charges per window; nil is no budget.
+	Budget *Budget
+	// ExpireTime: from then on the key is refused as invalid; nil never.
+	ExpireTime *time.Time
 }
+
+// Budget is a key's spend cap: Amount per Period (BudgetTotal, BudgetDay, BudgetWeek,
+// BudgetMonth; UTC calendar windows, weeks from Monday).
+type Budget struct {
+	Amount decimal.Decimal
+	Period string
+}
+
+// Budget periods, as stored (the column's CHECK) and as the AdminService sends them.
+const (
+	BudgetTotal = "TOTAL"
+	BudgetDay   = "DAY"
+	BudgetWeek  = "WEEK"
+	BudgetMonth = "MONTH"
+)
 
 // Key states, as stored (the column's CHECK) and as the AdminService sends them. The
 // queries name them through these constants, spliced as literals (not parameters) so the
@@ -36,14 +56,30 @@ const (
 	KeyRevoked = "REVOKED"
 )
 
-const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time, max_concurrent, max_rps, max_tpm`
+const keyColumns = `id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, state, create_time, max_concurrent, max_rps, max_tpm` +
+	`, budget_amount, budget_period, expire_time`
 
 func scanKey(row pgx.Row) (*Key, error) {
 	var k Key
-	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime, &k.MaxConcurrent, &k.MaxRPS, &k.MaxTPM); err != nil {
+	var budget decimal.NullDecimal
+	var period *string
+	if err := row.Scan(&k.ID, &k.ProfileID, &k.Name, &k.Prefix, &k.SecretHash, &k.AllowedEndpoints, &k.AllowedModels, &k.State, &k.CreateTime, &k.MaxConcurrent, &k.MaxRPS, &k.MaxTPM,
+		&budget, &period, &k.ExpireTime); err != nil {
 		return nil, interpretError(err)
 	}
+	if budget.Valid && period != nil {
+		k.Budget = &Budget{Amount: budget.Decimal, Period: *period}
+	}
 	return &k, nil
+}
+
+// budgetArgs are a budget's two columns as query arguments (NULL for none).
+func budgetArgs(b *Budget) (amount, period *string) {
+	if b == nil {
+		return nil, nil
+	}
+	a := b.Amount.String()
+	return &a, &b.Period
 }
 
 // scanKeyRow is scanKey for collectRows.
@@ -61,10 +97,13 @@ func createKey(ctx context.Context, q interface {
 	if err != nil {
 		return nil, fmt.Errorf("new key id: %w", err)
 	}
+	amount, period := budgetArgs(k.Budget)
 	return scanKey(q.QueryRow(ctx, `
-		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, max_concurrent, max_rps, max_tpm)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels, k.MaxConcurrent, k.MaxRPS, k.MaxTPM))
+		INSERT INTO api_keys (id, profile_id, name, prefix, secret_hash, allowed_endpoints, allowed_models, max_concurrent, max_rps, max_tpm,
+			budget_amount, budget_period, expire_time)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::numeric, $12, $13)
+		RETURNING `+keyColumns, id, k.ProfileID, k.Name, k.Prefix, k.SecretHash, k.AllowedEndpoints, k.AllowedModels, k.MaxConcurrent, k.MaxRPS, k.MaxTPM,
+		amount, period, k.ExpireTime))
 }
 
 // GetKey reads one key.
@@ -89,6 +128,12 @@ type KeyUpdate struct {
 	MaxConcurrent    *int32
 	MaxRPS           *int32
 	MaxTPM           *int32
+	// SetBudget replaces the budget with Budget (nil: none); SetExpire the expiry with
+	// ExpireTime (nil: never).
+	SetBudget  bool
+	Budget     *Budget
+	SetExpire  bool
+	ExpireTime *time.Time
 }
 
 // ErrKeyRevoked refuses changes to a revoked key.
@@ -96,6 +141,7 @@ var ErrKeyRevoked = fmt.Errorf("key is revoked")
 
 // UpdateKey changes the policy or name of an active key.
 func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key, error) {
+	amount, period := budgetArgs(u.Budget)
 	k, err := scanKey(s.Pool.QueryRow(ctx, `
 		UPDATE api_keys SET
 			name = coalesce($2, name),
@@ -103,9 +149,13 @@ func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key,
 			allowed_models = coalesce($4, allowed_models),
 			max_concurrent = coalesce($5, max_concurrent),
 			max_rps = coalesce($6, max_rps),
-			max_tpm = coalesce($7, max_tpm)
+			max_tpm = coalesce($7, max_tpm),
+			budget_amount = CASE WHEN $8 THEN $9::numeric ELSE budget_amount END,
+			budget_period = CASE WHEN $8 THEN $10 ELSE budget_period END,
+			expire_time = CASE WHEN $11 THEN $12 ELSE expire_time END
 		WHERE id = $1 AND state = '`+KeyActive+`'
-		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS, u.MaxTPM))
+		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS, u.MaxTPM,
+		u.SetBudget, amount, period, u.SetExpire, u.ExpireTime))
 	if err == ErrNotFound {
 		if _, getErr := s.GetKey(ctx, id); getErr == nil {
 			return nil, ErrKeyRevoked
@@ -137,12 +187,18 @@ func (s *Store) RotateKey(ctx context.Context, id uuid.UUID, prefix string, secr
 		created, err = createKey(ctx, tx, &Key{
 			ProfileID: old.ProfileID, Name: old.Name, Prefix: prefix, SecretHash: secretHash,
 			AllowedEndpoints: old.AllowedEndpoints, AllowedModels: old.AllowedModels,
-			MaxConcurrent: old.MaxConcurrent, MaxRPS: old.MaxRPS, MaxTPM: old.MaxTPM,
+			MaxConcurrent: old.MaxConcurrent, MaxRPS: old.MaxRPS, MaxTPM: old.MaxTPM, Budget: old.Budget, ExpireTime: old.ExpireTime,
 		})
 		if err != nil {
 			return fmt.Errorf("create replacement key: %w", err)
 		}
 		_, err = tx.Exec(ctx, `UPDATE api_keys SET state = '`+KeyRevoked+`', revoke_time = now(), replaced_by = $2 WHERE id = $1`, id, created.ID)
+		if err != nil {
+			return interpretError(err)
+		}
+		// The replacement's budget windows carry on from what the old key spent: a rotation
+		// does not give a key its budget again.
+		_, err = tx.Exec(ctx, `INSERT INTO key_spend (key_id, day, spent) SELECT $2, day, spent FROM key_spend WHERE key_id = $1`, id, created.ID)
 		return interpretError(err)
 	})
 	return created, err

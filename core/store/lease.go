@@ -101,6 +101,10 @@ func (s *Store) ReleaseLease(ctx context.Context, profile, replica uuid.UUID, ve
 // ReleaseAll returns every lease of a replica that is stopping.
 func (s *Store) ReleaseAll(ctx context.Context, replica uuid.UUID) error {
 	_, err := s.Pool.Exec(ctx, `DELETE FROM balance_leases WHERE replica_id = $1`, replica)
+	if err != nil {
+		return err
+	}
+	_, err = s.Pool.Exec(ctx, `DELETE FROM key_budget_leases WHERE replica_id = $1`, replica)
 	return err
 }
 
@@ -164,6 +168,7 @@ func (s *Store) SweepAbandoned(ctx context.Context, silence time.Duration) (int6
 		       OR r.start_time < now() - interval '1 day')`, silence.String())
 	b.Queue(`DELETE FROM balance_leases WHERE expires_at < now() - $1::interval`, silence.String())
 	b.Queue(`DELETE FROM replicas WHERE seen_at < now() - interval '1 day'`)
+	b.Queue(`DELETE FROM key_budget_leases WHERE expires_at < now() - $1::interval`, silence.String())
 	res := s.Pool.SendBatch(ctx, b)
 	defer res.Close()
 	tag, err := res.Exec()
@@ -175,6 +180,9 @@ func (s *Store) SweepAbandoned(ctx context.Context, silence time.Duration) (int6
 	}
 	if _, err := res.Exec(); err != nil {
 		return 0, fmt.Errorf("forget replicas: %w", err)
+	}
+	if _, err := res.Exec(); err != nil {
+		return 0, fmt.Errorf("delete expired budget leases: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }

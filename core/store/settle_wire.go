@@ -142,3 +142,13 @@ func wireInt(v []byte) (int64, bool) {
 
 // wireBool reads a binary boolean column; NULL is false.
 func wireBool(v []byte) bool { return len(v) == 1 && v[0] != 0 }
+
+// wireTime reads a binary timestamptz (microseconds since 2000-01-01 UTC).
+func wireTime(v []byte) (time.Time, bool) {
+	us, ok := wireInt(v)
+	if !ok {
+		return time.Time{}, false
+	}
+	us += microsecondsToY2K
+	return time.Unix(us/1_000_000, (us%1_000_000)*1000).UTC(), true
+}

@@ -205,7 +205,7 @@ func FamilyOf(path string) string {
 		}
 		return "discovery"
 	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/") || strings.HasPrefix(path, "/v1beta/models") ||
-		path == "/v1/balance" || path == "/v1/catalog" || strings.HasPrefix(path, "/v1beta/chat-compat/") || strings.HasPrefix(path, "/v1beta/openai/"):
+		path == "/v1/balance" || path == "/v1/key" || path == "/v1/catalog" || strings.HasPrefix(path, "/v1beta/chat-compat/") || strings.HasPrefix(path, "/v1beta/openai/"):
 		return "discovery"
 	case strings.HasPrefix(path, "/admin/") || strings.HasPrefix(path, "/gateway.admin."):
 		return "admin"

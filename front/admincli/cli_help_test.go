@@ -30,7 +30,8 @@ func TestAdminHelpListsVerbsAndFields(t *testing.T) {
 	}{
 		{[]string{"--help"}, []string{"usage: gateway admin", "-http-addr", "\n  create-key\n"}},
 		{[]string{"-h"}, []string{"\n  list-usage\n"}},
-		{[]string{"create-key", "--help"}, []string{"CreateKeyRequest", "  --profile_id=STRING\n", "  --allowed_endpoints=STRING,...\n", "  --max_concurrent_requests=INT32\n", "  --max_tokens_per_minute=INT32\n"}},
+		{[]string{"create-key", "--help"}, []string{"CreateKeyRequest", "  --profile_id=STRING\n", "  --allowed_endpoints=STRING,...\n", "  --max_concurrent_requests=INT32\n", "  --max_tokens_per_minute=INT32\n",
+			"  --budget=JSON (Budget)\n", "  --expire_time=RFC3339-TIME\n"}},
 		{[]string{"update-key", "-h"}, []string{"  --key=JSON (Key)\n"}},
 		{[]string{"list-incidents", "help"}, []string{"ListIncidentsRequest"}},
 		{[]string{"list-usage", "--help"}, []string{"ListUsageRequest", "  --key_id=STRING\n", "  --start_time=RFC3339-TIME\n", "  --end_time=RFC3339-TIME\n", "  --page_token=STRING\n"}},
@@ -106,6 +107,9 @@ func TestAdminOverHTTPRoute(t *testing.T) {
 			"GET /admin/v1/profiles/p1/usage:summary?group_by=key&group_by=day&start_time=2026-11-01T00%3A00%3A00Z  Bearer tok"},
 		{[]string{"create-key", "--profile_id=p1", "--allowed_models=a,b"}, `POST /admin/v1/profiles/p1/keys {"allowed_models":["a","b"]} Bearer tok`},
 		{[]string{"update-key", `--key={"id":"k1","name":"n"}`}, `PATCH /admin/v1/keys/k1 {"id":"k1","name":"n"} Bearer tok`},
+		{[]string{"create-key", "--profile_id=p1", `--budget={"amount":"5","period":"DAY"}`, "--expire_time=2027-01-01T00:00:00Z"},
+			`POST /admin/v1/profiles/p1/keys {"budget":{"amount":"5","period":"DAY"},"expire_time":"2027-01-01T00:00:00Z"} Bearer tok`},
+		{[]string{"update-key", `--key={"id":"k1","budget":{"amount":"0"}}`}, `PATCH /admin/v1/keys/k1 {"id":"k1","budget":{"amount":"0"}} Bearer tok`},
 	}
 	for _, c := range calls {
 		var out bytes.Buffer

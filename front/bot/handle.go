@@ -59,6 +59,7 @@ var commands = map[string]func(*Bot, context.Context, *call) error{
 	"start": (*Bot).cmdStart, "help": (*Bot).cmdHelp, "newkey": (*Bot).cmdNewKey, "keys": (*Bot).cmdKeys,
 	"revoke": (*Bot).cmdRevoke, "rotate": (*Bot).cmdRotate, "models": (*Bot).cmdModels,
 	"balance": (*Bot).cmdBalance, "usage": (*Bot).cmdUsage, "topup": (*Bot).cmdTopUp,
+	"limit": (*Bot).cmdLimit,
 }
 
 var operatorCommands = map[string]func(*Bot, context.Context, *call) error{

@@ -91,7 +91,7 @@ func (b *Bot) cmdKeys(ctx context.Context, c *call) error {
 			revoked++
 			continue
 		}
-		s.WriteString("\n" + keyLine(k) + "\n")
+		s.WriteString("\n" + keyLine(k) + budgetLine(k, p.GetCurrency()) + "\n")
 		if len(rows) < 80 {
 			n := k.GetName()
 			if utf8.RuneCountInString(n) > 16 {
@@ -131,23 +131,55 @@ func (b *Bot) askKeyAction(ctx context.Context, c *call, action string) error {
 	if err != nil {
 		return b.failed(ctx, c, err)
 	}
-	arg := strings.TrimSuffix(c.args, "…")
+	k, ok := matchKey(ks.GetKeys(), c.args)
+	if !ok {
+		return b.noSuchKey(ctx, c, k == nil)
+	}
+	c.outcome = "asked"
+	return b.confirmKeyAction(ctx, c, k, action)
+}
+
+// matchKey finds the active key named arg or whose prefix starts with arg (4 characters at
+// least): ok with the key, or not ok with nil (none) or a key (several match).
+func matchKey(ks []*adminv1.Key, arg string) (*adminv1.Key, bool) {
+	arg = strings.TrimSuffix(arg, "…")
 	var found []*adminv1.Key
-	for _, k := range ks.GetKeys() {
+	for _, k := range ks {
 		if k.GetState() == keyActive && (k.GetName() == arg || len(arg) >= 4 && strings.HasPrefix(k.GetPrefix(), arg)) {
 			found = append(found, k)
 		}
 	}
 	switch len(found) {
 	case 0:
+		return nil, false
+	case 1:
+		return found[0], true
+	}
+	return found[0], false
+}
+
+// noSuchKey answers a key argument that found none, or several.
+func (b *Bot) noSuchKey(ctx context.Context, c *call, none bool) error {
+	if none {
 		c.outcome = "no_such_key"
 		return b.reply(ctx, c, "You have no active key with that name or prefix. /keys lists them.")
-	case 1:
-		c.outcome = "asked"
-		return b.confirmKeyAction(ctx, c, found[0], action)
 	}
 	c.outcome = "ambiguous"
 	return b.reply(ctx, c, "Several of your keys match; use the prefix shown by /keys.")
+}
+
+// findKey is the user's active key named by arg; found is false when the user was told that
+// none or several match. Only the user's own keys are searched.
+func (b *Bot) findKey(ctx context.Context, c *call, profile, arg string) (k *adminv1.Key, found bool, err error) {
+	ks, err := b.gw.admin.ListKeys(ctx, &adminv1.ListKeysRequest{ProfileId: profile})
+	if err != nil {
+		return nil, false, b.failed(ctx, c, err)
+	}
+	k, ok := matchKey(ks.GetKeys(), arg)
+	if !ok {
+		return nil, false, b.noSuchKey(ctx, c, k == nil)
+	}
+	return k, true, nil
 }
 
 func (b *Bot) confirmKeyAction(ctx context.Context, c *call, k *adminv1.Key, action string) error {

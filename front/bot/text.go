@@ -32,7 +32,8 @@ func (b *Bot) helpText(operator bool) string {
 	var s strings.Builder
 	s.WriteString("<b>Commands</b>\n")
 	s.WriteString("/newkey [name] — create an API key: choose endpoint families and models, confirm, and get the secret once\n")
-	s.WriteString("/keys — your keys (name, prefix, state, endpoints, models) with buttons to change, rotate or revoke them\n")
+	s.WriteString("/keys — your keys (name, prefix, state, endpoints, models, budget and its spend, expiry) with buttons to change, rotate or revoke them\n")
+	s.WriteString("/limit &lt;name or prefix&gt; &lt;amount&gt; [day|week|month|total] — cap what a key may spend per period (month when left out); /limit &lt;key&gt; off removes the cap\n")
 	s.WriteString("/revoke &lt;name or prefix&gt; — revoke a key (asks for confirmation)\n")
 	s.WriteString("/rotate &lt;name or prefix&gt; — replace a key by a new secret with the same policy; the old one stops working\n")
 	s.WriteString("/models — the models you can use and their prices\n")

@@ -24,6 +24,7 @@ var Errors = []ErrorRow{
 	{"pricing_unavailable", "403", "the model has no usable price for this route"},
 	{"duplicate_request_id", "409", "the x-request-id was used before"},
 	{"rate_limited", "429", "a per-key or per-replica limit refused the request; see retry-after"},
+	{"budget_exceeded", "402", "what is left of the key's budget in its window cannot cover the request; the message says when it resets"},
 	{"unavailable", "503", "the gateway cannot reach its database"},
 }
 

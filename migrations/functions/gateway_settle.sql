@@ -10,9 +10,18 @@
 -- usage above a hold never takes the balance below zero nor spends money another replica has
 -- reserved. A charged record is final: a later uncharged settlement does not undo it.
 --
+-- Key budgets (migration 0012): every fresh charge adds to its key's spend of the UTC day its
+-- request started (key_spend). A charge of a key with a budget is also capped at what is free
+-- in the key's window holding its start, free = max(budget - the window's spend - other
+-- replicas' unexpired leases on that window, 0), taken in record order like the balance, so
+-- the charges of a window never exceed the budget; and the replica's lease on that window
+-- shrinks by what was charged. The profile lock covers all of it: a key belongs to one
+-- profile, and gateway_extend_budget_lease takes the same lock.
+--
 -- Rows returned: one per record (idx, what was charged or NULL, whether it was capped), then
 -- one per charged profile with the replica's lease after the charges (present = false when
--- the replica has no lease row there; version is then one taken under the profile lock).
+-- the replica has no lease row there; version is then one taken under the profile lock), then
+-- one per charged budget window, its key in lease_profile and its start in lease_window.
 --
 -- Why it is written this way (PostgreSQL CPU per charge, issue 17; the measurements are in
 -- migrations 0009 and 0010 and their commits): it is set-based, the batch read once, because
@@ -28,7 +37,7 @@ CREATE OR REPLACE FUNCTION gateway_settle(
     p_statuses text[], p_currencies text[], p_in bigint[], p_cached bigint[], p_write bigint[], p_out bigint[],
     p_reason bigint[], p_reliable boolean[], p_costs numeric[], p_starts timestamptz[], p_ends timestamptz[],
     p_audio_in bigint[], p_audio_out bigint[], p_attempts jsonb[])
-RETURNS TABLE (idx int, charged numeric, capped boolean, lease_profile uuid, lease_amount numeric, lease_version bigint, lease_present boolean)
+RETURNS TABLE (idx int, charged numeric, capped boolean, lease_profile uuid, lease_amount numeric, lease_version bigint, lease_present boolean, lease_window timestamptz)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
@@ -37,6 +46,7 @@ DECLARE
     cut boolean[];
     st text[];
     fresh boolean[];
+    wins timestamptz[];
     stamp bigint;
 BEGIN
     -- Lock the charged profiles in id order (replicas settling together cannot deadlock).
@@ -48,36 +58,52 @@ BEGIN
     END IF;
 
     WITH rec AS (
-        SELECT t.i, t.p, t.cost, t.st, o.prior, o.withheld,
+        SELECT t.i, t.p, t.k, t.cost, t.st, o.prior, o.withheld, b.budget, b.period, b.ws,
                coalesce(t.cost IS NOT NULL AND o.prior IS NULL AND NOT o.withheld, false) AS due
-        FROM unnest(p_profiles, p_ids, p_costs, p_statuses) WITH ORDINALITY AS t(p, rid, cost, st, i)
+        FROM unnest(p_profiles, p_ids, p_costs, p_statuses, p_keys, p_starts) WITH ORDINALITY AS t(p, rid, cost, st, k, start, i)
         LEFT JOIN LATERAL (
             SELECT (SELECT -e.amount FROM ledger_entries e WHERE e.profile_id = t.p AND e.request_id = t.rid) AS prior,
                    EXISTS (SELECT 1 FROM ledger_entries e WHERE e.profile_id = t.p AND e.idempotency_key = 'refund ' || t.rid) AS withheld
             WHERE t.cost IS NOT NULL) o ON true
+        LEFT JOIN LATERAL (
+            SELECT a.budget_amount AS budget, a.budget_period AS period, gateway_budget_window(a.budget_period, t.start) AS ws
+            FROM api_keys a WHERE t.cost IS NOT NULL AND a.id = t.k AND a.budget_amount IS NOT NULL) b ON true
     ), run AS (
         SELECT r.*, coalesce(sum(r.cost) FILTER (WHERE r.due) OVER (PARTITION BY r.p ORDER BY r.i ROWS UNBOUNDED PRECEDING), 0)
-            - CASE WHEN r.due THEN r.cost ELSE 0 END AS before
+            - CASE WHEN r.due THEN r.cost ELSE 0 END AS before,
+            coalesce(sum(r.cost) FILTER (WHERE r.due) OVER (PARTITION BY r.k, r.ws ORDER BY r.i ROWS UNBOUNDED PRECEDING), 0)
+            - CASE WHEN r.due THEN r.cost ELSE 0 END AS kbefore
         FROM rec r
     ), free AS (
         SELECT p.id, greatest(p.balance - coalesce((SELECT sum(l.amount) FROM balance_leases l
             WHERE l.profile_id = p.id AND l.replica_id <> p_replica AND l.expires_at > now()), 0), 0) AS f
         FROM profiles p WHERE p.id IN (SELECT r.p FROM rec r WHERE r.due)
+    ), kfree AS (
+        SELECT w.k, w.ws, greatest(w.budget - gateway_budget_spent(w.k, w.period, w.ws) - coalesce((SELECT sum(l.amount) FROM key_budget_leases l
+            WHERE l.key_id = w.k AND l.window_start = w.ws AND l.replica_id <> p_replica AND l.expires_at > now()), 0), 0) AS f
+        FROM (SELECT DISTINCT r.k, r.ws, r.budget, r.period FROM rec r WHERE r.due AND r.ws IS NOT NULL) w
     ), took AS (
-        SELECT r.i, r.cost, r.st, r.prior, r.withheld,
-            CASE WHEN r.due THEN least(r.cost, greatest(f.f - r.before, 0)) END AS take
-        FROM run r LEFT JOIN free f ON r.due AND f.id = r.p
+        SELECT r.i, r.cost, r.st, r.prior, r.withheld, r.ws,
+            CASE WHEN r.due THEN least(r.cost, greatest(f.f - r.before, 0), CASE WHEN kf.f IS NULL THEN r.cost ELSE greatest(kf.f - r.kbefore, 0) END) END AS take
+        FROM run r LEFT JOIN free f ON r.due AND f.id = r.p LEFT JOIN kfree kf ON r.due AND kf.k = r.k AND kf.ws = r.ws
     )
     SELECT array_agg(coalesce(k.prior, k.take) ORDER BY k.i),
            array_agg(coalesce(k.take < k.cost, false) ORDER BY k.i),
            array_agg(CASE WHEN k.withheld AND k.prior IS NULL THEN 'unavailable' ELSE k.st END ORDER BY k.i),
-           array_agg(k.take IS NOT NULL ORDER BY k.i)
-    INTO took, cut, st, fresh
+           array_agg(k.take IS NOT NULL ORDER BY k.i),
+           array_agg(k.ws ORDER BY k.i)
+    INTO took, cut, st, fresh, wins
     FROM took k;
 
     INSERT INTO ledger_entries (profile_id, amount, kind, reason, request_id)
     SELECT t.p, -t.take, 'charge', t.m || ' ' || t.fam, t.rid
     FROM unnest(p_profiles, took, p_models, p_families, p_ids, fresh) AS t(p, take, m, fam, rid, f) WHERE t.f;
+
+    INSERT INTO key_spend AS s (key_id, day, spent)
+    SELECT t.k, (t.start AT TIME ZONE 'UTC')::date, sum(t.take)
+    FROM unnest(p_keys, p_starts, took, fresh) AS t(k, start, take, f) WHERE t.f AND t.take <> 0
+    GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (key_id, day) DO UPDATE SET spent = s.spent + excluded.spent;
 
     INSERT INTO requests AS r (profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
         input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
@@ -93,7 +119,7 @@ BEGIN
         attempts = excluded.attempts, replica_id = NULL
     WHERE r.cost IS NULL OR excluded.cost IS NOT NULL;
 
-    RETURN QUERY SELECT (g.i - 1)::int, took[g.i], cut[g.i], NULL::uuid, NULL::numeric, NULL::bigint, NULL::boolean
+    RETURN QUERY SELECT (g.i - 1)::int, took[g.i], cut[g.i], NULL::uuid, NULL::numeric, NULL::bigint, NULL::boolean, NULL::timestamptz
         FROM generate_series(1, coalesce(array_length(p_ids, 1), 0)) AS g(i);
     IF NOT (true = ANY (fresh)) THEN
         RETURN;
@@ -109,6 +135,20 @@ BEGIN
         FROM spent s WHERE l.profile_id = s.p AND l.replica_id = p_replica
         RETURNING l.profile_id, l.amount, l.version
     )
-    SELECT NULL::int, NULL::numeric, NULL::boolean, s.p, coalesce(l.amount, 0), coalesce(l.version, stamp), l.profile_id IS NOT NULL
+    SELECT NULL::int, NULL::numeric, NULL::boolean, s.p, coalesce(l.amount, 0), coalesce(l.version, stamp), l.profile_id IS NOT NULL, NULL::timestamptz
     FROM spent s LEFT JOIN lease l ON l.profile_id = s.p;
+    IF wins IS NULL OR NOT EXISTS (SELECT 1 FROM unnest(wins) w WHERE w IS NOT NULL) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH spent AS (
+        SELECT t.k, t.w, sum(t.take) AS a FROM unnest(p_keys, wins, took, fresh) AS t(k, w, take, f)
+        WHERE t.f AND t.w IS NOT NULL GROUP BY t.k, t.w
+    ), lease AS (
+        UPDATE key_budget_leases l SET amount = greatest(l.amount - s.a, 0), version = nextval('balance_lease_version')
+        FROM spent s WHERE l.key_id = s.k AND l.window_start = s.w AND l.replica_id = p_replica
+        RETURNING l.key_id, l.window_start, l.amount, l.version
+    )
+    SELECT NULL::int, NULL::numeric, NULL::boolean, s.k, coalesce(l.amount, 0), coalesce(l.version, stamp), l.key_id IS NOT NULL, s.w
+    FROM spent s LEFT JOIN lease l ON l.key_id = s.k AND l.window_start = s.w;
 END $$;

@@ -1,12 +1,15 @@
 -- The per-record gateway_settle of migration 0004 (issue 13), replaced by the set-based function
 -- in migrations/functions/gateway_settle.sql; kept as the reference TestSettleAgreesWithTheLoopItReplaced
 -- compares that function with.
+-- (Dropped first: the current function's result has a column more, lease_window, which the
+-- loop leaves NULL: it knows nothing of key budgets.)
+DROP FUNCTION gateway_settle(uuid, uuid[], text[], uuid[], text[], text[], text[], text[], bigint[], bigint[], bigint[], bigint[], bigint[], boolean[], numeric[], timestamptz[], timestamptz[], bigint[], bigint[]);
 CREATE OR REPLACE FUNCTION gateway_settle(
     p_replica uuid, p_profiles uuid[], p_ids text[], p_keys uuid[], p_models text[], p_families text[],
     p_statuses text[], p_currencies text[], p_in bigint[], p_cached bigint[], p_write bigint[], p_out bigint[],
     p_reason bigint[], p_reliable boolean[], p_costs numeric[], p_starts timestamptz[], p_ends timestamptz[],
     p_audio_in bigint[], p_audio_out bigint[], p_attempts jsonb[])
-RETURNS TABLE (idx int, charged numeric, capped boolean, lease_profile uuid, lease_amount numeric, lease_version bigint, lease_present boolean)
+RETURNS TABLE (idx int, charged numeric, capped boolean, lease_profile uuid, lease_amount numeric, lease_version bigint, lease_present boolean, lease_window timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
     n int := coalesce(array_length(p_ids, 1), 0);

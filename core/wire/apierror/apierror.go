@@ -31,6 +31,10 @@ const (
 	// sessions, bytes of bodies in flight) or the replica's body budget is exhausted; HTTP 429
 	// with Retry-After.
 	RateLimited = "rate_limited"
+	// BudgetExceeded: what is left of the key's budget in the current window cannot cover the
+	// request's hold (contract: "Keys: limits, budgets, expiry"); HTTP 402 like
+	// insufficient_balance, which the official SDKs do not retry.
+	BudgetExceeded = "budget_exceeded"
 
 	// Operator surface and routing; not in the spec's table.
 	NotFound           = "not_found"
@@ -65,6 +69,7 @@ var statuses = map[string]int{
 	PricingUnavailable:     http.StatusForbidden,
 	DuplicateRequestID:     http.StatusConflict,
 	RateLimited:            http.StatusTooManyRequests,
+	BudgetExceeded:         http.StatusPaymentRequired,
 	NotFound:               http.StatusNotFound,
 	MethodNotAllowed:       http.StatusMethodNotAllowed,
 	AlreadyExists:          http.StatusConflict,
@@ -79,7 +84,7 @@ var Codes = []string{
 	InvalidKey, ModelNotFound, ModelNotAllowed, EndpointNotAllowed, InvalidRequest,
 	InsufficientBalance, StreamingNotSupported, UnsupportedContentType, PayloadTooLarge,
 	UnsupportedPromptShape, InvalidCatalogCurrency, UpstreamError, UpstreamTimeout,
-	PricingUnavailable, DuplicateRequestID, RateLimited, NotFound, MethodNotAllowed, AlreadyExists,
+	PricingUnavailable, DuplicateRequestID, RateLimited, BudgetExceeded, NotFound, MethodNotAllowed, AlreadyExists,
 	FailedPrecondition, InvalidAdminToken, Unavailable, Internal,
 }
 

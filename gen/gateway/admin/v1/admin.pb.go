@@ -352,8 +352,18 @@ type Key struct {
 	// admission counts a request's worst case (its hold), settlement corrects it to the
 	// reported usage. 0 is no limit.
 	MaxTokensPerMinute int32 `protobuf:"varint,11,opt,name=max_tokens_per_minute,json=maxTokensPerMinute,proto3" json:"max_tokens_per_minute,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Spend cap of the key per window, enforced with holds like the balance; absent (or an
+	// amount of 0 in an update) is no budget.
+	Budget *Budget `protobuf:"bytes,12,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Output only: what the key's charges took in the current window (a decimal string; set
+	// with a budget).
+	BudgetSpent string `protobuf:"bytes,13,opt,name=budget_spent,json=budgetSpent,proto3" json:"budget_spent,omitempty"`
+	// Output only: when the current window ends (absent for TOTAL and without a budget).
+	BudgetResetsAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=budget_resets_at,json=budgetResetsAt,proto3" json:"budget_resets_at,omitempty"`
+	// From then on the key is refused as invalid_key on every replica; absent is never.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Key) Reset() {
@@ -463,6 +473,89 @@ func (x *Key) GetMaxTokensPerMinute() int32 {
 	return 0
 }
 
+func (x *Key) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *Key) GetBudgetSpent() string {
+	if x != nil {
+		return x.BudgetSpent
+	}
+	return ""
+}
+
+func (x *Key) GetBudgetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BudgetResetsAt
+	}
+	return nil
+}
+
+func (x *Key) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+// Budget is a key's spend cap in the billing currency per UTC calendar window.
+type Budget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A decimal string, > 0.
+	Amount string `protobuf:"bytes,1,opt,name=amount,proto3" json:"amount,omitempty"`
+	// TOTAL, DAY, WEEK (from Monday) or MONTH.
+	Period        string `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Budget) Reset() {
+	*x = Budget{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Budget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Budget) ProtoMessage() {}
+
+func (x *Budget) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
+func (*Budget) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Budget) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
+func (x *Budget) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
 type CreateKeyRequest struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ProfileId        string                 `protobuf:"bytes,1,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
@@ -473,13 +566,17 @@ type CreateKeyRequest struct {
 	MaxConcurrentRequests int32 `protobuf:"varint,5,opt,name=max_concurrent_requests,json=maxConcurrentRequests,proto3" json:"max_concurrent_requests,omitempty"`
 	MaxRequestsPerSecond  int32 `protobuf:"varint,6,opt,name=max_requests_per_second,json=maxRequestsPerSecond,proto3" json:"max_requests_per_second,omitempty"`
 	MaxTokensPerMinute    int32 `protobuf:"varint,7,opt,name=max_tokens_per_minute,json=maxTokensPerMinute,proto3" json:"max_tokens_per_minute,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Spend cap of Key; absent is none.
+	Budget *Budget `protobuf:"bytes,8,opt,name=budget,proto3" json:"budget,omitempty"`
+	// Expiry of Key; absent is never.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateKeyRequest) Reset() {
 	*x = CreateKeyRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[6]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +588,7 @@ func (x *CreateKeyRequest) String() string {
 func (*CreateKeyRequest) ProtoMessage() {}
 
 func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[6]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +601,7 @@ func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateKeyRequest) GetProfileId() string {
@@ -556,6 +653,20 @@ func (x *CreateKeyRequest) GetMaxTokensPerMinute() int32 {
 	return 0
 }
 
+func (x *CreateKeyRequest) GetBudget() *Budget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *CreateKeyRequest) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
 type CreateKeyResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           *Key                   `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -566,7 +677,7 @@ type CreateKeyResponse struct {
 
 func (x *CreateKeyResponse) Reset() {
 	*x = CreateKeyResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[7]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +689,7 @@ func (x *CreateKeyResponse) String() string {
 func (*CreateKeyResponse) ProtoMessage() {}
 
 func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[7]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +702,7 @@ func (x *CreateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateKeyResponse) GetKey() *Key {
@@ -617,7 +728,7 @@ type ListKeysRequest struct {
 
 func (x *ListKeysRequest) Reset() {
 	*x = ListKeysRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[8]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +740,7 @@ func (x *ListKeysRequest) String() string {
 func (*ListKeysRequest) ProtoMessage() {}
 
 func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[8]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +753,7 @@ func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListKeysRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListKeysRequest) GetProfileId() string {
@@ -661,7 +772,7 @@ type ListKeysResponse struct {
 
 func (x *ListKeysResponse) Reset() {
 	*x = ListKeysResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[9]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +784,7 @@ func (x *ListKeysResponse) String() string {
 func (*ListKeysResponse) ProtoMessage() {}
 
 func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[9]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +797,7 @@ func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListKeysResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListKeysResponse) GetKeys() []*Key {
@@ -706,7 +817,7 @@ type UpdateKeyRequest struct {
 
 func (x *UpdateKeyRequest) Reset() {
 	*x = UpdateKeyRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[10]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +829,7 @@ func (x *UpdateKeyRequest) String() string {
 func (*UpdateKeyRequest) ProtoMessage() {}
 
 func (x *UpdateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[10]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +842,7 @@ func (x *UpdateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateKeyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateKeyRequest) GetKey() *Key {
@@ -757,7 +868,7 @@ type RevokeKeyRequest struct {
 
 func (x *RevokeKeyRequest) Reset() {
 	*x = RevokeKeyRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[11]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +880,7 @@ func (x *RevokeKeyRequest) String() string {
 func (*RevokeKeyRequest) ProtoMessage() {}
 
 func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[11]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +893,7 @@ func (x *RevokeKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RevokeKeyRequest) GetId() string {
@@ -801,7 +912,7 @@ type RotateKeyRequest struct {
 
 func (x *RotateKeyRequest) Reset() {
 	*x = RotateKeyRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[12]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +924,7 @@ func (x *RotateKeyRequest) String() string {
 func (*RotateKeyRequest) ProtoMessage() {}
 
 func (x *RotateKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[12]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,10 +937,54 @@ func (x *RotateKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RotateKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeyRequest) Reset() {
+	*x = GetKeyRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeyRequest) ProtoMessage() {}
+
+func (x *GetKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetKeyRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetKeyRequest) GetId() string {
 	if x != nil {
 		return x.Id
 	}
@@ -846,7 +1001,7 @@ type RotateKeyResponse struct {
 
 func (x *RotateKeyResponse) Reset() {
 	*x = RotateKeyResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[13]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1013,7 @@ func (x *RotateKeyResponse) String() string {
 func (*RotateKeyResponse) ProtoMessage() {}
 
 func (x *RotateKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[13]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1026,7 @@ func (x *RotateKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RotateKeyResponse) GetKey() *Key {
@@ -898,7 +1053,7 @@ type ApplyCatalogRequest struct {
 
 func (x *ApplyCatalogRequest) Reset() {
 	*x = ApplyCatalogRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1065,7 @@ func (x *ApplyCatalogRequest) String() string {
 func (*ApplyCatalogRequest) ProtoMessage() {}
 
 func (x *ApplyCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[14]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1078,7 @@ func (x *ApplyCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyCatalogRequest.ProtoReflect.Descriptor instead.
 func (*ApplyCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyCatalogRequest) GetDocument() *structpb.Struct {
@@ -950,7 +1105,7 @@ type ApplyCatalogResponse struct {
 
 func (x *ApplyCatalogResponse) Reset() {
 	*x = ApplyCatalogResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1117,7 @@ func (x *ApplyCatalogResponse) String() string {
 func (*ApplyCatalogResponse) ProtoMessage() {}
 
 func (x *ApplyCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[15]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1130,7 @@ func (x *ApplyCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyCatalogResponse.ProtoReflect.Descriptor instead.
 func (*ApplyCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyCatalogResponse) GetFamilies() int32 {
@@ -1033,7 +1188,7 @@ type SetFxRatesRequest struct {
 
 func (x *SetFxRatesRequest) Reset() {
 	*x = SetFxRatesRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1200,7 @@ func (x *SetFxRatesRequest) String() string {
 func (*SetFxRatesRequest) ProtoMessage() {}
 
 func (x *SetFxRatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[16]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1213,7 @@ func (x *SetFxRatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFxRatesRequest.ProtoReflect.Descriptor instead.
 func (*SetFxRatesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetFxRatesRequest) GetEffectiveDate() string {
@@ -1093,7 +1248,7 @@ type SetFxRatesResponse struct {
 
 func (x *SetFxRatesResponse) Reset() {
 	*x = SetFxRatesResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1260,7 @@ func (x *SetFxRatesResponse) String() string {
 func (*SetFxRatesResponse) ProtoMessage() {}
 
 func (x *SetFxRatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[17]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1273,7 @@ func (x *SetFxRatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFxRatesResponse.ProtoReflect.Descriptor instead.
 func (*SetFxRatesResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetFxRatesResponse) GetEffectiveDate() string {
@@ -1162,7 +1317,7 @@ type ListUsageRequest struct {
 
 func (x *ListUsageRequest) Reset() {
 	*x = ListUsageRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1329,7 @@ func (x *ListUsageRequest) String() string {
 func (*ListUsageRequest) ProtoMessage() {}
 
 func (x *ListUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[18]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1342,7 @@ func (x *ListUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsageRequest.ProtoReflect.Descriptor instead.
 func (*ListUsageRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListUsageRequest) GetId() string {
@@ -1242,7 +1397,7 @@ type ListUsageResponse struct {
 
 func (x *ListUsageResponse) Reset() {
 	*x = ListUsageResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1409,7 @@ func (x *ListUsageResponse) String() string {
 func (*ListUsageResponse) ProtoMessage() {}
 
 func (x *ListUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[19]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1422,7 @@ func (x *ListUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsageResponse.ProtoReflect.Descriptor instead.
 func (*ListUsageResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListUsageResponse) GetRecords() []*UsageRecord {
@@ -1310,7 +1465,7 @@ type UsageRecord struct {
 
 func (x *UsageRecord) Reset() {
 	*x = UsageRecord{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1477,7 @@ func (x *UsageRecord) String() string {
 func (*UsageRecord) ProtoMessage() {}
 
 func (x *UsageRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[20]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1490,7 @@ func (x *UsageRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRecord.ProtoReflect.Descriptor instead.
 func (*UsageRecord) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UsageRecord) GetRequestId() string {
@@ -1468,7 +1623,7 @@ type UsageAttempt struct {
 
 func (x *UsageAttempt) Reset() {
 	*x = UsageAttempt{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1635,7 @@ func (x *UsageAttempt) String() string {
 func (*UsageAttempt) ProtoMessage() {}
 
 func (x *UsageAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[21]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1648,7 @@ func (x *UsageAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageAttempt.ProtoReflect.Descriptor instead.
 func (*UsageAttempt) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UsageAttempt) GetProvider() string {
@@ -1549,7 +1704,7 @@ type GetUsageSummaryRequest struct {
 
 func (x *GetUsageSummaryRequest) Reset() {
 	*x = GetUsageSummaryRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1716,7 @@ func (x *GetUsageSummaryRequest) String() string {
 func (*GetUsageSummaryRequest) ProtoMessage() {}
 
 func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[22]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1729,7 @@ func (x *GetUsageSummaryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageSummaryRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageSummaryRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetUsageSummaryRequest) GetId() string {
@@ -1622,7 +1777,7 @@ type GetUsageSummaryResponse struct {
 
 func (x *GetUsageSummaryResponse) Reset() {
 	*x = GetUsageSummaryResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1789,7 @@ func (x *GetUsageSummaryResponse) String() string {
 func (*GetUsageSummaryResponse) ProtoMessage() {}
 
 func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[23]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1802,7 @@ func (x *GetUsageSummaryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageSummaryResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageSummaryResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetUsageSummaryResponse) GetRows() []*UsageSummaryRow {
@@ -1678,7 +1833,7 @@ type UsageSummaryRow struct {
 
 func (x *UsageSummaryRow) Reset() {
 	*x = UsageSummaryRow{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1845,7 @@ func (x *UsageSummaryRow) String() string {
 func (*UsageSummaryRow) ProtoMessage() {}
 
 func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[24]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1858,7 @@ func (x *UsageSummaryRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageSummaryRow.ProtoReflect.Descriptor instead.
 func (*UsageSummaryRow) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UsageSummaryRow) GetKeyId() string {
@@ -1782,7 +1937,7 @@ type VerifyCapabilitiesRequest struct {
 
 func (x *VerifyCapabilitiesRequest) Reset() {
 	*x = VerifyCapabilitiesRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1949,7 @@ func (x *VerifyCapabilitiesRequest) String() string {
 func (*VerifyCapabilitiesRequest) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[25]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1962,7 @@ func (x *VerifyCapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *VerifyCapabilitiesRequest) GetModels() []string {
@@ -1833,7 +1988,7 @@ type VerifyCapabilitiesResponse struct {
 
 func (x *VerifyCapabilitiesResponse) Reset() {
 	*x = VerifyCapabilitiesResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +2000,7 @@ func (x *VerifyCapabilitiesResponse) String() string {
 func (*VerifyCapabilitiesResponse) ProtoMessage() {}
 
 func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[26]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +2013,7 @@ func (x *VerifyCapabilitiesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyCapabilitiesResponse.ProtoReflect.Descriptor instead.
 func (*VerifyCapabilitiesResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *VerifyCapabilitiesResponse) GetCapabilities() []*Capability {
@@ -1884,7 +2039,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2051,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[27]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2064,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Capability) GetModel() string {
@@ -1974,7 +2129,7 @@ type Incident struct {
 
 func (x *Incident) Reset() {
 	*x = Incident{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2141,7 @@ func (x *Incident) String() string {
 func (*Incident) ProtoMessage() {}
 
 func (x *Incident) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[28]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2154,7 @@ func (x *Incident) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Incident.ProtoReflect.Descriptor instead.
 func (*Incident) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Incident) GetId() string {
@@ -2098,7 +2253,7 @@ type IncidentUpdate struct {
 
 func (x *IncidentUpdate) Reset() {
 	*x = IncidentUpdate{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2265,7 @@ func (x *IncidentUpdate) String() string {
 func (*IncidentUpdate) ProtoMessage() {}
 
 func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[29]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2123,7 +2278,7 @@ func (x *IncidentUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IncidentUpdate.ProtoReflect.Descriptor instead.
 func (*IncidentUpdate) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *IncidentUpdate) GetId() string {
@@ -2175,7 +2330,7 @@ type CreateIncidentRequest struct {
 
 func (x *CreateIncidentRequest) Reset() {
 	*x = CreateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2342,7 @@ func (x *CreateIncidentRequest) String() string {
 func (*CreateIncidentRequest) ProtoMessage() {}
 
 func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[30]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2355,7 @@ func (x *CreateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*CreateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateIncidentRequest) GetKind() string {
@@ -2272,7 +2427,7 @@ type UpdateIncidentRequest struct {
 
 func (x *UpdateIncidentRequest) Reset() {
 	*x = UpdateIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2439,7 @@ func (x *UpdateIncidentRequest) String() string {
 func (*UpdateIncidentRequest) ProtoMessage() {}
 
 func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[31]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2452,7 @@ func (x *UpdateIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateIncidentRequest.ProtoReflect.Descriptor instead.
 func (*UpdateIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateIncidentRequest) GetId() string {
@@ -2338,7 +2493,7 @@ type ResolveIncidentRequest struct {
 
 func (x *ResolveIncidentRequest) Reset() {
 	*x = ResolveIncidentRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2350,7 +2505,7 @@ func (x *ResolveIncidentRequest) String() string {
 func (*ResolveIncidentRequest) ProtoMessage() {}
 
 func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[32]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2363,7 +2518,7 @@ func (x *ResolveIncidentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveIncidentRequest.ProtoReflect.Descriptor instead.
 func (*ResolveIncidentRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ResolveIncidentRequest) GetId() string {
@@ -2390,7 +2545,7 @@ type ListIncidentsRequest struct {
 
 func (x *ListIncidentsRequest) Reset() {
 	*x = ListIncidentsRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2402,7 +2557,7 @@ func (x *ListIncidentsRequest) String() string {
 func (*ListIncidentsRequest) ProtoMessage() {}
 
 func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[33]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2415,7 +2570,7 @@ func (x *ListIncidentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsRequest.ProtoReflect.Descriptor instead.
 func (*ListIncidentsRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListIncidentsRequest) GetIncludeResolved() bool {
@@ -2434,7 +2589,7 @@ type ListIncidentsResponse struct {
 
 func (x *ListIncidentsResponse) Reset() {
 	*x = ListIncidentsResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2601,7 @@ func (x *ListIncidentsResponse) String() string {
 func (*ListIncidentsResponse) ProtoMessage() {}
 
 func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[34]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2614,7 @@ func (x *ListIncidentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIncidentsResponse.ProtoReflect.Descriptor instead.
 func (*ListIncidentsResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListIncidentsResponse) GetIncidents() []*Incident {
@@ -2482,7 +2637,7 @@ type BotState struct {
 
 func (x *BotState) Reset() {
 	*x = BotState{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2649,7 @@ func (x *BotState) String() string {
 func (*BotState) ProtoMessage() {}
 
 func (x *BotState) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[35]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2662,7 @@ func (x *BotState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotState.ProtoReflect.Descriptor instead.
 func (*BotState) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BotState) GetKey() string {
@@ -2547,7 +2702,7 @@ type GetBotStateRequest struct {
 
 func (x *GetBotStateRequest) Reset() {
 	*x = GetBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2714,7 @@ func (x *GetBotStateRequest) String() string {
 func (*GetBotStateRequest) ProtoMessage() {}
 
 func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[36]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2727,7 @@ func (x *GetBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotStateRequest.ProtoReflect.Descriptor instead.
 func (*GetBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetBotStateRequest) GetKey() string {
@@ -2595,7 +2750,7 @@ type PutBotStateRequest struct {
 
 func (x *PutBotStateRequest) Reset() {
 	*x = PutBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2762,7 @@ func (x *PutBotStateRequest) String() string {
 func (*PutBotStateRequest) ProtoMessage() {}
 
 func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[37]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2775,7 @@ func (x *PutBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateRequest.ProtoReflect.Descriptor instead.
 func (*PutBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PutBotStateRequest) GetKey() string {
@@ -2662,7 +2817,7 @@ type PutBotStateResponse struct {
 
 func (x *PutBotStateResponse) Reset() {
 	*x = PutBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2829,7 @@ func (x *PutBotStateResponse) String() string {
 func (*PutBotStateResponse) ProtoMessage() {}
 
 func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[38]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2842,7 @@ func (x *PutBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBotStateResponse.ProtoReflect.Descriptor instead.
 func (*PutBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PutBotStateResponse) GetState() *BotState {
@@ -2713,7 +2868,7 @@ type TakeBotStateRequest struct {
 
 func (x *TakeBotStateRequest) Reset() {
 	*x = TakeBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2725,7 +2880,7 @@ func (x *TakeBotStateRequest) String() string {
 func (*TakeBotStateRequest) ProtoMessage() {}
 
 func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[39]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2738,7 +2893,7 @@ func (x *TakeBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeBotStateRequest.ProtoReflect.Descriptor instead.
 func (*TakeBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TakeBotStateRequest) GetKey() string {
@@ -2757,7 +2912,7 @@ type ListBotStateRequest struct {
 
 func (x *ListBotStateRequest) Reset() {
 	*x = ListBotStateRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +2924,7 @@ func (x *ListBotStateRequest) String() string {
 func (*ListBotStateRequest) ProtoMessage() {}
 
 func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[40]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +2937,7 @@ func (x *ListBotStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateRequest.ProtoReflect.Descriptor instead.
 func (*ListBotStateRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListBotStateRequest) GetPrefix() string {
@@ -2801,7 +2956,7 @@ type ListBotStateResponse struct {
 
 func (x *ListBotStateResponse) Reset() {
 	*x = ListBotStateResponse{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2813,7 +2968,7 @@ func (x *ListBotStateResponse) String() string {
 func (*ListBotStateResponse) ProtoMessage() {}
 
 func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[41]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2826,7 +2981,7 @@ func (x *ListBotStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBotStateResponse.ProtoReflect.Descriptor instead.
 func (*ListBotStateResponse) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListBotStateResponse) GetStates() []*BotState {
@@ -2846,7 +3001,7 @@ type ReportBotHealthRequest struct {
 
 func (x *ReportBotHealthRequest) Reset() {
 	*x = ReportBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +3013,7 @@ func (x *ReportBotHealthRequest) String() string {
 func (*ReportBotHealthRequest) ProtoMessage() {}
 
 func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[42]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +3026,7 @@ func (x *ReportBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*ReportBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{42}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReportBotHealthRequest) GetLastPollTime() *timestamppb.Timestamp {
@@ -2889,7 +3044,7 @@ type GetBotHealthRequest struct {
 
 func (x *GetBotHealthRequest) Reset() {
 	*x = GetBotHealthRequest{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +3056,7 @@ func (x *GetBotHealthRequest) String() string {
 func (*GetBotHealthRequest) ProtoMessage() {}
 
 func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[43]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +3069,7 @@ func (x *GetBotHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBotHealthRequest.ProtoReflect.Descriptor instead.
 func (*GetBotHealthRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{43}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{45}
 }
 
 type BotHealth struct {
@@ -2930,7 +3085,7 @@ type BotHealth struct {
 
 func (x *BotHealth) Reset() {
 	*x = BotHealth{}
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2942,7 +3097,7 @@ func (x *BotHealth) String() string {
 func (*BotHealth) ProtoMessage() {}
 
 func (x *BotHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_admin_v1_admin_proto_msgTypes[44]
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2955,7 +3110,7 @@ func (x *BotHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BotHealth.ProtoReflect.Descriptor instead.
 func (*BotHealth) Descriptor() ([]byte, []int) {
-	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{44}
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *BotHealth) GetStatus() string {
@@ -3004,7 +3159,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06amount\x18\x02 \x01(\tR\x06amount\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12'\n" +
-	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xa9\x03\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\x81\x05\n" +
 	"\x03Key\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3019,7 +3174,15 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x17max_concurrent_requests\x18\t \x01(\x05R\x15maxConcurrentRequests\x125\n" +
 	"\x17max_requests_per_second\x18\n" +
 	" \x01(\x05R\x14maxRequestsPerSecond\x121\n" +
-	"\x15max_tokens_per_minute\x18\v \x01(\x05R\x12maxTokensPerMinute\"\xbb\x02\n" +
+	"\x15max_tokens_per_minute\x18\v \x01(\x05R\x12maxTokensPerMinute\x120\n" +
+	"\x06budget\x18\f \x01(\v2\x18.gateway.admin.v1.BudgetR\x06budget\x12!\n" +
+	"\fbudget_spent\x18\r \x01(\tR\vbudgetSpent\x12D\n" +
+	"\x10budget_resets_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x0ebudgetResetsAt\x12;\n" +
+	"\vexpire_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"8\n" +
+	"\x06Budget\x12\x16\n" +
+	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\tR\x06period\"\xaa\x03\n" +
 	"\x10CreateKeyRequest\x12\x1d\n" +
 	"\n" +
 	"profile_id\x18\x01 \x01(\tR\tprofileId\x12\x12\n" +
@@ -3028,7 +3191,10 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x0eallowed_models\x18\x04 \x03(\tR\rallowedModels\x126\n" +
 	"\x17max_concurrent_requests\x18\x05 \x01(\x05R\x15maxConcurrentRequests\x125\n" +
 	"\x17max_requests_per_second\x18\x06 \x01(\x05R\x14maxRequestsPerSecond\x121\n" +
-	"\x15max_tokens_per_minute\x18\a \x01(\x05R\x12maxTokensPerMinute\"T\n" +
+	"\x15max_tokens_per_minute\x18\a \x01(\x05R\x12maxTokensPerMinute\x120\n" +
+	"\x06budget\x18\b \x01(\v2\x18.gateway.admin.v1.BudgetR\x06budget\x12;\n" +
+	"\vexpire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"T\n" +
 	"\x11CreateKeyResponse\x12'\n" +
 	"\x03key\x18\x01 \x01(\v2\x15.gateway.admin.v1.KeyR\x03key\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"0\n" +
@@ -3044,6 +3210,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\x10RevokeKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\"\n" +
 	"\x10RotateKeyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x1f\n" +
+	"\rGetKeyRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"T\n" +
 	"\x11RotateKeyResponse\x12'\n" +
 	"\x03key\x18\x01 \x01(\v2\x15.gateway.admin.v1.KeyR\x03key\x12\x16\n" +
@@ -3224,7 +3392,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\tBotHealth\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12D\n" +
 	"\x10last_report_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastReportTime\x12@\n" +
-	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime2\xe6\x17\n" +
+	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime2\xc5\x18\n" +
 	"\fAdminService\x12q\n" +
 	"\rCreateProfile\x12&.gateway.admin.v1.CreateProfileRequest\x1a\x19.gateway.admin.v1.Profile\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/admin/v1/profiles\x12m\n" +
 	"\n" +
@@ -3251,7 +3419,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\fTakeBotState\x12%.gateway.admin.v1.TakeBotStateRequest\x1a\x1a.gateway.admin.v1.BotState\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/admin/v1/bot/state/{key}:take\x12z\n" +
 	"\fListBotState\x12%.gateway.admin.v1.ListBotStateRequest\x1a&.gateway.admin.v1.ListBotStateResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/bot/state\x12\x80\x01\n" +
 	"\x0fReportBotHealth\x12(.gateway.admin.v1.ReportBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/admin/v1/bot/health:report\x12p\n" +
-	"\fGetBotHealth\x12%.gateway.admin.v1.GetBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/admin/v1/bot/healthB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
+	"\fGetBotHealth\x12%.gateway.admin.v1.GetBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/admin/v1/bot/health\x12]\n" +
+	"\x06GetKey\x12\x1f.gateway.admin.v1.GetKeyRequest\x1a\x15.gateway.admin.v1.Key\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/keys/{id}B+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_gateway_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -3265,7 +3434,7 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
 	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
@@ -3273,146 +3442,155 @@ var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*LookupProfileRequest)(nil),       // 3: gateway.admin.v1.LookupProfileRequest
 	(*CreditProfileRequest)(nil),       // 4: gateway.admin.v1.CreditProfileRequest
 	(*Key)(nil),                        // 5: gateway.admin.v1.Key
-	(*CreateKeyRequest)(nil),           // 6: gateway.admin.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),          // 7: gateway.admin.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),            // 8: gateway.admin.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),           // 9: gateway.admin.v1.ListKeysResponse
-	(*UpdateKeyRequest)(nil),           // 10: gateway.admin.v1.UpdateKeyRequest
-	(*RevokeKeyRequest)(nil),           // 11: gateway.admin.v1.RevokeKeyRequest
-	(*RotateKeyRequest)(nil),           // 12: gateway.admin.v1.RotateKeyRequest
-	(*RotateKeyResponse)(nil),          // 13: gateway.admin.v1.RotateKeyResponse
-	(*ApplyCatalogRequest)(nil),        // 14: gateway.admin.v1.ApplyCatalogRequest
-	(*ApplyCatalogResponse)(nil),       // 15: gateway.admin.v1.ApplyCatalogResponse
-	(*SetFxRatesRequest)(nil),          // 16: gateway.admin.v1.SetFxRatesRequest
-	(*SetFxRatesResponse)(nil),         // 17: gateway.admin.v1.SetFxRatesResponse
-	(*ListUsageRequest)(nil),           // 18: gateway.admin.v1.ListUsageRequest
-	(*ListUsageResponse)(nil),          // 19: gateway.admin.v1.ListUsageResponse
-	(*UsageRecord)(nil),                // 20: gateway.admin.v1.UsageRecord
-	(*UsageAttempt)(nil),               // 21: gateway.admin.v1.UsageAttempt
-	(*GetUsageSummaryRequest)(nil),     // 22: gateway.admin.v1.GetUsageSummaryRequest
-	(*GetUsageSummaryResponse)(nil),    // 23: gateway.admin.v1.GetUsageSummaryResponse
-	(*UsageSummaryRow)(nil),            // 24: gateway.admin.v1.UsageSummaryRow
-	(*VerifyCapabilitiesRequest)(nil),  // 25: gateway.admin.v1.VerifyCapabilitiesRequest
-	(*VerifyCapabilitiesResponse)(nil), // 26: gateway.admin.v1.VerifyCapabilitiesResponse
-	(*Capability)(nil),                 // 27: gateway.admin.v1.Capability
-	(*Incident)(nil),                   // 28: gateway.admin.v1.Incident
-	(*IncidentUpdate)(nil),             // 29: gateway.admin.v1.IncidentUpdate
-	(*CreateIncidentRequest)(nil),      // 30: gateway.admin.v1.CreateIncidentRequest
-	(*UpdateIncidentRequest)(nil),      // 31: gateway.admin.v1.UpdateIncidentRequest
-	(*ResolveIncidentRequest)(nil),     // 32: gateway.admin.v1.ResolveIncidentRequest
-	(*ListIncidentsRequest)(nil),       // 33: gateway.admin.v1.ListIncidentsRequest
-	(*ListIncidentsResponse)(nil),      // 34: gateway.admin.v1.ListIncidentsResponse
-	(*BotState)(nil),                   // 35: gateway.admin.v1.BotState
-	(*GetBotStateRequest)(nil),         // 36: gateway.admin.v1.GetBotStateRequest
-	(*PutBotStateRequest)(nil),         // 37: gateway.admin.v1.PutBotStateRequest
-	(*PutBotStateResponse)(nil),        // 38: gateway.admin.v1.PutBotStateResponse
-	(*TakeBotStateRequest)(nil),        // 39: gateway.admin.v1.TakeBotStateRequest
-	(*ListBotStateRequest)(nil),        // 40: gateway.admin.v1.ListBotStateRequest
-	(*ListBotStateResponse)(nil),       // 41: gateway.admin.v1.ListBotStateResponse
-	(*ReportBotHealthRequest)(nil),     // 42: gateway.admin.v1.ReportBotHealthRequest
-	(*GetBotHealthRequest)(nil),        // 43: gateway.admin.v1.GetBotHealthRequest
-	(*BotHealth)(nil),                  // 44: gateway.admin.v1.BotHealth
-	nil,                                // 45: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                                // 46: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil),      // 47: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 48: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),            // 49: google.protobuf.Struct
+	(*Budget)(nil),                     // 6: gateway.admin.v1.Budget
+	(*CreateKeyRequest)(nil),           // 7: gateway.admin.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),          // 8: gateway.admin.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),            // 9: gateway.admin.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),           // 10: gateway.admin.v1.ListKeysResponse
+	(*UpdateKeyRequest)(nil),           // 11: gateway.admin.v1.UpdateKeyRequest
+	(*RevokeKeyRequest)(nil),           // 12: gateway.admin.v1.RevokeKeyRequest
+	(*RotateKeyRequest)(nil),           // 13: gateway.admin.v1.RotateKeyRequest
+	(*GetKeyRequest)(nil),              // 14: gateway.admin.v1.GetKeyRequest
+	(*RotateKeyResponse)(nil),          // 15: gateway.admin.v1.RotateKeyResponse
+	(*ApplyCatalogRequest)(nil),        // 16: gateway.admin.v1.ApplyCatalogRequest
+	(*ApplyCatalogResponse)(nil),       // 17: gateway.admin.v1.ApplyCatalogResponse
+	(*SetFxRatesRequest)(nil),          // 18: gateway.admin.v1.SetFxRatesRequest
+	(*SetFxRatesResponse)(nil),         // 19: gateway.admin.v1.SetFxRatesResponse
+	(*ListUsageRequest)(nil),           // 20: gateway.admin.v1.ListUsageRequest
+	(*ListUsageResponse)(nil),          // 21: gateway.admin.v1.ListUsageResponse
+	(*UsageRecord)(nil),                // 22: gateway.admin.v1.UsageRecord
+	(*UsageAttempt)(nil),               // 23: gateway.admin.v1.UsageAttempt
+	(*GetUsageSummaryRequest)(nil),     // 24: gateway.admin.v1.GetUsageSummaryRequest
+	(*GetUsageSummaryResponse)(nil),    // 25: gateway.admin.v1.GetUsageSummaryResponse
+	(*UsageSummaryRow)(nil),            // 26: gateway.admin.v1.UsageSummaryRow
+	(*VerifyCapabilitiesRequest)(nil),  // 27: gateway.admin.v1.VerifyCapabilitiesRequest
+	(*VerifyCapabilitiesResponse)(nil), // 28: gateway.admin.v1.VerifyCapabilitiesResponse
+	(*Capability)(nil),                 // 29: gateway.admin.v1.Capability
+	(*Incident)(nil),                   // 30: gateway.admin.v1.Incident
+	(*IncidentUpdate)(nil),             // 31: gateway.admin.v1.IncidentUpdate
+	(*CreateIncidentRequest)(nil),      // 32: gateway.admin.v1.CreateIncidentRequest
+	(*UpdateIncidentRequest)(nil),      // 33: gateway.admin.v1.UpdateIncidentRequest
+	(*ResolveIncidentRequest)(nil),     // 34: gateway.admin.v1.ResolveIncidentRequest
+	(*ListIncidentsRequest)(nil),       // 35: gateway.admin.v1.ListIncidentsRequest
+	(*ListIncidentsResponse)(nil),      // 36: gateway.admin.v1.ListIncidentsResponse
+	(*BotState)(nil),                   // 37: gateway.admin.v1.BotState
+	(*GetBotStateRequest)(nil),         // 38: gateway.admin.v1.GetBotStateRequest
+	(*PutBotStateRequest)(nil),         // 39: gateway.admin.v1.PutBotStateRequest
+	(*PutBotStateResponse)(nil),        // 40: gateway.admin.v1.PutBotStateResponse
+	(*TakeBotStateRequest)(nil),        // 41: gateway.admin.v1.TakeBotStateRequest
+	(*ListBotStateRequest)(nil),        // 42: gateway.admin.v1.ListBotStateRequest
+	(*ListBotStateResponse)(nil),       // 43: gateway.admin.v1.ListBotStateResponse
+	(*ReportBotHealthRequest)(nil),     // 44: gateway.admin.v1.ReportBotHealthRequest
+	(*GetBotHealthRequest)(nil),        // 45: gateway.admin.v1.GetBotHealthRequest
+	(*BotHealth)(nil),                  // 46: gateway.admin.v1.BotHealth
+	nil,                                // 47: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 48: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 49: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 50: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 51: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	47, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	47, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
-	5,  // 2: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	5,  // 3: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
-	5,  // 4: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	48, // 5: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
-	5,  // 6: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	49, // 7: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	47, // 8: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	45, // 9: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	47, // 10: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	46, // 11: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	47, // 12: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	47, // 13: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
-	20, // 14: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	47, // 15: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	47, // 16: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
-	21, // 17: gateway.admin.v1.UsageRecord.attempts:type_name -> gateway.admin.v1.UsageAttempt
-	47, // 18: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
-	47, // 19: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
-	24, // 20: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
-	27, // 21: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
-	47, // 22: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	47, // 23: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
-	47, // 24: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
-	47, // 25: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
-	47, // 26: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
-	47, // 27: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
-	29, // 28: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
-	47, // 29: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
-	47, // 30: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
-	47, // 31: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
-	28, // 32: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
-	47, // 33: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
-	47, // 34: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
-	47, // 35: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
-	35, // 36: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
-	35, // 37: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
-	47, // 38: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
-	47, // 39: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
-	47, // 40: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
-	1,  // 41: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
-	2,  // 42: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
-	3,  // 43: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
-	4,  // 44: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
-	6,  // 45: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
-	8,  // 46: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
-	10, // 47: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
-	11, // 48: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
-	12, // 49: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	14, // 50: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	16, // 51: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	18, // 52: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	22, // 53: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
-	25, // 54: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
-	30, // 55: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
-	31, // 56: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
-	32, // 57: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
-	33, // 58: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
-	36, // 59: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
-	37, // 60: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
-	39, // 61: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
-	40, // 62: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
-	42, // 63: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
-	43, // 64: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
-	0,  // 65: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 66: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 67: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 68: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	7,  // 69: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	9,  // 70: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 71: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 72: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	13, // 73: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	15, // 74: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	17, // 75: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	19, // 76: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	23, // 77: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
-	26, // 78: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
-	28, // 79: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
-	28, // 80: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
-	28, // 81: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
-	34, // 82: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
-	35, // 83: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
-	38, // 84: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
-	35, // 85: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
-	41, // 86: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
-	44, // 87: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
-	44, // 88: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
-	65, // [65:89] is the sub-list for method output_type
-	41, // [41:65] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	49, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	49, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	6,  // 2: gateway.admin.v1.Key.budget:type_name -> gateway.admin.v1.Budget
+	49, // 3: gateway.admin.v1.Key.budget_resets_at:type_name -> google.protobuf.Timestamp
+	49, // 4: gateway.admin.v1.Key.expire_time:type_name -> google.protobuf.Timestamp
+	6,  // 5: gateway.admin.v1.CreateKeyRequest.budget:type_name -> gateway.admin.v1.Budget
+	49, // 6: gateway.admin.v1.CreateKeyRequest.expire_time:type_name -> google.protobuf.Timestamp
+	5,  // 7: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
+	5,  // 8: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
+	5,  // 9: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
+	50, // 10: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	5,  // 11: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
+	51, // 12: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	49, // 13: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	47, // 14: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	49, // 15: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	48, // 16: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	49, // 17: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	49, // 18: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	22, // 19: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
+	49, // 20: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	49, // 21: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	23, // 22: gateway.admin.v1.UsageRecord.attempts:type_name -> gateway.admin.v1.UsageAttempt
+	49, // 23: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
+	49, // 24: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
+	26, // 25: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
+	29, // 26: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
+	49, // 27: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	49, // 28: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
+	49, // 29: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
+	49, // 30: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
+	49, // 31: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
+	49, // 32: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
+	31, // 33: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
+	49, // 34: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
+	49, // 35: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
+	49, // 36: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
+	30, // 37: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
+	49, // 38: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
+	49, // 39: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
+	49, // 40: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
+	37, // 41: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
+	37, // 42: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
+	49, // 43: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
+	49, // 44: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
+	49, // 45: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
+	1,  // 46: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
+	2,  // 47: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
+	3,  // 48: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
+	4,  // 49: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
+	7,  // 50: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
+	9,  // 51: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
+	11, // 52: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
+	12, // 53: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
+	13, // 54: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
+	16, // 55: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	18, // 56: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	20, // 57: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	24, // 58: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
+	27, // 59: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	32, // 60: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
+	33, // 61: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
+	34, // 62: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
+	35, // 63: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
+	38, // 64: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
+	39, // 65: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
+	41, // 66: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
+	42, // 67: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
+	44, // 68: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
+	45, // 69: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
+	14, // 70: gateway.admin.v1.AdminService.GetKey:input_type -> gateway.admin.v1.GetKeyRequest
+	0,  // 71: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 72: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 73: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 74: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	8,  // 75: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	10, // 76: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 77: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 78: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	15, // 79: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	17, // 80: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	19, // 81: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	21, // 82: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	25, // 83: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
+	28, // 84: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	30, // 85: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
+	30, // 86: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
+	30, // 87: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
+	36, // 88: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
+	37, // 89: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
+	40, // 90: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
+	37, // 91: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
+	43, // 92: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
+	46, // 93: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
+	46, // 94: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
+	5,  // 95: gateway.admin.v1.AdminService.GetKey:output_type -> gateway.admin.v1.Key
+	71, // [71:96] is the sub-list for method output_type
+	46, // [46:71] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_gateway_admin_v1_admin_proto_init() }
@@ -3426,7 +3604,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

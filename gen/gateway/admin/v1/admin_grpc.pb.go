@@ -43,6 +43,7 @@ const (
 	AdminService_ListBotState_FullMethodName       = "/gateway.admin.v1.AdminService/ListBotState"
 	AdminService_ReportBotHealth_FullMethodName    = "/gateway.admin.v1.AdminService/ReportBotHealth"
 	AdminService_GetBotHealth_FullMethodName       = "/gateway.admin.v1.AdminService/GetBotHealth"
+	AdminService_GetKey_FullMethodName             = "/gateway.admin.v1.AdminService/GetKey"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -103,6 +104,8 @@ type AdminServiceClient interface {
 	// The chat bot's state for the status site: operational while reports arrive, major_outage
 	// when none came for 2 minutes, no_data when none ever came.
 	GetBotHealth(ctx context.Context, in *GetBotHealthRequest, opts ...grpc.CallOption) (*BotHealth, error)
+	// One key (never its secret), with its budget's spend in the current window.
+	GetKey(ctx context.Context, in *GetKeyRequest, opts ...grpc.CallOption) (*Key, error)
 }
 
 type adminServiceClient struct {
@@ -353,6 +356,16 @@ func (c *adminServiceClient) GetBotHealth(ctx context.Context, in *GetBotHealthR
 	return out, nil
 }
 
+func (c *adminServiceClient) GetKey(ctx context.Context, in *GetKeyRequest, opts ...grpc.CallOption) (*Key, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Key)
+	err := c.cc.Invoke(ctx, AdminService_GetKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -411,6 +424,8 @@ type AdminServiceServer interface {
 	// The chat bot's state for the status site: operational while reports arrive, major_outage
 	// when none came for 2 minutes, no_data when none ever came.
 	GetBotHealth(context.Context, *GetBotHealthRequest) (*BotHealth, error)
+	// One key (never its secret), with its budget's spend in the current window.
+	GetKey(context.Context, *GetKeyRequest) (*Key, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -492,6 +507,9 @@ func (UnimplementedAdminServiceServer) ReportBotHealth(context.Context, *ReportB
 }
 func (UnimplementedAdminServiceServer) GetBotHealth(context.Context, *GetBotHealthRequest) (*BotHealth, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetBotHealth not implemented")
+}
+func (UnimplementedAdminServiceServer) GetKey(context.Context, *GetKeyRequest) (*Key, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetKey not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -946,6 +964,24 @@ func _AdminService_GetBotHealth_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetKey(ctx, req.(*GetKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1048,6 +1084,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetBotHealth",
 			Handler:    _AdminService_GetBotHealth_Handler,
+		},
+		{
+			MethodName: "GetKey",
+			Handler:    _AdminService_GetKey_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -1266,11 +1267,352 @@ func (x *StoredResponseJSON) GetJson() []byte {
 	return nil
 }
 
+type GetCallerKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCallerKeyRequest) Reset() {
+	*x = GetCallerKeyRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCallerKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCallerKeyRequest) ProtoMessage() {}
+
+func (x *GetCallerKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCallerKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetCallerKeyRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{22}
+}
+
+// CallerKey is GET /v1/key: the key that called, as it may see itself.
+type CallerKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The first characters of the secret, enough to recognise it, never enough to use it.
+	Prefix                string           `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	AllowedEndpoints      []string         `protobuf:"bytes,3,rep,name=allowed_endpoints,json=allowedEndpoints,proto3" json:"allowed_endpoints,omitempty"`
+	AllowedModels         []string         `protobuf:"bytes,4,rep,name=allowed_models,json=allowedModels,proto3" json:"allowed_models,omitempty"`
+	MaxConcurrentRequests int32            `protobuf:"varint,5,opt,name=max_concurrent_requests,json=maxConcurrentRequests,proto3" json:"max_concurrent_requests,omitempty"`
+	MaxRequestsPerSecond  int32            `protobuf:"varint,6,opt,name=max_requests_per_second,json=maxRequestsPerSecond,proto3" json:"max_requests_per_second,omitempty"`
+	MaxTokensPerMinute    int32            `protobuf:"varint,7,opt,name=max_tokens_per_minute,json=maxTokensPerMinute,proto3" json:"max_tokens_per_minute,omitempty"`
+	Budget                *CallerKeyBudget `protobuf:"bytes,8,opt,name=budget,proto3" json:"budget,omitempty"`
+	// The charges of the budget's current window, a decimal string; empty without a budget.
+	BudgetSpent string `protobuf:"bytes,9,opt,name=budget_spent,json=budgetSpent,proto3" json:"budget_spent,omitempty"`
+	// When the budget's window ends; absent for TOTAL and without a budget.
+	BudgetResetsAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=budget_resets_at,json=budgetResetsAt,proto3" json:"budget_resets_at,omitempty"`
+	ExpireTime     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	Usage          *CallerKeyUsage        `protobuf:"bytes,12,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The billing currency of amounts.
+	Currency      string `protobuf:"bytes,13,opt,name=currency,proto3" json:"currency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallerKey) Reset() {
+	*x = CallerKey{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallerKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallerKey) ProtoMessage() {}
+
+func (x *CallerKey) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallerKey.ProtoReflect.Descriptor instead.
+func (*CallerKey) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CallerKey) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CallerKey) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *CallerKey) GetAllowedEndpoints() []string {
+	if x != nil {
+		return x.AllowedEndpoints
+	}
+	return nil
+}
+
+func (x *CallerKey) GetAllowedModels() []string {
+	if x != nil {
+		return x.AllowedModels
+	}
+	return nil
+}
+
+func (x *CallerKey) GetMaxConcurrentRequests() int32 {
+	if x != nil {
+		return x.MaxConcurrentRequests
+	}
+	return 0
+}
+
+func (x *CallerKey) GetMaxRequestsPerSecond() int32 {
+	if x != nil {
+		return x.MaxRequestsPerSecond
+	}
+	return 0
+}
+
+func (x *CallerKey) GetMaxTokensPerMinute() int32 {
+	if x != nil {
+		return x.MaxTokensPerMinute
+	}
+	return 0
+}
+
+func (x *CallerKey) GetBudget() *CallerKeyBudget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+func (x *CallerKey) GetBudgetSpent() string {
+	if x != nil {
+		return x.BudgetSpent
+	}
+	return ""
+}
+
+func (x *CallerKey) GetBudgetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BudgetResetsAt
+	}
+	return nil
+}
+
+func (x *CallerKey) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *CallerKey) GetUsage() *CallerKeyUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *CallerKey) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+type CallerKeyBudget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A decimal string.
+	Amount string `protobuf:"bytes,1,opt,name=amount,proto3" json:"amount,omitempty"`
+	// TOTAL, DAY, WEEK or MONTH.
+	Period        string `protobuf:"bytes,2,opt,name=period,proto3" json:"period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallerKeyBudget) Reset() {
+	*x = CallerKeyBudget{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallerKeyBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallerKeyBudget) ProtoMessage() {}
+
+func (x *CallerKeyBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallerKeyBudget.ProtoReflect.Descriptor instead.
+func (*CallerKeyBudget) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CallerKeyBudget) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
+func (x *CallerKeyBudget) GetPeriod() string {
+	if x != nil {
+		return x.Period
+	}
+	return ""
+}
+
+// CallerKeyUsage counts the key's request records of the current UTC day and month.
+type CallerKeyUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Today         *CallerKeyUsageWindow  `protobuf:"bytes,1,opt,name=today,proto3" json:"today,omitempty"`
+	Month         *CallerKeyUsageWindow  `protobuf:"bytes,2,opt,name=month,proto3" json:"month,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallerKeyUsage) Reset() {
+	*x = CallerKeyUsage{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallerKeyUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallerKeyUsage) ProtoMessage() {}
+
+func (x *CallerKeyUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallerKeyUsage.ProtoReflect.Descriptor instead.
+func (*CallerKeyUsage) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CallerKeyUsage) GetToday() *CallerKeyUsageWindow {
+	if x != nil {
+		return x.Today
+	}
+	return nil
+}
+
+func (x *CallerKeyUsage) GetMonth() *CallerKeyUsageWindow {
+	if x != nil {
+		return x.Month
+	}
+	return nil
+}
+
+type CallerKeyUsageWindow struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Requests int64                  `protobuf:"varint,1,opt,name=requests,proto3" json:"requests,omitempty"`
+	// The sum of their charges, a decimal string.
+	Cost          string `protobuf:"bytes,2,opt,name=cost,proto3" json:"cost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallerKeyUsageWindow) Reset() {
+	*x = CallerKeyUsageWindow{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallerKeyUsageWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallerKeyUsageWindow) ProtoMessage() {}
+
+func (x *CallerKeyUsageWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallerKeyUsageWindow.ProtoReflect.Descriptor instead.
+func (*CallerKeyUsageWindow) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CallerKeyUsageWindow) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *CallerKeyUsageWindow) GetCost() string {
+	if x != nil {
+		return x.Cost
+	}
+	return ""
+}
+
 var File_gateway_core_v1_core_proto protoreflect.FileDescriptor
 
 const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\n" +
-	"\x1agateway/core/v1/core.proto\x12\x0fgateway.core.v1\x1a\x1egateway/core/v1/generate.proto\x1a\x1bgateway/core/v1/media.proto\x1a\x1egateway/core/v1/realtime.proto\x1a\x1cgoogle/api/annotations.proto\"\x13\n" +
+	"\x1agateway/core/v1/core.proto\x12\x0fgateway.core.v1\x1a\x1egateway/core/v1/generate.proto\x1a\x1bgateway/core/v1/media.proto\x1a\x1egateway/core/v1/realtime.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
 	"\x11ListModelsRequest\"\xca\x01\n" +
 	"\x12ListModelsResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12*\n" +
@@ -1357,7 +1699,33 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x1bDeleteStoredResponseRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"(\n" +
 	"\x12StoredResponseJSON\x12\x12\n" +
-	"\x04json\x18\x01 \x01(\fR\x04json2\x8d\x0e\n" +
+	"\x04json\x18\x01 \x01(\fR\x04json\"\x15\n" +
+	"\x13GetCallerKeyRequest\"\xe0\x04\n" +
+	"\tCallerKey\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12+\n" +
+	"\x11allowed_endpoints\x18\x03 \x03(\tR\x10allowedEndpoints\x12%\n" +
+	"\x0eallowed_models\x18\x04 \x03(\tR\rallowedModels\x126\n" +
+	"\x17max_concurrent_requests\x18\x05 \x01(\x05R\x15maxConcurrentRequests\x125\n" +
+	"\x17max_requests_per_second\x18\x06 \x01(\x05R\x14maxRequestsPerSecond\x121\n" +
+	"\x15max_tokens_per_minute\x18\a \x01(\x05R\x12maxTokensPerMinute\x128\n" +
+	"\x06budget\x18\b \x01(\v2 .gateway.core.v1.CallerKeyBudgetR\x06budget\x12!\n" +
+	"\fbudget_spent\x18\t \x01(\tR\vbudgetSpent\x12D\n" +
+	"\x10budget_resets_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x0ebudgetResetsAt\x12;\n" +
+	"\vexpire_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x125\n" +
+	"\x05usage\x18\f \x01(\v2\x1f.gateway.core.v1.CallerKeyUsageR\x05usage\x12\x1a\n" +
+	"\bcurrency\x18\r \x01(\tR\bcurrency\"A\n" +
+	"\x0fCallerKeyBudget\x12\x16\n" +
+	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x16\n" +
+	"\x06period\x18\x02 \x01(\tR\x06period\"\x8a\x01\n" +
+	"\x0eCallerKeyUsage\x12;\n" +
+	"\x05today\x18\x01 \x01(\v2%.gateway.core.v1.CallerKeyUsageWindowR\x05today\x12;\n" +
+	"\x05month\x18\x02 \x01(\v2%.gateway.core.v1.CallerKeyUsageWindowR\x05month\"F\n" +
+	"\x14CallerKeyUsageWindow\x12\x1a\n" +
+	"\brequests\x18\x01 \x01(\x03R\brequests\x12\x12\n" +
+	"\x04cost\x18\x02 \x01(\tR\x04cost2\xf0\x0e\n" +
 	"\vCoreService\x12i\n" +
 	"\n" +
 	"ListModels\x12\".gateway.core.v1.ListModelsRequest\x1a#.gateway.core.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
@@ -1378,7 +1746,8 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x11PutStoredResponse\x12).gateway.core.v1.PutStoredResponseRequest\x1a*.gateway.core.v1.PutStoredResponseResponse\x12c\n" +
 	"\x11GetStoredResponse\x12).gateway.core.v1.GetStoredResponseRequest\x1a#.gateway.core.v1.StoredResponseJSON\x12y\n" +
 	"\x1cListStoredResponseInputItems\x124.gateway.core.v1.ListStoredResponseInputItemsRequest\x1a#.gateway.core.v1.StoredResponseJSON\x12i\n" +
-	"\x14DeleteStoredResponse\x12,.gateway.core.v1.DeleteStoredResponseRequest\x1a#.gateway.core.v1.StoredResponseJSONB)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
+	"\x14DeleteStoredResponse\x12,.gateway.core.v1.DeleteStoredResponseRequest\x1a#.gateway.core.v1.StoredResponseJSON\x12a\n" +
+	"\fGetCallerKey\x12$.gateway.core.v1.GetCallerKeyRequest\x1a\x1a.gateway.core.v1.CallerKey\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/v1/keyB)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
 
 var (
 	file_gateway_core_v1_core_proto_rawDescOnce sync.Once
@@ -1392,7 +1761,7 @@ func file_gateway_core_v1_core_proto_rawDescGZIP() []byte {
 	return file_gateway_core_v1_core_proto_rawDescData
 }
 
-var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_gateway_core_v1_core_proto_goTypes = []any{
 	(*ListModelsRequest)(nil),                   // 0: gateway.core.v1.ListModelsRequest
 	(*ListModelsResponse)(nil),                  // 1: gateway.core.v1.ListModelsResponse
@@ -1416,60 +1785,74 @@ var file_gateway_core_v1_core_proto_goTypes = []any{
 	(*ListStoredResponseInputItemsRequest)(nil), // 19: gateway.core.v1.ListStoredResponseInputItemsRequest
 	(*DeleteStoredResponseRequest)(nil),         // 20: gateway.core.v1.DeleteStoredResponseRequest
 	(*StoredResponseJSON)(nil),                  // 21: gateway.core.v1.StoredResponseJSON
-	(*GenerateRequest)(nil),                     // 22: gateway.core.v1.GenerateRequest
-	(*CountTokensRequest)(nil),                  // 23: gateway.core.v1.CountTokensRequest
-	(*EmbedRequest)(nil),                        // 24: gateway.core.v1.EmbedRequest
-	(*ForwardRequest)(nil),                      // 25: gateway.core.v1.ForwardRequest
-	(*RealtimeRequest)(nil),                     // 26: gateway.core.v1.RealtimeRequest
-	(*GenerateEvent)(nil),                       // 27: gateway.core.v1.GenerateEvent
-	(*CountTokensResponse)(nil),                 // 28: gateway.core.v1.CountTokensResponse
-	(*EmbedResponse)(nil),                       // 29: gateway.core.v1.EmbedResponse
-	(*ForwardResponse)(nil),                     // 30: gateway.core.v1.ForwardResponse
-	(*RealtimeResponse)(nil),                    // 31: gateway.core.v1.RealtimeResponse
+	(*GetCallerKeyRequest)(nil),                 // 22: gateway.core.v1.GetCallerKeyRequest
+	(*CallerKey)(nil),                           // 23: gateway.core.v1.CallerKey
+	(*CallerKeyBudget)(nil),                     // 24: gateway.core.v1.CallerKeyBudget
+	(*CallerKeyUsage)(nil),                      // 25: gateway.core.v1.CallerKeyUsage
+	(*CallerKeyUsageWindow)(nil),                // 26: gateway.core.v1.CallerKeyUsageWindow
+	(*timestamppb.Timestamp)(nil),               // 27: google.protobuf.Timestamp
+	(*GenerateRequest)(nil),                     // 28: gateway.core.v1.GenerateRequest
+	(*CountTokensRequest)(nil),                  // 29: gateway.core.v1.CountTokensRequest
+	(*EmbedRequest)(nil),                        // 30: gateway.core.v1.EmbedRequest
+	(*ForwardRequest)(nil),                      // 31: gateway.core.v1.ForwardRequest
+	(*RealtimeRequest)(nil),                     // 32: gateway.core.v1.RealtimeRequest
+	(*GenerateEvent)(nil),                       // 33: gateway.core.v1.GenerateEvent
+	(*CountTokensResponse)(nil),                 // 34: gateway.core.v1.CountTokensResponse
+	(*EmbedResponse)(nil),                       // 35: gateway.core.v1.EmbedResponse
+	(*ForwardResponse)(nil),                     // 36: gateway.core.v1.ForwardResponse
+	(*RealtimeResponse)(nil),                    // 37: gateway.core.v1.RealtimeResponse
 }
 var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	3,  // 0: gateway.core.v1.ListModelsResponse.data:type_name -> gateway.core.v1.Model
 	4,  // 1: gateway.core.v1.Model.top_provider:type_name -> gateway.core.v1.TopProvider
 	10, // 2: gateway.core.v1.ListGenerativeModelsResponse.models:type_name -> gateway.core.v1.GenerativeModel
-	0,  // 3: gateway.core.v1.CoreService.ListModels:input_type -> gateway.core.v1.ListModelsRequest
-	2,  // 4: gateway.core.v1.CoreService.GetModel:input_type -> gateway.core.v1.GetModelRequest
-	5,  // 5: gateway.core.v1.CoreService.GetBalance:input_type -> gateway.core.v1.GetBalanceRequest
-	7,  // 6: gateway.core.v1.CoreService.ListGenerativeModels:input_type -> gateway.core.v1.ListGenerativeModelsRequest
-	9,  // 7: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
-	11, // 8: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
-	12, // 9: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
-	22, // 10: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
-	23, // 11: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
-	24, // 12: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
-	25, // 13: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
-	26, // 14: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
-	14, // 15: gateway.core.v1.CoreService.GetStoredResponseChain:input_type -> gateway.core.v1.GetStoredResponseChainRequest
-	16, // 16: gateway.core.v1.CoreService.PutStoredResponse:input_type -> gateway.core.v1.PutStoredResponseRequest
-	18, // 17: gateway.core.v1.CoreService.GetStoredResponse:input_type -> gateway.core.v1.GetStoredResponseRequest
-	19, // 18: gateway.core.v1.CoreService.ListStoredResponseInputItems:input_type -> gateway.core.v1.ListStoredResponseInputItemsRequest
-	20, // 19: gateway.core.v1.CoreService.DeleteStoredResponse:input_type -> gateway.core.v1.DeleteStoredResponseRequest
-	1,  // 20: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
-	3,  // 21: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
-	6,  // 22: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
-	8,  // 23: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
-	10, // 24: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
-	1,  // 25: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
-	13, // 26: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
-	27, // 27: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
-	28, // 28: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
-	29, // 29: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
-	30, // 30: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
-	31, // 31: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
-	15, // 32: gateway.core.v1.CoreService.GetStoredResponseChain:output_type -> gateway.core.v1.StoredResponseChain
-	17, // 33: gateway.core.v1.CoreService.PutStoredResponse:output_type -> gateway.core.v1.PutStoredResponseResponse
-	21, // 34: gateway.core.v1.CoreService.GetStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
-	21, // 35: gateway.core.v1.CoreService.ListStoredResponseInputItems:output_type -> gateway.core.v1.StoredResponseJSON
-	21, // 36: gateway.core.v1.CoreService.DeleteStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
-	20, // [20:37] is the sub-list for method output_type
-	3,  // [3:20] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	24, // 3: gateway.core.v1.CallerKey.budget:type_name -> gateway.core.v1.CallerKeyBudget
+	27, // 4: gateway.core.v1.CallerKey.budget_resets_at:type_name -> google.protobuf.Timestamp
+	27, // 5: gateway.core.v1.CallerKey.expire_time:type_name -> google.protobuf.Timestamp
+	25, // 6: gateway.core.v1.CallerKey.usage:type_name -> gateway.core.v1.CallerKeyUsage
+	26, // 7: gateway.core.v1.CallerKeyUsage.today:type_name -> gateway.core.v1.CallerKeyUsageWindow
+	26, // 8: gateway.core.v1.CallerKeyUsage.month:type_name -> gateway.core.v1.CallerKeyUsageWindow
+	0,  // 9: gateway.core.v1.CoreService.ListModels:input_type -> gateway.core.v1.ListModelsRequest
+	2,  // 10: gateway.core.v1.CoreService.GetModel:input_type -> gateway.core.v1.GetModelRequest
+	5,  // 11: gateway.core.v1.CoreService.GetBalance:input_type -> gateway.core.v1.GetBalanceRequest
+	7,  // 12: gateway.core.v1.CoreService.ListGenerativeModels:input_type -> gateway.core.v1.ListGenerativeModelsRequest
+	9,  // 13: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
+	11, // 14: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
+	12, // 15: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
+	28, // 16: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
+	29, // 17: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
+	30, // 18: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
+	31, // 19: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
+	32, // 20: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
+	14, // 21: gateway.core.v1.CoreService.GetStoredResponseChain:input_type -> gateway.core.v1.GetStoredResponseChainRequest
+	16, // 22: gateway.core.v1.CoreService.PutStoredResponse:input_type -> gateway.core.v1.PutStoredResponseRequest
+	18, // 23: gateway.core.v1.CoreService.GetStoredResponse:input_type -> gateway.core.v1.GetStoredResponseRequest
+	19, // 24: gateway.core.v1.CoreService.ListStoredResponseInputItems:input_type -> gateway.core.v1.ListStoredResponseInputItemsRequest
+	20, // 25: gateway.core.v1.CoreService.DeleteStoredResponse:input_type -> gateway.core.v1.DeleteStoredResponseRequest
+	22, // 26: gateway.core.v1.CoreService.GetCallerKey:input_type -> gateway.core.v1.GetCallerKeyRequest
+	1,  // 27: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
+	3,  // 28: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
+	6,  // 29: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
+	8,  // 30: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
+	10, // 31: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
+	1,  // 32: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
+	13, // 33: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
+	33, // 34: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
+	34, // 35: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
+	35, // 36: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
+	36, // 37: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
+	37, // 38: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
+	15, // 39: gateway.core.v1.CoreService.GetStoredResponseChain:output_type -> gateway.core.v1.StoredResponseChain
+	17, // 40: gateway.core.v1.CoreService.PutStoredResponse:output_type -> gateway.core.v1.PutStoredResponseResponse
+	21, // 41: gateway.core.v1.CoreService.GetStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
+	21, // 42: gateway.core.v1.CoreService.ListStoredResponseInputItems:output_type -> gateway.core.v1.StoredResponseJSON
+	21, // 43: gateway.core.v1.CoreService.DeleteStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
+	23, // 44: gateway.core.v1.CoreService.GetCallerKey:output_type -> gateway.core.v1.CallerKey
+	27, // [27:45] is the sub-list for method output_type
+	9,  // [9:27] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_gateway_core_v1_core_proto_init() }
@@ -1490,7 +1873,7 @@ func file_gateway_core_v1_core_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_core_v1_core_proto_rawDesc), len(file_gateway_core_v1_core_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

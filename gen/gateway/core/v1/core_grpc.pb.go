@@ -36,6 +36,7 @@ const (
 	CoreService_GetStoredResponse_FullMethodName            = "/gateway.core.v1.CoreService/GetStoredResponse"
 	CoreService_ListStoredResponseInputItems_FullMethodName = "/gateway.core.v1.CoreService/ListStoredResponseInputItems"
 	CoreService_DeleteStoredResponse_FullMethodName         = "/gateway.core.v1.CoreService/DeleteStoredResponse"
+	CoreService_GetCallerKey_FullMethodName                 = "/gateway.core.v1.CoreService/GetCallerKey"
 )
 
 // CoreServiceClient is the client API for CoreService service.
@@ -95,6 +96,9 @@ type CoreServiceClient interface {
 	ListStoredResponseInputItems(ctx context.Context, in *ListStoredResponseInputItemsRequest, opts ...grpc.CallOption) (*StoredResponseJSON, error)
 	// DeleteStoredResponse is DELETE /v1/responses/{id}: the deletion object.
 	DeleteStoredResponse(ctx context.Context, in *DeleteStoredResponseRequest, opts ...grpc.CallOption) (*StoredResponseJSON, error)
+	// The calling key's own view: its policy, limits, budget and spend, expiry and usage
+	// (contract: "Keys: limits, budgets, expiry"); never a secret.
+	GetCallerKey(ctx context.Context, in *GetCallerKeyRequest, opts ...grpc.CallOption) (*CallerKey, error)
 }
 
 type coreServiceClient struct {
@@ -290,6 +294,16 @@ func (c *coreServiceClient) DeleteStoredResponse(ctx context.Context, in *Delete
 	return out, nil
 }
 
+func (c *coreServiceClient) GetCallerKey(ctx context.Context, in *GetCallerKeyRequest, opts ...grpc.CallOption) (*CallerKey, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CallerKey)
+	err := c.cc.Invoke(ctx, CoreService_GetCallerKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CoreServiceServer is the server API for CoreService service.
 // All implementations must embed UnimplementedCoreServiceServer
 // for forward compatibility.
@@ -347,6 +361,9 @@ type CoreServiceServer interface {
 	ListStoredResponseInputItems(context.Context, *ListStoredResponseInputItemsRequest) (*StoredResponseJSON, error)
 	// DeleteStoredResponse is DELETE /v1/responses/{id}: the deletion object.
 	DeleteStoredResponse(context.Context, *DeleteStoredResponseRequest) (*StoredResponseJSON, error)
+	// The calling key's own view: its policy, limits, budget and spend, expiry and usage
+	// (contract: "Keys: limits, budgets, expiry"); never a secret.
+	GetCallerKey(context.Context, *GetCallerKeyRequest) (*CallerKey, error)
 	mustEmbedUnimplementedCoreServiceServer()
 }
 
@@ -407,6 +424,9 @@ func (UnimplementedCoreServiceServer) ListStoredResponseInputItems(context.Conte
 }
 func (UnimplementedCoreServiceServer) DeleteStoredResponse(context.Context, *DeleteStoredResponseRequest) (*StoredResponseJSON, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteStoredResponse not implemented")
+}
+func (UnimplementedCoreServiceServer) GetCallerKey(context.Context, *GetCallerKeyRequest) (*CallerKey, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCallerKey not implemented")
 }
 func (UnimplementedCoreServiceServer) mustEmbedUnimplementedCoreServiceServer() {}
 func (UnimplementedCoreServiceServer) testEmbeddedByValue()                     {}
@@ -706,6 +726,24 @@ func _CoreService_DeleteStoredResponse_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CoreService_GetCallerKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCallerKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).GetCallerKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_GetCallerKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).GetCallerKey(ctx, req.(*GetCallerKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CoreService_ServiceDesc is the grpc.ServiceDesc for CoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -768,6 +806,10 @@ var CoreService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteStoredResponse",
 			Handler:    _CoreService_DeleteStoredResponse_Handler,
+		},
+		{
+			MethodName: "GetCallerKey",
+			Handler:    _CoreService_GetCallerKey_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
