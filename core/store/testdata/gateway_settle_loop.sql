@@ -3,7 +3,7 @@
 -- compares that function with.
 -- (Dropped first: the current function's result has a column more, lease_window, which the
 -- loop leaves NULL: it knows nothing of key budgets.)
-DROP FUNCTION gateway_settle(uuid, uuid[], text[], uuid[], text[], text[], text[], text[], bigint[], bigint[], bigint[], bigint[], bigint[], boolean[], numeric[], timestamptz[], timestamptz[], bigint[], bigint[]);
+DROP FUNCTION gateway_settle(uuid, uuid[], text[], uuid[], text[], text[], text[], text[], bigint[], bigint[], bigint[], bigint[], bigint[], boolean[], numeric[], timestamptz[], timestamptz[], bigint[], bigint[], jsonb[]);
 CREATE OR REPLACE FUNCTION gateway_settle(
     p_replica uuid, p_profiles uuid[], p_ids text[], p_keys uuid[], p_models text[], p_families text[],
     p_statuses text[], p_currencies text[], p_in bigint[], p_cached bigint[], p_write bigint[], p_out bigint[],
