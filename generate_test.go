@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/rpc"
 	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
@@ -20,47 +21,7 @@ import (
 // The generation tests run the real gateway against the upstream simulator (which speaks the
 // three upstream wire protocols) behind a recorder, and drive it with the official SDKs.
 
-const upstreamKey = "upstream-secret-key"
-
-// genCatalog: one model per upstream kind serving every text family, plus models that exercise
-// fallback, limits, streaming off, verified parameters and timeouts.
-const genCatalog = `{
-  "currency": "RUB",
-  "families": [{"id": "fam"}],
-  "providers": [
-    {"id": "up-openai", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY"},
-    {"id": "up-anthropic", "kind": "anthropic", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
-    {"id": "up-gemini", "kind": "gemini", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
-    {"id": "dead", "kind": "openai", "base_url": "http://127.0.0.1:1/v1", "api_key_env": "UP_KEY"},
-    {"id": "slow", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY", "timeout": {"first_byte": "2s", "idle": "2s"}}
-  ],
-  "models": [
-    {"id": "m-openai", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-openai", "upstream_model": "up-gpt"}],
-     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-anthropic", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-anthropic", "upstream_model": "up-claude"}],
-     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-gemini", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-gemini", "upstream_model": "up-gemini"}],
-     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-fallback", "family": "fam", "routes": [
-       {"endpoint_families": ["chat.completions"], "provider": "dead", "upstream_model": "x"},
-       {"endpoint_families": ["chat.completions"], "provider": "up-openai", "upstream_model": "up-gpt"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-nostream", "family": "fam", "streaming": false, "routes": [{"endpoint_families": ["chat.completions"], "provider": "up-openai"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-limited", "family": "fam", "output_token_limit": 100, "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-anthropic"}],
-     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-capable", "family": "fam", "routes": [{"endpoint_families": ["chat.completions"], "provider": "up-openai"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}],
-     "capabilities": [{"endpoint_family": "chat.completions", "optional_parameters": ["temperature", "max_tokens", "stream"], "verified_at": "2026-11-01T00:00:00Z"}]},
-    {"id": "m-money", "family": "fam", "routes": [{"endpoint_families": ["chat.completions", "responses"], "provider": "up-openai", "upstream_model": "up-gpt"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "0", "output": "1000"}]},
-    {"id": "m-slow", "family": "fam", "routes": [{"endpoint_families": ["chat.completions"], "provider": "slow", "upstream_model": "up-gpt"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]}
-  ]
-}`
-
-const textFamilies = `["chat.completions", "completions", "responses", "responses.compact", "messages", "messages.count_tokens", "content.generate", "content.count_tokens"]`
-const pricedFamilies = `["chat.completions", "completions", "responses", "responses.compact", "messages", "content.generate"]`
+const upstreamKey = gatewaytest.UpstreamKey
 
 // upstreamCall is one request the fake upstream received.
 type upstreamCall struct {
@@ -168,8 +129,7 @@ func startGenOn(t *testing.T, dbURL string, applyCatalog bool) *genEnv {
 		}
 	})
 	if applyCatalog {
-		doc := strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
-		e.admin("POST", "/admin/v1/catalog:apply", doc)
+		e.admin("POST", "/admin/v1/catalog:apply", gatewaytest.GenCatalog(up.URL))
 	}
 	return &genEnv{env: e, up: rec, meter: meter, upURL: up.URL}
 }

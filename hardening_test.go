@@ -20,6 +20,7 @@ import (
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/rpc"
 	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
@@ -31,7 +32,7 @@ import (
 func startGenWith(t *testing.T, opt func(*Config)) *genEnv {
 	t.Helper()
 	g := startGenWithDB(t, storetest.DatabaseURL(t), opt)
-	doc := strings.NewReplacer("{{UP}}", g.upURL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
+	doc := gatewaytest.GenCatalog(g.upURL)
 	g.admin("POST", "/admin/v1/catalog:apply", doc)
 	g.key, g.profileID = g.newProfile(t, "hard", "1000")
 	return g

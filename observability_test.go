@@ -24,6 +24,7 @@ import (
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/keys"
 	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
@@ -67,7 +68,7 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 	})
 	t.Cleanup(shut)
 	ge := &genEnv{env: &env{t: t, g: g, base: "http://" + g.HTTPAddr}, upURL: up.URL}
-	doc := strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
+	doc := gatewaytest.GenCatalog(up.URL)
 	ge.admin("POST", "/admin/v1/catalog:apply", doc)
 	ge.key, _ = ge.newProfile(t, "obs", "1000")
 	poorKey, _ := ge.newProfile(t, "obs-poor", "0")
