@@ -575,3 +575,28 @@ func TestApplyCatalogAcceptsYAMLOverHTTP(t *testing.T) {
 		t.Errorf("stored amount %s lost precision", input)
 	}
 }
+
+// BenchmarkCoreCall compares the front's in-process channel with a loopback gRPC socket for
+// the same RPC: go test -run x -bench CoreCall .
+func BenchmarkCoreCall(b *testing.B) {
+	e := startGateway(b, storetest.DatabaseURL(b), adminToken)
+	f := setup(b, e)
+	conn, err := grpc.NewClient(e.g.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+f.wide)
+	for _, c := range []struct {
+		name   string
+		client corev1.CoreServiceClient
+	}{{"inprocess", e.g.Core}, {"loopback", corev1.NewCoreServiceClient(conn)}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.client.Authorize(ctx, &corev1.AuthorizeRequest{EndpointFamily: "chat.completions", Model: "a-model"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
