@@ -21,6 +21,7 @@ import (
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 	"modelgateway/core/wire/apistatus"
 )
@@ -275,11 +276,7 @@ func TestContentGenerationModelForms(t *testing.T) {
 	}
 }
 
-func code(m map[string]any) string {
-	errObj, _ := m["error"].(map[string]any)
-	c, _ := errObj["code"].(string)
-	return c
-}
+func code(m map[string]any) string { return gatewaytest.Code(m) }
 
 func TestKeyMechanismsPerRoute(t *testing.T) {
 	t.Parallel()

@@ -177,19 +177,7 @@ func (g *genEnv) post(t testing.TB, path string, headers map[string]string, body
 // envelope decodes the spec error envelope.
 func envelope(t testing.TB, raw []byte) (code, message, requestID string) {
 	t.Helper()
-	var e struct {
-		Error struct {
-			Code, Message, Type string
-			RequestID           string `json:"request_id"`
-		}
-	}
-	if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code == "" {
-		t.Fatalf("not an error envelope: %s", raw)
-	}
-	if e.Error.Type != "service_error" {
-		t.Errorf("error.type = %q, want service_error", e.Error.Type)
-	}
-	return e.Error.Code, e.Error.Message, e.Error.RequestID
+	return gatewaytest.Envelope(t, raw)
 }
 
 // The request checks of spec 4.2, 4.5 and 8 answer with the spec code and the request id, and

@@ -107,3 +107,45 @@ func Eventually(bound time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// Code is the spec error envelope's code in a decoded answer ("" when there is none).
+func Code(m map[string]any) string {
+	errObj, _ := m["error"].(map[string]any)
+	c, _ := errObj["code"].(string)
+	return c
+}
+
+// Envelope decodes the spec error envelope of a raw answer; anything else fails the test, and
+// a type other than service_error is reported.
+func Envelope(t testing.TB, raw []byte) (code, message, requestID string) {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Code, Message, Type string
+			RequestID           string `json:"request_id"`
+		}
+	}
+	if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code == "" {
+		t.Fatalf("not an error envelope: %s", raw)
+	}
+	if e.Error.Type != "service_error" {
+		t.Errorf("error.type = %q, want service_error", e.Error.Type)
+	}
+	return e.Error.Code, e.Error.Message, e.Error.RequestID
+}
+
+// GetCatalog fetches /v1/catalog raw, optionally revalidating.
+func GetCatalog(t testing.TB, base, inm string) (int, string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/catalog", nil)
+	if inm != "" {
+		req.Header.Set("If-None-Match", inm)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("ETag"), b
+}
