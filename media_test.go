@@ -25,45 +25,11 @@ import (
 	"github.com/shopspring/decimal"
 	"google.golang.org/genai"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 )
 
-// The media tests run the gateway against the simulator's embedding, ranking, moderation,
-// image and audio routes, each model priced the way such a model is sold.
-const mediaCatalog = `{
-  "currency": "RUB",
-  "families": [{"id": "media"}],
-  "providers": [
-    {"id": "up-openai", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY"},
-    {"id": "up-gemini", "kind": "gemini", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
-    {"id": "up-rerank", "kind": "rerank", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY"}
-  ],
-  "models": [
-    {"id": "e-openai", "family": "media", "routes": [{"endpoint_families": ["embeddings", "content.embed"], "provider": "up-openai", "upstream_model": "text-embedding-3-small"}],
-     "prices": [{"endpoint_families": ["embeddings", "content.embed"], "billing_mode": "per_token", "input": "1000"}]},
-    {"id": "e-gemini", "family": "media", "routes": [{"endpoint_families": ["embeddings", "content.embed"], "provider": "up-gemini", "upstream_model": "text-embedding-004"}],
-     "prices": [{"endpoint_families": ["embeddings", "content.embed"], "billing_mode": "per_token", "input": "1000"}]},
-    {"id": "r-rerank", "family": "media", "routes": [{"endpoint_families": ["rerank"], "provider": "up-rerank", "upstream_model": "rerank-v3.5"}],
-     "prices": [{"endpoint_families": ["rerank"], "billing_mode": "per_token", "input": "1000"}]},
-    {"id": "mod", "family": "media", "routes": [{"endpoint_families": ["moderations"], "provider": "up-openai", "upstream_model": "omni-moderation-latest"}],
-     "prices": [{"endpoint_families": ["moderations"], "billing_mode": "per_request", "request": "0"}]},
-    {"id": "img", "family": "media", "routes": [{"endpoint_families": ["images.generations", "images.edits"], "provider": "up-openai", "upstream_model": "gpt-image-1"}],
-     "prices": [{"endpoint_families": ["images.generations", "images.edits"], "billing_mode": "per_token", "input": "10", "output": "40"}]},
-    {"id": "dalle", "family": "media", "routes": [{"endpoint_families": ["images.generations", "images.variations"], "provider": "up-openai", "upstream_model": "dall-e-2"}],
-     "prices": [{"endpoint_families": ["images.generations", "images.variations"], "billing_mode": "per_request", "request": "3"}]},
-    {"id": "tts", "family": "media", "routes": [{"endpoint_families": ["audio.speech"], "provider": "up-openai", "upstream_model": "tts-1"}],
-     "prices": [{"endpoint_families": ["audio.speech"], "billing_mode": "per_request", "request": "1.5"}]},
-    {"id": "stt", "family": "media", "routes": [{"endpoint_families": ["audio.transcriptions"], "provider": "up-openai", "upstream_model": "gpt-4o-transcribe"}],
-     "prices": [{"endpoint_families": ["audio.transcriptions"], "billing_mode": "per_token", "input": "100", "output": "400"}]},
-    {"id": "whisper", "family": "media", "routes": [{"endpoint_families": ["audio.transcriptions", "audio.translations"], "provider": "up-openai", "upstream_model": "whisper-1"}],
-     "prices": [{"endpoint_families": ["audio.transcriptions", "audio.translations"], "billing_mode": "per_request", "request": "0.25"}]},
-    {"id": "rt", "family": "media", "routes": [{"endpoint_families": ["realtime"], "provider": "up-openai", "upstream_model": "gpt-realtime"}],
-     "prices": [{"endpoint_families": ["realtime"], "billing_mode": "per_token", "input": "100", "cached_input": "10", "output": "400", "audio_input": "800", "audio_output": "1600"}]},
-    {"id": "rt-dear", "family": "media", "routes": [{"endpoint_families": ["realtime"], "provider": "up-openai", "upstream_model": "gpt-realtime"}],
-     "prices": [{"endpoint_families": ["realtime"], "billing_mode": "per_token", "input": "0", "output": "100000"}]},
-    {"id": "unpriced", "family": "media", "routes": [{"endpoint_families": ["images.generations"], "provider": "up-openai", "upstream_model": "dall-e-3"}]}
-  ]
-}`
+const mediaCatalog = gatewaytest.MediaCatalog
 
 func startMedia(t *testing.T) *genEnv {
 	t.Helper()
@@ -73,12 +39,8 @@ func startMedia(t *testing.T) *genEnv {
 	return g
 }
 
-var perMillion = decimal.New(1, -6)
-
 // cost is tokens at a price per 1M tokens.
-func cost(tokens int64, per1M string) decimal.Decimal {
-	return decimal.NewFromInt(tokens).Mul(decimal.RequireFromString(per1M)).Mul(perMillion)
-}
+func cost(tokens int64, per1M string) decimal.Decimal { return gatewaytest.Cost(tokens, per1M) }
 
 // charged checks the cost header against the expected cost and returns it.
 func charged(t *testing.T, h http.Header, want decimal.Decimal) {

@@ -137,3 +137,35 @@ func TestCatalogRevalidatesWithETag(t *testing.T) {
 		t.Errorf("after a price change: %d %s (old %s)", status, newTag, etag)
 	}
 }
+
+// The public catalogue shows audio rates on the price sets that name them, and keeps the five
+// components of spec 2.2 everywhere else.
+func TestCatalogAudioComponents(t *testing.T) {
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
+	status, _, cat := g.Do("GET", "/v1/catalog", nil, "")
+	if status != 200 {
+		t.Fatalf("catalog: %d", status)
+	}
+	seen := 0
+	for _, f := range cat["families"].([]any) {
+		for _, m := range f.(map[string]any)["models"].([]any) {
+			mm := m.(map[string]any)
+			comps := mm["prices"].([]any)[0].(map[string]any)["components"].(map[string]any)
+			switch mm["id"] {
+			case "rt":
+				seen++
+				if a, _ := comps["audio_input"].(map[string]any); a["amount"] != "800" || a["unit"] != "RUB_per_1M_tokens" {
+					t.Errorf("rt audio_input = %v", comps["audio_input"])
+				}
+			case "dalle":
+				seen++
+				if _, ok := comps["audio_input"]; ok || len(comps) != 5 {
+					t.Errorf("dalle components %v, want the five of spec 2.2", comps)
+				}
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("found %d of the two models", seen)
+	}
+}

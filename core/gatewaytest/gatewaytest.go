@@ -24,9 +24,13 @@ const UpstreamKey = "upstream-secret-key"
 
 // Main runs the package's tests, then removes the built binary and stops the throwaway
 // PostgreSQL cluster.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with checks of its own after the tests (a goroutine leak check):
+// it runs the tests, cleans up, and returns the exit code.
+func Run(m *testing.M) int {
 	code := m.Run()
 	removeBinary()
 	storetest.Stop()
-	os.Exit(code)
+	return code
 }
