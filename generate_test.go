@@ -484,3 +484,13 @@ func TestCompactAndJSONArrayStream(t *testing.T) {
 		}
 	}
 }
+
+const mediaCatalog = gatewaytest.MediaCatalog
+
+func startMedia(t *testing.T) *genEnv {
+	t.Helper()
+	g := startGenOn(t, storetest.DatabaseURL(t), false)
+	g.admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(mediaCatalog, "{{UP}}", g.upURL))
+	g.key, g.profileID = g.newProfile(t, "media", "1000")
+	return g
+}

@@ -1,7 +1,9 @@
 package gatewaytest
 
 import (
+	"bytes"
 	"encoding/json"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -141,4 +143,31 @@ func RealtimeCost(t testing.TB, done map[string]any, in, cached, out, audioIn, a
 	aOut := n(outDetails, "audio_tokens")
 	text := n(u, "input_tokens") - c - aIn
 	return Cost(text, in).Add(Cost(aIn, audioIn)).Add(Cost(c, cached)).Add(Cost(n(u, "output_tokens")-aOut, out)).Add(Cost(aOut, audioOut))
+}
+
+// FormOfSize is a transcription form of exactly n bytes; modelFirst puts the model before the
+// file, as curl -F does when written that way; the SDKs put it after.
+func FormOfSize(t testing.TB, n int, modelFirst bool) (body []byte, contentType string) {
+	t.Helper()
+	build := func(fileSize int) ([]byte, string) {
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		_ = w.SetBoundary("limitboundary")
+		if modelFirst {
+			_ = w.WriteField("model", "whisper")
+		}
+		f, _ := w.CreateFormFile("file", "big.wav")
+		_, _ = f.Write(bytes.Repeat([]byte{'a'}, fileSize))
+		if !modelFirst {
+			_ = w.WriteField("model", "whisper")
+		}
+		_ = w.Close()
+		return b.Bytes(), w.FormDataContentType()
+	}
+	probe, _ := build(0)
+	body, contentType = build(n - len(probe))
+	if len(body) != n {
+		t.Fatalf("form of %d bytes, want %d", len(body), n)
+	}
+	return body, contentType
 }
