@@ -8,7 +8,6 @@ import (
 	"modelgateway/core/statusdata"
 )
 
-
 func TestProbeIntervalIsCheckedAtStart(t *testing.T) {
 	for _, tc := range []struct {
 		value string
