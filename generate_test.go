@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -24,42 +22,7 @@ import (
 const upstreamKey = gatewaytest.UpstreamKey
 
 // upstreamCall is one request the fake upstream received.
-type upstreamCall struct {
-	Path   string
-	Header http.Header
-	Body   []byte
-}
-
-// recorder wraps the simulator and keeps every request it received.
-type recorder struct {
-	mu    sync.Mutex
-	calls []upstreamCall
-	next  http.Handler
-}
-
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	r.calls = append(r.calls, upstreamCall{Path: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body})
-	r.mu.Unlock()
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	r.next.ServeHTTP(w, req)
-}
-
-func (r *recorder) all() []upstreamCall {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]upstreamCall(nil), r.calls...)
-}
-
-func (r *recorder) last(t testing.TB) upstreamCall {
-	t.Helper()
-	c := r.all()
-	if len(c) == 0 {
-		t.Fatal("the upstream received no request")
-	}
-	return c[len(c)-1]
-}
+type upstreamCall = gatewaytest.Call
 
 // meterRec keeps every outcome core reported.
 type meterRec struct {
@@ -98,7 +61,7 @@ func (m *meterRec) wait(t testing.TB, id string) rpc.Outcome {
 type genEnv struct {
 	*env
 	key       string
-	up        *recorder
+	up        *gatewaytest.Upstream
 	meter     *meterRec
 	upURL     string
 	profileID string
@@ -115,9 +78,7 @@ func startGen(t *testing.T) *genEnv {
 // applies the catalogue.
 func startGenOn(t *testing.T, dbURL string, applyCatalog bool) *genEnv {
 	t.Helper()
-	rec := &recorder{next: simulator.New(simulator.Options{})}
-	up := httptest.NewServer(rec)
-	t.Cleanup(up.Close)
+	rec := gatewaytest.StartUpstream(t, simulator.Options{})
 	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
 	e := startGateway(t, dbURL, adminToken, func(c *Config) {
 		c.Observer = meter
@@ -129,9 +90,9 @@ func startGenOn(t *testing.T, dbURL string, applyCatalog bool) *genEnv {
 		}
 	})
 	if applyCatalog {
-		e.admin("POST", "/admin/v1/catalog:apply", gatewaytest.GenCatalog(up.URL))
+		e.admin("POST", "/admin/v1/catalog:apply", gatewaytest.GenCatalog(rec.URL))
 	}
-	return &genEnv{env: e, up: rec, meter: meter, upURL: up.URL}
+	return &genEnv{env: e, up: rec, meter: meter, upURL: rec.URL}
 }
 
 // newProfile makes a profile with a credit and a key that may use everything.
@@ -230,7 +191,7 @@ func TestGenerationRequestChecks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(g.up.all())
+			before := len(g.up.Calls())
 			id := "chk-" + strings.ReplaceAll(tc.name, " ", "-")
 			h := map[string]string{"X-Request-Id": id}
 			for k, v := range tc.headers {
@@ -244,7 +205,7 @@ func TestGenerationRequestChecks(t *testing.T) {
 			if code != tc.code || rid != id || hdr.Get("X-Request-Id") != id {
 				t.Fatalf("code %q (want %q), request id %q/%q (want %q): %s", code, tc.code, rid, hdr.Get("X-Request-Id"), id, msg)
 			}
-			if n := len(g.up.all()); n != before {
+			if n := len(g.up.Calls()); n != before {
 				t.Fatalf("the upstream was called %d times for a rejected request", n-before)
 			}
 		})
@@ -305,7 +266,7 @@ func TestGenerationRequestChecks(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("2026-10-21: %d %s", status, raw)
 		}
-		if v := g.up.last(t).Header.Get("anthropic-version"); v != "2023-06-01" {
+		if v := g.up.Last(t).Header.Get("anthropic-version"); v != "2023-06-01" {
 			t.Errorf("the upstream got anthropic-version %q, want the adapter's 2023-06-01", v)
 		}
 		status, _, raw = g.post(t, "/v1/messages", map[string]string{"anthropic-version": "latest"}, body)
@@ -332,7 +293,7 @@ func TestPassthroughKeepsUnknownFieldsAndNoClientSecrets(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("%d %s", status, raw)
 	}
-	call := g.up.last(t)
+	call := g.up.Last(t)
 	var body map[string]any
 	if err := json.Unmarshal(call.Body, &body); err != nil {
 		t.Fatal(err)
@@ -448,7 +409,7 @@ func TestCountTokens(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(g.up.all())
+			before := len(g.up.Calls())
 			status, _, raw := g.post(t, tc.path, tc.headers, tc.body)
 			if status != 200 {
 				t.Fatalf("%d %s", status, raw)
@@ -457,7 +418,7 @@ func TestCountTokens(t *testing.T) {
 			if err := json.Unmarshal(raw, &got); err != nil || len(got) != 1 || got[tc.field] < 50 {
 				t.Fatalf("count body %s", raw)
 			}
-			calls := g.up.all()[before:]
+			calls := g.up.Calls()[before:]
 			switch {
 			case tc.upstream == "" && len(calls) != 0:
 				t.Fatalf("counted upstream at %s, want a local count", calls[0].Path)
@@ -473,7 +434,7 @@ func TestCountTokens(t *testing.T) {
 func TestCompactAndJSONArrayStream(t *testing.T) {
 	g := startGen(t)
 	status, _, raw := g.post(t, "/v1/responses/compact", nil, `{"model":"m-openai","input":"a long conversation"}`)
-	if status != 200 || !strings.Contains(string(raw), `"object":"response.compaction"`) || g.up.last(t).Path != "/v1/responses/compact" {
+	if status != 200 || !strings.Contains(string(raw), `"object":"response.compaction"`) || g.up.Last(t).Path != "/v1/responses/compact" {
 		t.Fatalf("compact: %d %s", status, raw)
 	}
 	for _, model := range []string{"m-gemini", "m-anthropic"} {

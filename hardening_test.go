@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -41,9 +40,7 @@ func startGenWith(t *testing.T, opt func(*Config)) *genEnv {
 // startGenWithDB starts a gateway on dbURL, with the upstream simulator and no catalogue.
 func startGenWithDB(t *testing.T, dbURL string, opt func(*Config)) *genEnv {
 	t.Helper()
-	rec := &recorder{next: simulator.New(simulator.Options{})}
-	up := httptest.NewServer(rec)
-	t.Cleanup(up.Close)
+	rec := gatewaytest.StartUpstream(t, simulator.Options{})
 	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
 	e := startGateway(t, dbURL, adminToken, func(c *Config) {
 		c.Observer = meter
@@ -55,7 +52,7 @@ func startGenWithDB(t *testing.T, dbURL string, opt func(*Config)) *genEnv {
 		}
 		opt(c)
 	})
-	return &genEnv{env: e, up: rec, meter: meter, upURL: up.URL}
+	return &genEnv{env: e, up: rec, meter: meter, upURL: rec.URL}
 }
 
 // rawRequest writes a request head on a fresh connection and returns the connection and a

@@ -84,19 +84,19 @@ func TestNothingChargedWithoutADeliveredAnswer(t *testing.T) {
 	if status != 502 {
 		t.Fatalf("%d %s", status, raw)
 	}
-	calls := len(g.up.all())
+	calls := len(g.up.Calls())
 	for _, id := range []string{"cut-1", "fail-1"} {
 		status, _, raw = g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": id}, moneyBody)
 		if code, _, rid := envelope(t, raw); status != 409 || code != "duplicate_request_id" || rid != id {
 			t.Fatalf("reused id %s: %d %s", id, status, raw)
 		}
 	}
-	if len(g.up.all()) != calls {
+	if len(g.up.Calls()) != calls {
 		t.Fatal("a duplicate request reached the upstream")
 	}
 	status, _, _ = g.postAs(t, key, "/v1/messages/count_tokens", map[string]string{"anthropic-version": "2023-06-01"},
 		`{"model":"m-anthropic","messages":[{"role":"user","content":"hello"}]}`)
-	if status != 200 || len(g.up.all()) != calls+1 {
+	if status != 200 || len(g.up.Calls()) != calls+1 {
 		t.Fatalf("count tokens: %d", status)
 	}
 	// A delivered answer after them: once its charge has settled, a wrong charge of the

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -41,8 +40,7 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := httptest.NewServer(&recorder{next: simulator.New(simulator.Options{Words: 7})})
-	t.Cleanup(up.Close)
+	up := gatewaytest.StartUpstream(t, simulator.Options{Words: 7})
 	spans := tracetest.NewInMemoryExporter()
 	cfg := &Config{DatabaseURL: storetest.DatabaseURL(t), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 		AdminToken: adminToken, DrainTimeout: 5 * time.Second, MetricsAddr: "127.0.0.1:0",
