@@ -117,12 +117,7 @@ func (e *env) Admin(method, path, body string) map[string]any { return e.admin(m
 
 func ids(t testing.TB, list map[string]any, field, key string) []string {
 	t.Helper()
-	out := []string{}
-	items, _ := list[field].([]any)
-	for _, it := range items {
-		out = append(out, it.(map[string]any)[key].(string))
-	}
-	return out
+	return gatewaytest.IDs(t, list, field, key)
 }
 
 func code(m map[string]any) string { return gatewaytest.Code(m) }

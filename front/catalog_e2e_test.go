@@ -1,8 +1,6 @@
 package front_test
 
 import (
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -111,19 +109,7 @@ func TestCatalogRevalidatesWithETag(t *testing.T) {
 	t.Parallel()
 	e := gatewaytest.Start(t, gatewaytest.Options{})
 	e.Admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
-	get := func(inm string) (int, string, []byte) {
-		req, _ := http.NewRequest("GET", e.Base+"/v1/catalog", nil)
-		if inm != "" {
-			req.Header.Set("If-None-Match", inm)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("ETag"), b
-	}
+	get := func(inm string) (int, string, []byte) { return gatewaytest.GetCatalog(t, e.Base, inm) }
 	_, etag, first := get("")
 	_, etag2, second := get("")
 	if etag != etag2 || string(first) != string(second) {
