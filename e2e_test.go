@@ -22,7 +22,7 @@ import (
 	"modelgateway/core/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) { gatewaytest.Main(m) }
 
 const adminToken = "test-admin-token"
 
