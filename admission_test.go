@@ -84,14 +84,14 @@ func TestGenerationHoldCoversTheInputEstimate(t *testing.T) {
 	}
 	for _, c := range cases {
 		key, pid := g.newProfile(t, fmt.Sprintf("hold-%d", c.bytes), "500")
-		before := len(g.up.all())
+		before := len(g.up.Calls())
 		status, _, raw := g.postAs(t, key, "/v1/chat/completions", nil, bodyOfSize(t, c.bytes))
 		if status != c.status {
 			t.Fatalf("%d-byte request with 500 available: %d %s, want %d", c.bytes, status, raw, c.status)
 		}
 		if c.status == 402 {
-			if code, _, _ := envelope(t, raw); code != "insufficient_balance" || len(g.up.all()) != before {
-				t.Fatalf("refusal %s; upstream calls %d", raw, len(g.up.all())-before)
+			if code, _, _ := envelope(t, raw); code != "insufficient_balance" || len(g.up.Calls()) != before {
+				t.Fatalf("refusal %s; upstream calls %d", raw, len(g.up.Calls())-before)
 			}
 			continue
 		}
@@ -208,7 +208,7 @@ func TestUploadHoldFollowsContentLength(t *testing.T) {
 		status int
 	}{{"360", 402}, {"370", 200}} {
 		key, pid := g.newProfile(t, "upload-"+c.credit, c.credit)
-		before := len(g.up.all())
+		before := len(g.up.Calls())
 		req, _ := http.NewRequest("POST", g.base+"/v1/audio/transcriptions", bytes.NewReader(body))
 		req.Header.Set("Content-Type", ct)
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -222,8 +222,8 @@ func TestUploadHoldFollowsContentLength(t *testing.T) {
 			t.Fatalf("300 000-byte upload with %s available: %d %s, want %d", c.credit, resp.StatusCode, raw, c.status)
 		}
 		if c.status == 402 {
-			if code, _, _ := envelope(t, raw); code != "insufficient_balance" || len(g.up.all()) != before {
-				t.Fatalf("refusal %s; upstream calls %d", raw, len(g.up.all())-before)
+			if code, _, _ := envelope(t, raw); code != "insufficient_balance" || len(g.up.Calls()) != before {
+				t.Fatalf("refusal %s; upstream calls %d", raw, len(g.up.Calls())-before)
 			}
 			continue
 		}

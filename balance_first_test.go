@@ -35,7 +35,7 @@ func TestAnEmptyBalanceIsRefusedBeforeTheBody(t *testing.T) {
 		{"/v1beta/models/m-gemini:streamGenerateContent?alt=sse", 20 << 20, gemini},
 	}
 
-	before := len(g.up.all())
+	before := len(g.up.Calls())
 	for _, rt := range routes {
 		c, br := rawRequest(t, g.g.HTTPAddr, postHead(rt.path, key, rt.limit-1, "Anthropic-Version: 2023-06-01\r\n"))
 		if _, err := c.Write(bytes.Repeat([]byte(" "), 1024)); err != nil {
@@ -124,7 +124,7 @@ var anthropicVersion = map[string]string{"Anthropic-Version": "2023-06-01"}
 // counting may be answered by the upstream too).
 func upstreamGenerations(g *genEnv, n int) int {
 	count := 0
-	for _, c := range g.up.all()[n:] {
+	for _, c := range g.up.Calls()[n:] {
 		if !strings.Contains(c.Path, "count_tokens") && !strings.Contains(c.Path, "countTokens") {
 			count++
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"modelgateway/core/gatewaytest"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,7 @@ func TestKeyBudgetOnTwoGateways(t *testing.T) {
 	t.Parallel()
 	db := storetest.DatabaseURL(t)
 	a := startGenWithDB(t, db, func(*Config) {})
-	doc := strings.NewReplacer("{{UP}}", a.upURL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
+	doc := gatewaytest.GenCatalog(a.upURL)
 	a.admin("POST", "/admin/v1/catalog:apply", doc)
 	b := startGenWithDB(t, db, func(*Config) {})
 	_, pid := a.newProfile(t, "budget", "100")

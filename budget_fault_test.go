@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"modelgateway/core/gatewaytest"
 	"testing"
 	"time"
 
@@ -27,14 +28,14 @@ func TestBudgetOfAKilledReplicaReturnsAtTheLeaseDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.admin(t, "PATCH", "/admin/v1/keys/"+keyID, `{"budget":{"amount":"0.1","period":"TOTAL"}}`)
-	waitFor(t, 30*time.Second, "the budget on b", func() bool {
+	gatewaytest.WaitFor(t, 30*time.Second, "the budget on b", func() bool {
 		_, _, raw, _ := b.do("GET", "/v1/key", map[string]string{"Authorization": "Bearer " + key}, "")
 		return bytes.Contains(raw, []byte(`"amount":"0.1"`))
 	})
 	// A stalled stream keeps a's hold, and so its budget lease, in use.
 	go a.chat(chatReq{key: key, profile: pid, stream: true, prompt: "hi #sim:stall=60s"})
 	var expires, now time.Time
-	waitFor(t, 30*time.Second, "a's budget lease", func() bool {
+	gatewaytest.WaitFor(t, 30*time.Second, "a's budget lease", func() bool {
 		err := f.pool.QueryRow(context.Background(), `SELECT expires_at, clock_timestamp() FROM key_budget_leases WHERE key_id = $1::uuid AND amount > 0`, keyID).Scan(&expires, &now)
 		if err != nil && err != pgx.ErrNoRows {
 			t.Fatal(err)

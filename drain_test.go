@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 )
 
@@ -36,7 +37,7 @@ func TestShutdownDrainsAnUploadInFlight(t *testing.T) {
 	a, db := startMediaOn(t)
 	b, shutdown := startOwned(t, db)
 	b.key = a.key
-	body, ct := formOfSize(t, 400_000, true)
+	body, ct := gatewaytest.FormOfSize(t, 400_000, true)
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest("POST", b.base+"/v1/audio/transcriptions", pr)
 	req.Header.Set("Content-Type", ct)

@@ -1,23 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/simulator"
 	"modelgateway/core/store/pgcluster"
 	"modelgateway/core/store/pgproxy"
@@ -61,38 +54,6 @@ var chatCost = decimal.RequireFromString("0.012")
 // or cut-off replica left in progress.
 const cleanupBound = 60 * time.Second
 
-var (
-	buildOnce    sync.Once
-	builtGateway string
-	buildErr     error
-)
-
-// gatewayBinary builds this package once per test process: the fault tests run the binary an
-// operator runs, not the test binary.
-func gatewayBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gwbin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtGateway = filepath.Join(dir, "gateway")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			goTool = "go"
-		}
-		out, err := exec.Command(goTool, "build", "-o", builtGateway, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtGateway
-}
-
 // faultEnv is one database (a clone on the shared test cluster, or a cluster of its own that
 // the test may stop), the upstream simulator and the replicas started on them.
 type faultEnv struct {
@@ -121,7 +82,7 @@ type faultOptions struct {
 
 func newFaultEnv(t *testing.T, o faultOptions) *faultEnv {
 	t.Helper()
-	gatewayBinary(t)
+	gatewaytest.Binary(t)
 	f := &faultEnv{t: t, dir: t.TempDir(), client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 60 * time.Second}}
 	if o.ownCluster {
 		// Not t.TempDir: the postgres user must reach the data directory when tests run as root.
@@ -134,7 +95,7 @@ func newFaultEnv(t *testing.T, o faultOptions) *faultEnv {
 		// start that fails is tried again on a fresh port, with the server's words kept.
 		for attempt := 1; ; attempt++ {
 			var log syncBuffer
-			f.opts = pgcluster.Options{Dir: dir, Port: freePort(t), Log: &log}
+			f.opts = pgcluster.Options{Dir: dir, Port: gatewaytest.FreePort(t), Log: &log}
 			if f.cluster, err = pgcluster.Start(context.Background(), f.opts); err == nil {
 				break
 			}
@@ -160,27 +121,12 @@ func newFaultEnv(t *testing.T, o faultOptions) *faultEnv {
 		t.Fatal(err)
 	}
 	f.pool = pool
-	up := httptest.NewServer(simulator.New(simulator.Options{ChunkDelay: o.chunkDelay}))
-	f.upURL = up.URL
 	// Cleanups run last-in first-out: the replicas go first (registered in start), then the
 	// simulator and the pool, then the database.
-	t.Cleanup(func() {
-		pool.Close()
-		up.CloseClientConnections()
-		up.Close()
-		f.client.CloseIdleConnections()
-	})
+	t.Cleanup(pool.Close)
+	f.upURL = gatewaytest.StartUpstream(t, simulator.Options{ChunkDelay: o.chunkDelay}).URL
+	t.Cleanup(f.client.CloseIdleConnections)
 	return f
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // stopDatabase stops the test's own PostgreSQL server (fast shutdown: sessions are ended).
@@ -198,20 +144,13 @@ func (f *faultEnv) startDatabase() {
 	f.cluster = c
 }
 
-// replica is one `gateway serve` process.
+// replica is one `gateway serve` process reaching the database through its own proxy.
 type replica struct {
-	name   string
-	f      *faultEnv
-	proxy  *pgproxy.Proxy
-	cmd    *exec.Cmd
-	base   string
-	log    string
-	exited chan struct{}
-	err    error
+	*gatewaytest.Gateway
+	name  string
+	f     *faultEnv
+	proxy *pgproxy.Proxy
 }
-
-// servingRE reads the start-up line in either log format (text: http=..., JSON: "http":"...").
-var servingRE = regexp.MustCompile(`gateway serving.*\bhttp"?[=:]"?([^\s",]+)"?,?\s*"?grpc"?[=:]"?([^\s",]+)`)
 
 // start runs a replica; env adds to (or overrides) its environment. The first replica of an
 // environment applies the catalogue.
@@ -226,67 +165,14 @@ func (f *faultEnv) start(name string, env ...string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Registered before the replica's own cleanup, so it runs after the replica is killed.
+	t.Cleanup(proxy.Close)
 	dbURL, err := proxy.URL(f.db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{name: name, f: f, proxy: proxy, log: filepath.Join(f.dir, name+".log"), exited: make(chan struct{})}
-	logFile, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(gatewayBinary(t), "serve")
-	cmd.Env = append(cleanEnv(), "DATABASE_URL="+dbURL, "GATEWAY_HTTP_ADDR=127.0.0.1:0", "GATEWAY_GRPC_ADDR=127.0.0.1:0",
-		"GATEWAY_ADMIN_TOKEN="+adminToken, "GATEWAY_DRAIN_TIMEOUT=20s", "GATEWAY_METRICS_ADDR=", "UP_KEY="+upstreamKey)
-	cmd.Env = append(cmd.Env, env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = logFile
-	// The replica dies with the test process, whatever ends it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	runtime.LockOSThread()
-	err = cmd.Start()
-	runtime.UnlockOSThread()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.cmd = cmd
-	addr := make(chan string, 1)
-	go func() {
-		defer logFile.Close()
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(logFile, line)
-			if m := servingRE.FindStringSubmatch(line); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	go func() { r.err = cmd.Wait(); close(r.exited) }()
-	t.Cleanup(func() {
-		r.kill()
-		proxy.Close()
-		if t.Failed() {
-			r.dumpLog()
-		}
-	})
-	select {
-	case a := <-addr:
-		r.base = "http://" + a
-	case <-r.exited:
-		r.dumpLog()
-		t.Fatalf("%s exited at start-up: %v", name, r.err)
-	case <-time.After(60 * time.Second):
-		r.dumpLog()
-		t.Fatalf("%s did not start serving within 60s", name)
-	}
+	g := gatewaytest.Start(t, gatewaytest.Options{Name: name, DatabaseURL: dbURL, LogDir: f.dir, Env: env})
+	r := &replica{Gateway: g, name: name, f: f, proxy: proxy}
 	f.mu.Lock()
 	f.replicas = append(f.replicas, r)
 	first := !f.applied
@@ -298,24 +184,6 @@ func (f *faultEnv) start(name string, env ...string) *replica {
 	return r
 }
 
-// cleanEnv is this process's environment without the gateway's own variables.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "GATEWAY_") || strings.HasPrefix(kv, "DATABASE_URL=") || strings.HasPrefix(kv, "UP_KEY=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
-func (r *replica) dumpLog() {
-	data, _ := os.ReadFile(r.log)
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	r.f.t.Logf("--- last lines of %s ---\n%s", r.name, strings.Join(lines[max(0, len(lines)-30):], "\n"))
-}
-
 // kill ends the replica at once (kill -9).
 func (r *replica) kill() {
 	r.f.mu.Lock()
@@ -324,8 +192,7 @@ func (r *replica) kill() {
 	}
 	r.f.killed[r.name] = true
 	r.f.mu.Unlock()
-	_ = r.cmd.Process.Signal(syscall.SIGKILL)
-	<-r.exited
+	r.Kill()
 }
 
 func (f *faultEnv) wasKilled(name string) bool {
@@ -334,36 +201,13 @@ func (f *faultEnv) wasKilled(name string) bool {
 	return f.killed[name]
 }
 
-// term sends SIGTERM and waits for the exit within bound; it returns the exit error.
-func (r *replica) term(t testing.TB, bound time.Duration) error {
-	t.Helper()
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.exited:
-		return r.err
-	case <-time.After(bound):
-		t.Errorf("%s did not exit within %v of SIGTERM", r.name, bound)
-		r.kill()
-		return r.err
-	}
-}
-
-func (r *replica) alive() bool {
-	select {
-	case <-r.exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // do sends one request and returns status, headers and body; err is a transport failure.
 func (r *replica) do(method, path string, headers map[string]string, body string) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, r.base+path, rd)
+	req, err := http.NewRequest(method, r.Base+path, rd)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -406,9 +250,9 @@ func (r *replica) profile(t testing.TB, credit string) (key, pid string) {
 	all := append([]*replica(nil), r.f.replicas...)
 	r.f.mu.Unlock()
 	for _, o := range all {
-		waitFor(t, 30*time.Second, "the key on "+o.name, func() bool {
+		gatewaytest.WaitFor(t, 30*time.Second, "the key on "+o.name, func() bool {
 			status, _, _, _ := o.do("GET", "/v1/balance", map[string]string{"Authorization": "Bearer " + key}, "")
-			return status == 200 || !o.alive()
+			return status == 200 || !o.Alive()
 		})
 	}
 	return key, pid
@@ -513,18 +357,6 @@ func (rec *record) count(pred func(seen) bool) int {
 
 func full(o seen) bool { return o.full }
 
-// waitFor polls cond until it holds or bound passes.
-func waitFor(t testing.TB, bound time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, bound)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func pgExec(dsn, sql string) error {
 	pool, err := pgxpool.New(context.Background(), dsn)
 	if err != nil {
@@ -538,7 +370,7 @@ func pgExec(dsn, sql string) error {
 // realtime opens a session on f-rt with the key and a client-chosen request id.
 func (r *replica) realtime(t *testing.T, key, id string) *websocket.Conn {
 	t.Helper()
-	url := "ws" + strings.TrimPrefix(r.base, "http") + "/v1/realtime?model=f-rt"
+	url := "ws" + strings.TrimPrefix(r.Base, "http") + "/v1/realtime?model=f-rt"
 	c, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Authorization": {"Bearer " + key}, "X-Request-Id": {id}})
 	if err != nil {
 		t.Fatalf("realtime dial on %s: %v (%v)", r.name, err, resp)
@@ -583,16 +415,4 @@ func rtDone(t *testing.T, c *websocket.Conn) bool {
 			return true
 		}
 	}
-}
-
-// eventually polls cond until it holds (true) or bound passes (false).
-func eventually(bound time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
 }

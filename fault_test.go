@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // Fault tests of issue 13, on real processes (see fault_harness_test.go). Each ends with
@@ -95,7 +97,7 @@ func (f *faultEnv) load(ls loadSpec, rec *record) *running {
 				}
 				var live []*replica
 				for _, r := range ls.replicas() {
-					if r.alive() {
+					if r.Alive() {
 						live = append(live, r)
 					}
 				}
@@ -135,21 +137,21 @@ func faultKillReplicaWithAnswersInFlight(t *testing.T) {
 	replicas := []*replica{a, b}
 	run := f.load(loadSpec{key: key, profile: pid, workers: 12, prefix: "kill", replicas: func() []*replica { return replicas }}, rec)
 	// Enough answers delivered by both, and several in flight on a.
-	waitFor(t, 60*time.Second, "answers from both replicas", func() bool {
+	gatewaytest.WaitFor(t, 60*time.Second, "answers from both replicas", func() bool {
 		return rec.count(func(o seen) bool { return o.full && o.replica == "a" }) >= 10 &&
 			rec.count(func(o seen) bool { return o.full && o.replica == "b" }) >= 10 && run.inFlight.Load() >= 8
 	})
 	a.kill()
 	t.Logf("killed a with %d in flight; a delivered %d in full", run.inFlight.Load(), rec.count(func(o seen) bool { return o.full && o.replica == "a" }))
 	before := rec.count(full)
-	waitFor(t, 60*time.Second, "answers from the survivor", func() bool { return rec.count(full) >= before+10 })
+	gatewaytest.WaitFor(t, 60*time.Second, "answers from the survivor", func() bool { return rec.count(full) >= before+10 })
 	run.halt()
 	outs := rec.snapshot()
 	if n := rec.count(func(o seen) bool { return o.replica == "a" && !o.full }); n == 0 {
 		t.Error("no request of the killed replica was cut: the kill found nothing in flight")
 	}
 	f.checkLedger(t, outs)
-	if err := b.term(t, 30*time.Second); err != nil {
+	if err := b.Term(t, 30*time.Second); err != nil {
 		t.Errorf("b exited with %v", err)
 	}
 	f.checkLedger(t, outs)
@@ -166,7 +168,7 @@ func faultDatabaseRestartUnderLoad(t *testing.T) {
 	rec := &record{}
 	replicas := []*replica{a, b}
 	run := f.load(loadSpec{key: key, profile: pid, workers: 8, prefix: "pg", replicas: func() []*replica { return replicas }}, rec)
-	waitFor(t, 60*time.Second, "answers before the outage", func() bool { return rec.count(full) >= 10 })
+	gatewaytest.WaitFor(t, 60*time.Second, "answers before the outage", func() bool { return rec.count(full) >= 10 })
 	f.stopDatabase()
 	down := len(rec.snapshot())
 	since := func(from int, pred func(seen) bool) int {
@@ -178,13 +180,13 @@ func faultDatabaseRestartUnderLoad(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 60*time.Second, "refusals from both replicas while the database is down", func() bool {
+	gatewaytest.WaitFor(t, 60*time.Second, "refusals from both replicas while the database is down", func() bool {
 		return since(down, func(o seen) bool { return o.replica == "a" && o.status != 200 }) >= 3 &&
 			since(down, func(o seen) bool { return o.replica == "b" && o.status != 200 }) >= 3
 	})
 	f.startDatabase()
 	up := len(rec.snapshot())
-	waitFor(t, 60*time.Second, "both replicas serving again", func() bool {
+	gatewaytest.WaitFor(t, 60*time.Second, "both replicas serving again", func() bool {
 		return since(up, func(o seen) bool { return o.replica == "a" && o.full }) >= 3 &&
 			since(up, func(o seen) bool { return o.replica == "b" && o.full }) >= 3
 	})
@@ -249,7 +251,7 @@ func faultPartitionedReplicaDoesNotOverspend(t *testing.T) {
 	onA.halt()
 	onB.halt()
 	for _, r := range []*replica{a, b} {
-		if err := r.term(t, 30*time.Second); err != nil {
+		if err := r.Term(t, 30*time.Second); err != nil {
 			t.Logf("%s exited with %v", r.name, err)
 		}
 	}
@@ -303,22 +305,22 @@ func faultTerminateWithDatabaseDown(t *testing.T) {
 		}()
 	}
 	// The answers take 1.2 s each; give them time to pass admission before the outage.
-	waitFor(t, 30*time.Second, "requests started", func() bool { return started.Load() == n })
+	gatewaytest.WaitFor(t, 30*time.Second, "requests started", func() bool { return started.Load() == n })
 	time.Sleep(400 * time.Millisecond)
 	a.proxy.Down()
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	_ = a.Cmd.Process.Signal(syscall.SIGTERM)
 	// The database comes back once the replica has exited or 3 s have passed: a replica that
 	// gives up on its charges has exited by then (the answers end 1.2 s after they began),
 	// one that keeps them waits.
 	clients := make(chan struct{})
 	go func() { wg.Wait(); close(clients) }()
 	select {
-	case <-a.exited:
+	case <-a.Exited():
 	case <-time.After(3 * time.Second):
 	}
 	a.proxy.Up()
 	select {
-	case <-a.exited:
+	case <-a.Exited():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the replica did not exit within its drain timeout (10 s) and 20 s more")
 	}
@@ -362,12 +364,12 @@ func faultPoisonedBatchDoesNotStopSettlement(t *testing.T) {
 			t.Fatalf("request %d after the poisoned batch: %v", i, o)
 		}
 	}
-	if !eventually(10*time.Second, func() bool { _, n := f.balance(t, pid); return n == 4 }) {
+	if !gatewaytest.Eventually(10*time.Second, func() bool { _, n := f.balance(t, pid); return n == 4 }) {
 		_, n := f.balance(t, pid)
 		t.Errorf("another profile's 4 charges on the same replica: %d settled within 10 s", n)
 	}
 	c.Close()
-	if err := a.term(t, 30*time.Second); err != nil {
+	if err := a.Term(t, 30*time.Second); err != nil {
 		t.Logf("a exited with %v", err)
 	}
 	f.checkLedger(t, rec.snapshot(), sess)
@@ -397,7 +399,7 @@ func faultDuplicateRealtimeResponseIDs(t *testing.T) {
 			}
 			s.done++
 			// The next response comes after this one has settled: a later batch.
-			eventually(5*time.Second, func() bool { _, n := f.balance(t, pid); return n > before })
+			gatewaytest.Eventually(5*time.Second, func() bool { _, n := f.balance(t, pid); return n > before })
 		}
 		c.Close()
 		sessions = append(sessions, s)
@@ -406,7 +408,7 @@ func faultDuplicateRealtimeResponseIDs(t *testing.T) {
 		t.Fatal("no response.done received")
 	}
 	for _, r := range []*replica{a, b} {
-		if err := r.term(t, 30*time.Second); err != nil {
+		if err := r.Term(t, 30*time.Second); err != nil {
 			t.Logf("%s exited with %v", r.name, err)
 		}
 	}
@@ -435,7 +437,7 @@ func faultNegativeAdjustmentDuringLoad(t *testing.T) {
 	rec := &record{}
 	replicas := []*replica{a, b}
 	run := f.load(loadSpec{key: key, profile: pid, workers: 6, prefix: "adj", replicas: func() []*replica { return replicas }}, rec)
-	waitFor(t, 60*time.Second, "answers from both replicas", func() bool {
+	gatewaytest.WaitFor(t, 60*time.Second, "answers from both replicas", func() bool {
 		return rec.count(func(o seen) bool { return o.full && o.replica == "a" }) >= 3 &&
 			rec.count(func(o seen) bool { return o.full && o.replica == "b" }) >= 3
 	})
@@ -450,7 +452,7 @@ func faultNegativeAdjustmentDuringLoad(t *testing.T) {
 	t.Logf("adjustment of -%s during load (balance shown %s): %d %s", shown.Sub(chatCost), shown, status, raw)
 	after := len(rec.snapshot())
 	// The load goes on until both replicas refuse for balance.
-	waitFor(t, 60*time.Second, "both replicas refusing for balance", func() bool {
+	gatewaytest.WaitFor(t, 60*time.Second, "both replicas refusing for balance", func() bool {
 		var ra, rb bool
 		for _, o := range rec.snapshot()[after:] {
 			ra = ra || o.replica == "a" && o.status == 402
@@ -460,7 +462,7 @@ func faultNegativeAdjustmentDuringLoad(t *testing.T) {
 	})
 	run.halt()
 	for _, r := range replicas {
-		if err := r.term(t, 30*time.Second); err != nil {
+		if err := r.Term(t, 30*time.Second); err != nil {
 			t.Logf("%s exited with %v", r.name, err)
 		}
 	}
@@ -500,7 +502,7 @@ func faultUsageAboveTheEstimate(t *testing.T) {
 		balance, n := f.balance(t, pid)
 		t.Errorf("refused for balance after %d answers, want %d (balance %s after %d charges)", served, paid, balance, n)
 	}
-	if err := a.term(t, 30*time.Second); err != nil {
+	if err := a.Term(t, 30*time.Second); err != nil {
 		t.Logf("a exited with %v", err)
 	}
 	f.checkLedger(t, rec.snapshot())
@@ -521,7 +523,7 @@ func faultOverHoldChargeLeavesOtherHolds(t *testing.T) {
 	go func() {
 		slow <- a.chat(chatReq{key: key, profile: pid, id: "held", stream: true, prompt: "hi #sim:stall=5s"})
 	}()
-	waitFor(t, 30*time.Second, "the plain request in flight", func() bool {
+	gatewaytest.WaitFor(t, 30*time.Second, "the plain request in flight", func() bool {
 		var n int
 		_ = f.pool.QueryRow(t.Context(), `SELECT count(*) FROM requests WHERE request_id = 'held'`).Scan(&n)
 		return n == 1
@@ -545,7 +547,7 @@ func faultOverHoldChargeLeavesOtherHolds(t *testing.T) {
 	if balance, _ := f.balance(t, pid); !balance.Equal(decimal.RequireFromString("0.5").Sub(chatCost)) {
 		t.Errorf("balance %s, want 0.5 less %s", balance, chatCost)
 	}
-	if err := a.term(t, 30*time.Second); err != nil {
+	if err := a.Term(t, 30*time.Second); err != nil {
 		t.Logf("a exited with %v", err)
 	}
 	f.checkLedger(t, rec.snapshot())
@@ -581,12 +583,12 @@ func faultFrozenDatabaseAnswersUnavailable(t *testing.T) {
 	}
 	wg.Wait()
 	a.proxy.Thaw()
-	waitFor(t, 30*time.Second, "serving again after the thaw", func() bool {
+	gatewaytest.WaitFor(t, 30*time.Second, "serving again after the thaw", func() bool {
 		o := a.chat(chatReq{key: key, profile: pid})
 		rec.add(o)
 		return o.full
 	})
-	if err := a.term(t, 30*time.Second); err != nil {
+	if err := a.Term(t, 30*time.Second); err != nil {
 		t.Logf("a exited with %v", err)
 	}
 	f.checkLedger(t, rec.snapshot())

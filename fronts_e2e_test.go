@@ -41,7 +41,7 @@ func (g *genEnv) checkRefusals(t *testing.T, cases []refusal) {
 			req.Header.Set("Content-Type", ct)
 			req.Header.Set("Authorization", "Bearer "+key)
 			req.Header.Set("X-Request-Id", id)
-			before := len(g.up.all())
+			before := len(g.up.Calls())
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -52,7 +52,7 @@ func (g *genEnv) checkRefusals(t *testing.T, cases []refusal) {
 			if resp.StatusCode != c.status || code != c.code || !strings.Contains(msg, c.message) || rid != id {
 				t.Errorf("%d %s %q (id %q), want %d %s containing %q", resp.StatusCode, code, msg, rid, c.status, c.code, c.message)
 			}
-			if n := len(g.up.all()) - before; n != 0 {
+			if n := len(g.up.Calls()) - before; n != 0 {
 				t.Errorf("the upstream was called %d times", n)
 			}
 		})

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/rpc"
 	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
@@ -20,85 +19,10 @@ import (
 // The generation tests run the real gateway against the upstream simulator (which speaks the
 // three upstream wire protocols) behind a recorder, and drive it with the official SDKs.
 
-const upstreamKey = "upstream-secret-key"
-
-// genCatalog: one model per upstream kind serving every text family, plus models that exercise
-// fallback, limits, streaming off, verified parameters and timeouts.
-const genCatalog = `{
-  "currency": "RUB",
-  "families": [{"id": "fam"}],
-  "providers": [
-    {"id": "up-openai", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY"},
-    {"id": "up-anthropic", "kind": "anthropic", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
-    {"id": "up-gemini", "kind": "gemini", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
-    {"id": "dead", "kind": "openai", "base_url": "http://127.0.0.1:1/v1", "api_key_env": "UP_KEY"},
-    {"id": "slow", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY", "timeout": {"first_byte": "2s", "idle": "2s"}}
-  ],
-  "models": [
-    {"id": "m-openai", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-openai", "upstream_model": "up-gpt"}],
-     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-anthropic", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-anthropic", "upstream_model": "up-claude"}],
-     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-gemini", "family": "fam", "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-gemini", "upstream_model": "up-gemini"}],
-     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-fallback", "family": "fam", "routes": [
-       {"endpoint_families": ["chat.completions"], "provider": "dead", "upstream_model": "x"},
-       {"endpoint_families": ["chat.completions"], "provider": "up-openai", "upstream_model": "up-gpt"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-nostream", "family": "fam", "streaming": false, "routes": [{"endpoint_families": ["chat.completions"], "provider": "up-openai"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-limited", "family": "fam", "output_token_limit": 100, "routes": [{"endpoint_families": {{TEXT}}, "provider": "up-anthropic"}],
-     "prices": [{"endpoint_families": {{PRICED}}, "billing_mode": "per_token", "input": "1", "output": "2"}]},
-    {"id": "m-capable", "family": "fam", "routes": [{"endpoint_families": ["chat.completions"], "provider": "up-openai"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}],
-     "capabilities": [{"endpoint_family": "chat.completions", "optional_parameters": ["temperature", "max_tokens", "stream"], "verified_at": "2026-11-01T00:00:00Z"}]},
-    {"id": "m-money", "family": "fam", "routes": [{"endpoint_families": ["chat.completions", "responses"], "provider": "up-openai", "upstream_model": "up-gpt"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "0", "output": "1000"}]},
-    {"id": "m-slow", "family": "fam", "routes": [{"endpoint_families": ["chat.completions"], "provider": "slow", "upstream_model": "up-gpt"}],
-     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1", "output": "2"}]}
-  ]
-}`
-
-const textFamilies = `["chat.completions", "completions", "responses", "responses.compact", "messages", "messages.count_tokens", "content.generate", "content.count_tokens"]`
-const pricedFamilies = `["chat.completions", "completions", "responses", "responses.compact", "messages", "content.generate"]`
+const upstreamKey = gatewaytest.UpstreamKey
 
 // upstreamCall is one request the fake upstream received.
-type upstreamCall struct {
-	Path   string
-	Header http.Header
-	Body   []byte
-}
-
-// recorder wraps the simulator and keeps every request it received.
-type recorder struct {
-	mu    sync.Mutex
-	calls []upstreamCall
-	next  http.Handler
-}
-
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	r.calls = append(r.calls, upstreamCall{Path: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body})
-	r.mu.Unlock()
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	r.next.ServeHTTP(w, req)
-}
-
-func (r *recorder) all() []upstreamCall {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]upstreamCall(nil), r.calls...)
-}
-
-func (r *recorder) last(t testing.TB) upstreamCall {
-	t.Helper()
-	c := r.all()
-	if len(c) == 0 {
-		t.Fatal("the upstream received no request")
-	}
-	return c[len(c)-1]
-}
+type upstreamCall = gatewaytest.Call
 
 // meterRec keeps every outcome core reported.
 type meterRec struct {
@@ -137,7 +61,7 @@ func (m *meterRec) wait(t testing.TB, id string) rpc.Outcome {
 type genEnv struct {
 	*env
 	key       string
-	up        *recorder
+	up        *gatewaytest.Upstream
 	meter     *meterRec
 	upURL     string
 	profileID string
@@ -154,9 +78,7 @@ func startGen(t *testing.T) *genEnv {
 // applies the catalogue.
 func startGenOn(t *testing.T, dbURL string, applyCatalog bool) *genEnv {
 	t.Helper()
-	rec := &recorder{next: simulator.New(simulator.Options{})}
-	up := httptest.NewServer(rec)
-	t.Cleanup(up.Close)
+	rec := gatewaytest.StartUpstream(t, simulator.Options{})
 	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
 	e := startGateway(t, dbURL, adminToken, func(c *Config) {
 		c.Observer = meter
@@ -168,10 +90,9 @@ func startGenOn(t *testing.T, dbURL string, applyCatalog bool) *genEnv {
 		}
 	})
 	if applyCatalog {
-		doc := strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
-		e.admin("POST", "/admin/v1/catalog:apply", doc)
+		e.admin("POST", "/admin/v1/catalog:apply", gatewaytest.GenCatalog(rec.URL))
 	}
-	return &genEnv{env: e, up: rec, meter: meter, upURL: up.URL}
+	return &genEnv{env: e, up: rec, meter: meter, upURL: rec.URL}
 }
 
 // newProfile makes a profile with a credit and a key that may use everything.
@@ -217,19 +138,7 @@ func (g *genEnv) post(t testing.TB, path string, headers map[string]string, body
 // envelope decodes the spec error envelope.
 func envelope(t testing.TB, raw []byte) (code, message, requestID string) {
 	t.Helper()
-	var e struct {
-		Error struct {
-			Code, Message, Type string
-			RequestID           string `json:"request_id"`
-		}
-	}
-	if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code == "" {
-		t.Fatalf("not an error envelope: %s", raw)
-	}
-	if e.Error.Type != "service_error" {
-		t.Errorf("error.type = %q, want service_error", e.Error.Type)
-	}
-	return e.Error.Code, e.Error.Message, e.Error.RequestID
+	return gatewaytest.Envelope(t, raw)
 }
 
 // The request checks of spec 4.2, 4.5 and 8 answer with the spec code and the request id, and
@@ -282,7 +191,7 @@ func TestGenerationRequestChecks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(g.up.all())
+			before := len(g.up.Calls())
 			id := "chk-" + strings.ReplaceAll(tc.name, " ", "-")
 			h := map[string]string{"X-Request-Id": id}
 			for k, v := range tc.headers {
@@ -296,7 +205,7 @@ func TestGenerationRequestChecks(t *testing.T) {
 			if code != tc.code || rid != id || hdr.Get("X-Request-Id") != id {
 				t.Fatalf("code %q (want %q), request id %q/%q (want %q): %s", code, tc.code, rid, hdr.Get("X-Request-Id"), id, msg)
 			}
-			if n := len(g.up.all()); n != before {
+			if n := len(g.up.Calls()); n != before {
 				t.Fatalf("the upstream was called %d times for a rejected request", n-before)
 			}
 		})
@@ -357,7 +266,7 @@ func TestGenerationRequestChecks(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("2026-10-21: %d %s", status, raw)
 		}
-		if v := g.up.last(t).Header.Get("anthropic-version"); v != "2023-06-01" {
+		if v := g.up.Last(t).Header.Get("anthropic-version"); v != "2023-06-01" {
 			t.Errorf("the upstream got anthropic-version %q, want the adapter's 2023-06-01", v)
 		}
 		status, _, raw = g.post(t, "/v1/messages", map[string]string{"anthropic-version": "latest"}, body)
@@ -384,7 +293,7 @@ func TestPassthroughKeepsUnknownFieldsAndNoClientSecrets(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("%d %s", status, raw)
 	}
-	call := g.up.last(t)
+	call := g.up.Last(t)
 	var body map[string]any
 	if err := json.Unmarshal(call.Body, &body); err != nil {
 		t.Fatal(err)
@@ -500,7 +409,7 @@ func TestCountTokens(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(g.up.all())
+			before := len(g.up.Calls())
 			status, _, raw := g.post(t, tc.path, tc.headers, tc.body)
 			if status != 200 {
 				t.Fatalf("%d %s", status, raw)
@@ -509,7 +418,7 @@ func TestCountTokens(t *testing.T) {
 			if err := json.Unmarshal(raw, &got); err != nil || len(got) != 1 || got[tc.field] < 50 {
 				t.Fatalf("count body %s", raw)
 			}
-			calls := g.up.all()[before:]
+			calls := g.up.Calls()[before:]
 			switch {
 			case tc.upstream == "" && len(calls) != 0:
 				t.Fatalf("counted upstream at %s, want a local count", calls[0].Path)
@@ -525,7 +434,7 @@ func TestCountTokens(t *testing.T) {
 func TestCompactAndJSONArrayStream(t *testing.T) {
 	g := startGen(t)
 	status, _, raw := g.post(t, "/v1/responses/compact", nil, `{"model":"m-openai","input":"a long conversation"}`)
-	if status != 200 || !strings.Contains(string(raw), `"object":"response.compaction"`) || g.up.last(t).Path != "/v1/responses/compact" {
+	if status != 200 || !strings.Contains(string(raw), `"object":"response.compaction"`) || g.up.Last(t).Path != "/v1/responses/compact" {
 		t.Fatalf("compact: %d %s", status, raw)
 	}
 	for _, model := range []string{"m-gemini", "m-anthropic"} {
@@ -535,4 +444,14 @@ func TestCompactAndJSONArrayStream(t *testing.T) {
 			t.Fatalf("%s: %d %s %s", model, status, hdr.Get("Content-Type"), raw)
 		}
 	}
+}
+
+const mediaCatalog = gatewaytest.MediaCatalog
+
+func startMedia(t *testing.T) *genEnv {
+	t.Helper()
+	g := startGenOn(t, storetest.DatabaseURL(t), false)
+	g.admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(mediaCatalog, "{{UP}}", g.upURL))
+	g.key, g.profileID = g.newProfile(t, "media", "1000")
+	return g
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	adminv1 "modelgateway/gen/gateway/admin/v1"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/rpc"
 	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
@@ -31,7 +31,7 @@ import (
 func startGenWith(t *testing.T, opt func(*Config)) *genEnv {
 	t.Helper()
 	g := startGenWithDB(t, storetest.DatabaseURL(t), opt)
-	doc := strings.NewReplacer("{{UP}}", g.upURL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
+	doc := gatewaytest.GenCatalog(g.upURL)
 	g.admin("POST", "/admin/v1/catalog:apply", doc)
 	g.key, g.profileID = g.newProfile(t, "hard", "1000")
 	return g
@@ -40,9 +40,7 @@ func startGenWith(t *testing.T, opt func(*Config)) *genEnv {
 // startGenWithDB starts a gateway on dbURL, with the upstream simulator and no catalogue.
 func startGenWithDB(t *testing.T, dbURL string, opt func(*Config)) *genEnv {
 	t.Helper()
-	rec := &recorder{next: simulator.New(simulator.Options{})}
-	up := httptest.NewServer(rec)
-	t.Cleanup(up.Close)
+	rec := gatewaytest.StartUpstream(t, simulator.Options{})
 	meter := &meterRec{out: map[string]rpc.Outcome{}, ch: make(chan rpc.Outcome, 1)}
 	e := startGateway(t, dbURL, adminToken, func(c *Config) {
 		c.Observer = meter
@@ -54,7 +52,7 @@ func startGenWithDB(t *testing.T, dbURL string, opt func(*Config)) *genEnv {
 		}
 		opt(c)
 	})
-	return &genEnv{env: e, up: rec, meter: meter, upURL: up.URL}
+	return &genEnv{env: e, up: rec, meter: meter, upURL: rec.URL}
 }
 
 // rawRequest writes a request head on a fresh connection and returns the connection and a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"modelgateway/core/gatewaytest"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestKeyRateLimitHoldsAcrossReplicas(t *testing.T) {
 	auth := map[string]string{"Authorization": "Bearer " + key}
 	known := func(rs ...*replica) {
 		for _, r := range rs {
-			waitFor(t, 30*time.Second, "the key on "+r.name, func() bool {
+			gatewaytest.WaitFor(t, 30*time.Second, "the key on "+r.name, func() bool {
 				status, _, _, _ := r.do("GET", "/v1/balance", auth, "")
 				return status == 200
 			})
@@ -94,7 +95,7 @@ func TestKeyRateLimitHoldsAcrossReplicas(t *testing.T) {
 		}
 	}
 
-	waitFor(t, 10*time.Second, "two live replicas", func() bool { return live() == 2 })
+	gatewaytest.WaitFor(t, 10*time.Second, "two live replicas", func() bool { return live() == 2 })
 	check("two replicas", measure("two replicas", 3*time.Second, 10*time.Second, a, b))
 
 	// A third replica: the shares follow within 10 s of its start (warm-up included).

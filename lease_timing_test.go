@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // leaseRow is a replica's lease on a profile as the database has it, read with the
@@ -56,7 +58,7 @@ func TestLeaseTimingsAtTheirRealValues(t *testing.T) {
 		var ttlLow, ttlHigh time.Duration // bounds of the lease's lifetime from its last write
 		prev := f.lease(t, pid)
 		renewals := 0
-		waitFor(t, 30*time.Second, "two writes of a's lease", func() bool {
+		gatewaytest.WaitFor(t, 30*time.Second, "two writes of a's lease", func() bool {
 			cur := f.lease(t, pid)
 			if cur.present && (!prev.present || !cur.expires.Equal(prev.expires)) {
 				// Written after the previous read began and before this one.
@@ -113,7 +115,7 @@ func TestLeaseTimingsAtTheirRealValues(t *testing.T) {
 		}
 		var last leaseRow
 		var gone leaseRow
-		waitFor(t, 30*time.Second, "b's lease returned", func() bool {
+		gatewaytest.WaitFor(t, 30*time.Second, "b's lease returned", func() bool {
 			cur := f.lease(t, pid)
 			if cur.present {
 				last = cur

@@ -12,51 +12,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 )
 
-// m-money: output at 1000 per 1M tokens, input free; the simulator answers 12 words, so a
-// request with max_tokens 12 costs exactly 0.012 and its hold is exactly 0.012.
-const moneyBody = `{"model":"m-money","max_tokens":12,"messages":[{"role":"user","content":"hi"}]}`
+const moneyBody = gatewaytest.MoneyBody
 
-var moneyCost = decimal.RequireFromString("0.012")
+var moneyCost = gatewaytest.MoneyCost
 
 // ledgerOf reads a profile's balance and the sum of its entries.
 func (g *genEnv) ledgerOf(t testing.TB, pid string) (balance, sum decimal.Decimal, charges int) {
 	t.Helper()
-	ctx := context.Background()
-	id := uuid.MustParse(pid)
-	// One statement, one snapshot: a settlement committing in between cannot split the view.
-	if err := g.g.Store.Pool.QueryRow(ctx, `
-		SELECT p.balance, coalesce(sum(e.amount), 0), count(e.id) FILTER (WHERE e.kind = 'charge')
-		FROM profiles p LEFT JOIN ledger_entries e ON e.profile_id = p.id
-		WHERE p.id = $1 GROUP BY p.balance`, id).Scan(&balance, &sum, &charges); err != nil {
-		t.Fatal(err)
-	}
-	return balance, sum, charges
+	return gatewaytest.LedgerOf(t, g.g.Store.Pool, pid)
 }
 
-// settled waits until the profile has n charges. The contract allows 2 s; the wait is
-// generous because a loaded machine can delay the settlement tick itself.
+// settled waits until the profile has n charges.
 func (g *genEnv) settled(t testing.TB, pid string, n int) (balance decimal.Decimal) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, sum, charges := g.ledgerOf(t, pid)
-		if !b.Equal(sum) {
-			t.Fatalf("balance %s is not the sum of entries %s", b, sum)
-		}
-		if charges == n {
-			return b
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d charges settled, want %d", charges, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return gatewaytest.Settled(t, g.g.Store.Pool, pid, n)
 }
 
 func (g *genEnv) postAs(t testing.TB, key, path string, headers map[string]string, body string) (int, http.Header, []byte) {
@@ -109,19 +84,19 @@ func TestNothingChargedWithoutADeliveredAnswer(t *testing.T) {
 	if status != 502 {
 		t.Fatalf("%d %s", status, raw)
 	}
-	calls := len(g.up.all())
+	calls := len(g.up.Calls())
 	for _, id := range []string{"cut-1", "fail-1"} {
 		status, _, raw = g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": id}, moneyBody)
 		if code, _, rid := envelope(t, raw); status != 409 || code != "duplicate_request_id" || rid != id {
 			t.Fatalf("reused id %s: %d %s", id, status, raw)
 		}
 	}
-	if len(g.up.all()) != calls {
+	if len(g.up.Calls()) != calls {
 		t.Fatal("a duplicate request reached the upstream")
 	}
 	status, _, _ = g.postAs(t, key, "/v1/messages/count_tokens", map[string]string{"anthropic-version": "2023-06-01"},
 		`{"model":"m-anthropic","messages":[{"role":"user","content":"hello"}]}`)
-	if status != 200 || len(g.up.all()) != calls+1 {
+	if status != 200 || len(g.up.Calls()) != calls+1 {
 		t.Fatalf("count tokens: %d", status)
 	}
 	// A delivered answer after them: once its charge has settled, a wrong charge of the

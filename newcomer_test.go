@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // TestNewcomerRun is a newcomer's first ten minutes: a fresh clone of the repository in a
@@ -100,7 +102,7 @@ func runDev(t *testing.T, dir string, within time.Duration, argv ...string) *dev
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), "GATEWAY_HTTP_ADDR=127.0.0.1:0", "GATEWAY_GRPC_ADDR=127.0.0.1:0", "GATEWAY_METRICS_ADDR=127.0.0.1:0")
+	cmd.Env = append(gatewaytest.CleanEnv(), "GATEWAY_HTTP_ADDR=127.0.0.1:0", "GATEWAY_GRPC_ADDR=127.0.0.1:0", "GATEWAY_METRICS_ADDR=127.0.0.1:0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	viaMake := filepath.Base(argv[0]) == "make"
 	stdout, err := cmd.StdoutPipe()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/keys"
 	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
@@ -40,8 +40,7 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := httptest.NewServer(&recorder{next: simulator.New(simulator.Options{Words: 7})})
-	t.Cleanup(up.Close)
+	up := gatewaytest.StartUpstream(t, simulator.Options{Words: 7})
 	spans := tracetest.NewInMemoryExporter()
 	cfg := &Config{DatabaseURL: storetest.DatabaseURL(t), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 		AdminToken: adminToken, DrainTimeout: 5 * time.Second, MetricsAddr: "127.0.0.1:0",
@@ -67,7 +66,7 @@ func TestObservabilityCarriesNoSecrets(t *testing.T) {
 	})
 	t.Cleanup(shut)
 	ge := &genEnv{env: &env{t: t, g: g, base: "http://" + g.HTTPAddr}, upURL: up.URL}
-	doc := strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog)
+	doc := gatewaytest.GenCatalog(up.URL)
 	ge.admin("POST", "/admin/v1/catalog:apply", doc)
 	ge.key, _ = ge.newProfile(t, "obs", "1000")
 	poorKey, _ := ge.newProfile(t, "obs-poor", "0")

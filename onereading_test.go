@@ -28,7 +28,7 @@ import (
 func TestACaseVariantDoesNotSizeTheHold(t *testing.T) {
 	t.Parallel()
 	g := startGen(t)
-	before := len(g.up.all())
+	before := len(g.up.Calls())
 	for i, body := range []string{
 		// m-money: output at 1000 per 1M tokens; a 1-token hold is 0.001, 3,000 tokens 3.
 		`{"model":"m-money","MAX_TOKENS":1,"max_tokens":3000,"messages":[{"role":"user","content":"hi"}]}`,
@@ -42,7 +42,7 @@ func TestACaseVariantDoesNotSizeTheHold(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("%s from a profile that can pay: %d %s", body, status, raw)
 		}
-		calls := g.up.all()
+		calls := g.up.Calls()
 		sent := calls[len(calls)-1].Body
 		if got := gjson.GetBytes(sent, "max_tokens"); strings.Contains(body, `"max_tokens":3000`) && got.Int() != 3000 {
 			t.Fatalf("%s: the upstream got max_tokens %s", body, got.Raw)
@@ -50,19 +50,19 @@ func TestACaseVariantDoesNotSizeTheHold(t *testing.T) {
 		g.checkMoney(t, richPID)
 
 		poor, poorPID := g.newProfile(t, fmt.Sprintf("poor-%d", i), "1")
-		n := len(g.up.all())
+		n := len(g.up.Calls())
 		status, _, raw = g.postAs(t, poor, "/v1/chat/completions", nil, body)
 		if code, _, _ := envelope(t, raw); status != http.StatusPaymentRequired || code != "insufficient_balance" {
 			t.Fatalf("%s from a profile that can pay one token: %d %s, want 402 insufficient_balance", body, status, raw)
 		}
-		if got := len(g.up.all()); got != n {
+		if got := len(g.up.Calls()); got != n {
 			t.Fatalf("%s: a refused request reached the upstream", body)
 		}
 		if b := g.checkMoney(t, poorPID); !b.Equal(decimal.NewFromInt(1)) {
 			t.Fatalf("%s: balance %s after a refusal", body, b)
 		}
 	}
-	if len(g.up.all()) == before {
+	if len(g.up.Calls()) == before {
 		t.Fatal("nothing reached the upstream")
 	}
 }
@@ -113,7 +113,7 @@ func TestADuplicateMemberIsRefusedOnEveryRoute(t *testing.T) {
 			charges++
 			g.settled(t, pid, charges)
 		}
-		n := len(g.up.all())
+		n := len(g.up.Calls())
 		bal, _, _ := g.ledgerOf(t, pid)
 		id := "dup-" + string(rune('a'+i))
 		status, hdr, raw := g.postAs(t, key, c.path, map[string]string{"Anthropic-Version": "2023-06-01", "X-Request-Id": id}, c.dup)
@@ -124,7 +124,7 @@ func TestADuplicateMemberIsRefusedOnEveryRoute(t *testing.T) {
 		if rid != id || hdr.Get("X-Request-Id") != id {
 			t.Errorf("%s: request id %q / %q, want %q echoed", c.name, rid, hdr.Get("X-Request-Id"), id)
 		}
-		if len(g.up.all()) != n {
+		if len(g.up.Calls()) != n {
 			t.Errorf("%s: the refused body reached the upstream", c.name)
 		}
 		if b := g.checkMoney(t, pid); !b.Equal(bal) {
@@ -178,7 +178,7 @@ func TestGRPCRawBodyMustAgreeWithItsFields(t *testing.T) {
 		t.Fatalf("agreeing raw body and fields: %d events, %v", n, err)
 	}
 	g.settled(t, pid, 1)
-	before := len(g.up.all())
+	before := len(g.up.Calls())
 	bal := g.checkMoney(t, pid)
 	for i, c := range []struct {
 		name   string
@@ -203,7 +203,7 @@ func TestGRPCRawBodyMustAgreeWithItsFields(t *testing.T) {
 	if ae := apistatus.FromError(err); ae.Code != "invalid_request_error" {
 		t.Errorf("count with a duplicate model: %v", err)
 	}
-	if len(g.up.all()) != before {
+	if len(g.up.Calls()) != before {
 		t.Error("a refused request reached the upstream")
 	}
 	if b := g.checkMoney(t, pid); !b.Equal(bal) {

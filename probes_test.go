@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http/httptest"
+	"modelgateway/core/gatewaytest"
 	"testing"
 
 	"github.com/google/uuid"
@@ -22,9 +22,7 @@ import (
 // charge and the one record (so the check is not passing on an empty ledger).
 func TestCapabilityProbesAreNeverCharged(t *testing.T) {
 	t.Parallel()
-	rec := &recorder{next: simulator.New(simulator.Options{Words: 3})}
-	up := httptest.NewServer(rec)
-	defer up.Close()
+	up := gatewaytest.StartUpstream(t, simulator.Options{Words: 3})
 	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) {
 		c.Env = func(string) string { return upstreamKey }
 	})
@@ -44,7 +42,7 @@ func TestCapabilityProbesAreNeverCharged(t *testing.T) {
 	if err := verifycli.Run(context.Background(), []string{"-addr", e.base, "-models", "pm"}, &out, adminToken); err != nil {
 		t.Fatal(err)
 	}
-	probes := len(rec.all())
+	probes := len(up.Calls())
 	if probes < 2 {
 		t.Fatalf("verification made %d upstream calls; the test needs the probes to have run", probes)
 	}

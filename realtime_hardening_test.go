@@ -101,7 +101,7 @@ func TestRealtimeSessionLimitAndQuery(t *testing.T) {
 		defer c.Close()
 		until(t, c, "session.created")
 	}
-	if up := g.up.last(t); !strings.Contains(up.Path, "intent=transcription") || strings.Contains(up.Path, "api-version") || strings.Contains(up.Path, "debug") {
+	if up := g.up.Last(t); !strings.Contains(up.Path, "intent=transcription") || strings.Contains(up.Path, "api-version") || strings.Contains(up.Path, "debug") {
 		t.Errorf("upstream handshake %s: only intent may pass", up.Path)
 	}
 	_, resp, err := websocket.DefaultDialer.Dial(url, h)

@@ -173,7 +173,7 @@ func TestEveryClientReachesEveryUpstream(t *testing.T) {
 					if a.input <= 0 || a.output <= 0 {
 						t.Fatalf("usage seen by the client: input %d, output %d", a.input, a.output)
 					}
-					call := g.up.last(t)
+					call := g.up.Last(t)
 					if !strings.HasPrefix(call.Path, upstreamPath(c.name, up.kind, up.path)) {
 						t.Errorf("upstream path %q, want prefix %q", call.Path, upstreamPath(c.name, up.kind, up.path))
 					}

@@ -196,7 +196,7 @@ func (w *wiring) startCore(ctx context.Context) error {
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Deps: &rpc.Deps{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
 		RealtimeMaxSession: cfg.RealtimeMaxSession, ResponsesTTL: cfg.ResponsesTTL,
-		Health:             routing.NewHealth(), // this replica's memory of its upstreams
+		Health: routing.NewHealth(), // this replica's memory of its upstreams
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
 	probeInterval, err := statusdata.ProbeIntervalFromEnv(os.Getenv)

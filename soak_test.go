@@ -16,6 +16,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // The randomized soak of issue 13: workers send a random mix of operations to two replicas on
@@ -54,7 +56,7 @@ func TestFaultSoak(t *testing.T) {
 		defer mu.Unlock()
 		var out []*replica
 		for _, r := range replicas {
-			if r.alive() {
+			if r.Alive() {
 				out = append(out, r)
 			}
 		}
@@ -158,7 +160,7 @@ func TestFaultSoak(t *testing.T) {
 						}
 					}
 					// A killed replica drops its connections (its exit may take a moment to show).
-					killed := o.status == 0 && eventually(5*time.Second, func() bool { return !r.alive() })
+					killed := o.status == 0 && gatewaytest.Eventually(5*time.Second, func() bool { return !r.Alive() })
 					if !allowed(o) && !killed {
 						t.Errorf("%s: %v", kind, o)
 					}
@@ -286,7 +288,7 @@ func TestFaultSoak(t *testing.T) {
 		}
 	}
 	for _, r := range live() {
-		if err := r.term(t, 40*time.Second); err != nil {
+		if err := r.Term(t, 40*time.Second); err != nil {
 			t.Errorf("%s exited with %v", r.name, err)
 		}
 	}
@@ -300,7 +302,7 @@ func leave(r *replica, q chatReq) (seen, bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	body := fmt.Sprintf(`{"model":"f-chat","max_tokens":12,"stream":true,"messages":[{"role":"user","content":"wait #sim:stall=3s"}]}`)
-	req, _ := http.NewRequestWithContext(ctx, "POST", r.base+"/v1/chat/completions", strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, "POST", r.Base+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+q.key)
 	req.Header.Set("Content-Type", "application/json")
 	if q.id != "" {
@@ -324,7 +326,7 @@ func leave(r *replica, q chatReq) (seen, bool) {
 // soakSession runs a realtime session of one to three responses, some with a repeated
 // upstream response id, and reports what the client received.
 func soakSession(t *testing.T, r *replica, key, pid, id string, rng *rand.Rand) (rtSession, bool) {
-	url := "ws" + strings.TrimPrefix(r.base, "http") + "/v1/realtime?model=f-rt"
+	url := "ws" + strings.TrimPrefix(r.Base, "http") + "/v1/realtime?model=f-rt"
 	c, resp, err := websocketDial(url, http.Header{"Authorization": {"Bearer " + key}, "X-Request-Id": {id}})
 	if err != nil {
 		// Refused for balance or while the database is away: nothing to charge.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store"
 	"modelgateway/core/store/storetest"
 )
@@ -112,10 +113,10 @@ func TestConcurrentStartupMigratesOnce(t *testing.T) {
 	var tag string
 	for i, g := range gws {
 		base := "http://" + g.HTTPAddr
-		if status, _, _ := getCatalog(t, base, ""); status != 200 {
+		if status, _, _ := gatewaytest.GetCatalog(t, base, ""); status != 200 {
 			t.Errorf("replica %d: catalogue %d", i, status)
 		}
-		_, etag, body := getCatalog(t, base, "")
+		_, etag, body := gatewaytest.GetCatalog(t, base, "")
 		if !strings.Contains(string(body), "boot-model") {
 			t.Errorf("replica %d: catalogue without the start-up model: %s", i, body)
 		}

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"modelgateway/core/gatewaytest"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +24,7 @@ import (
 // is the one statement that reads the chain, alone: the database time per continued
 // request. cpu-ns/op counts the whole process (client, gateway, simulator, not PostgreSQL).
 func BenchmarkStoredChain(b *testing.B) {
-	rec := &recorder{next: simulator.New(simulator.Options{})}
-	up := httptest.NewServer(rec)
-	defer up.Close()
+	rec := gatewaytest.StartUpstream(b, simulator.Options{})
 	e := startGateway(b, storetest.DatabaseURL(b), adminToken, func(c *Config) {
 		c.Env = func(name string) string {
 			if name == "UP_KEY" {
@@ -35,8 +33,8 @@ func BenchmarkStoredChain(b *testing.B) {
 			return ""
 		}
 	})
-	e.admin("POST", "/admin/v1/catalog:apply", strings.NewReplacer("{{UP}}", up.URL, "{{TEXT}}", textFamilies, "{{PRICED}}", pricedFamilies).Replace(genCatalog))
-	g := &genEnv{env: e, up: rec, upURL: up.URL}
+	e.admin("POST", "/admin/v1/catalog:apply", gatewaytest.GenCatalog(rec.URL))
+	g := &genEnv{env: e, up: rec, upURL: rec.URL}
 	key, pid := g.newProfile(b, "bench", "1000000")
 	client := &http.Client{}
 	post := func(body string) []byte {

@@ -37,7 +37,7 @@ func texts(body []byte, path string) []string {
 // callsTo are the upstream requests after the first n to a path containing sub.
 func callsTo(g *genEnv, n int, sub string) []upstreamCall {
 	var out []upstreamCall
-	for _, c := range g.up.all()[n:] {
+	for _, c := range g.up.Calls()[n:] {
 		if strings.Contains(c.Path, sub) {
 			out = append(out, c)
 		}
@@ -51,7 +51,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 	c := openaiClient(g)
 
 	// Turn 1, on the OpenAI upstream (passthrough).
-	n := len(g.up.all())
+	n := len(g.up.Calls())
 	r1, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-openai",
 		Instructions: openai.String("first instructions"),
 		Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("my name is Ada")}})
@@ -71,7 +71,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 	}
 
 	// Turn 2, on the Anthropic upstream, with a tool: the model calls it.
-	n = len(g.up.all())
+	n = len(g.up.Calls())
 	r2, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-anthropic",
 		PreviousResponseID: openai.String(r1.ID), Tools: []responses.ToolUnionParam{weatherTool},
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("what is the weather in Paris?")}})
@@ -107,7 +107,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 	}
 
 	// Turn 3, on the Gemini upstream, streamed: the tool's output.
-	n = len(g.up.all())
+	n = len(g.up.Calls())
 	s := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "m-gemini",
 		PreviousResponseID: openai.String(r2.ID), Tools: []responses.ToolUnionParam{weatherTool},
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
@@ -145,7 +145,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 
 	// Turn 4, back on the OpenAI upstream: it gets every item, none with the gateway's ids,
 	// and never the gateway's previous_response_id.
-	n = len(g.up.all())
+	n = len(g.up.Calls())
 	r4, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-openai",
 		PreviousResponseID: openai.String(r3.ID),
 		Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("thanks")}})
@@ -282,7 +282,7 @@ func TestStoredResponseRefusals(t *testing.T) {
 	balance := g.settled(t, g.profileID, 2)
 	refused := func(what, id string) {
 		t.Helper()
-		n := len(g.up.all())
+		n := len(g.up.Calls())
 		err := continueWith(id)
 		if err == nil {
 			t.Errorf("%s: continued", what)
@@ -292,7 +292,7 @@ func TestStoredResponseRefusals(t *testing.T) {
 		if status != 400 || code != "invalid_request_error" || param != "previous_response_id" {
 			t.Errorf("%s: %d %s param %q", what, status, code, param)
 		}
-		if calls := len(g.up.all()) - n; calls != 0 {
+		if calls := len(g.up.Calls()) - n; calls != 0 {
 			t.Errorf("%s: %d upstream calls", what, calls)
 		}
 	}
@@ -409,13 +409,13 @@ func TestStoredResponseExpiry(t *testing.T) {
 	if _, err := c.Responses.Get(ctx, r.ID, responses.ResponseGetParams{}); err == nil {
 		t.Fatal("an expired response was read")
 	}
-	n := len(g.up.all())
+	n := len(g.up.Calls())
 	_, err = c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-anthropic", PreviousResponseID: openai.String(r.ID),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("more")}})
 	if err == nil {
 		t.Fatal("an expired response was continued")
 	}
-	if status, code, param := apiErr(t, err); status != 400 || code != "invalid_request_error" || param != "previous_response_id" || len(g.up.all()) != n {
+	if status, code, param := apiErr(t, err); status != 400 || code != "invalid_request_error" || param != "previous_response_id" || len(g.up.Calls()) != n {
 		t.Errorf("expired: %d %s %q", status, code, param)
 	}
 }
@@ -446,12 +446,12 @@ func TestStoredConversationIsHeldInFull(t *testing.T) {
 		t.Fatalf("the request alone: %d %s", status, raw)
 	}
 	balance = g.settled(t, g.profileID, 2)
-	n := len(g.up.all())
+	n := len(g.up.Calls())
 	status, _, raw = g.post(t, "/v1/responses", nil, body(first))
 	if code, _, _ := envelope(t, raw); status != 402 || code != "insufficient_balance" {
 		t.Errorf("continuation: %d %s, want 402 insufficient_balance", status, raw)
 	}
-	if calls := len(g.up.all()) - n; calls != 0 {
+	if calls := len(g.up.Calls()) - n; calls != 0 {
 		t.Errorf("the refused continuation made %d upstream calls", calls)
 	}
 	if after := g.settled(t, g.profileID, 2); !after.Equal(balance) {

@@ -66,12 +66,12 @@ func TestToolRoundTripChatToAnthropic(t *testing.T) {
 			Content json.RawMessage
 		}
 	}
-	if err := json.Unmarshal(g.up.last(t).Body, &up); err != nil {
+	if err := json.Unmarshal(g.up.Last(t).Body, &up); err != nil {
 		t.Fatal(err)
 	}
 	last := up.Messages[len(up.Messages)-1]
 	if last.Role != "user" || !strings.Contains(string(last.Content), `"tool_use_id":"`+call.ID+`"`) {
-		t.Fatalf("upstream messages: %s", g.up.last(t).Body)
+		t.Fatalf("upstream messages: %s", g.up.Last(t).Body)
 	}
 }
 
@@ -112,7 +112,7 @@ func TestToolRoundTripMessagesToGemini(t *testing.T) {
 		t.Fatalf("answer %+v", r.Content)
 	}
 	// Gemini needs the function name on the response part; the gateway looked it up.
-	body := string(g.up.last(t).Body)
+	body := string(g.up.Last(t).Body)
 	if !strings.Contains(body, `"functionResponse"`) || !strings.Contains(body, `"name":"get_weather"`) {
 		t.Fatalf("upstream body: %s", body)
 	}
@@ -158,12 +158,12 @@ func TestToolRoundTripGeminiToOpenAI(t *testing.T) {
 			ToolCalls  []struct{ ID string } `json:"tool_calls"`
 		}
 	}
-	if err := json.Unmarshal(g.up.last(t).Body, &up); err != nil {
+	if err := json.Unmarshal(g.up.Last(t).Body, &up); err != nil {
 		t.Fatal(err)
 	}
 	n := len(up.Messages)
 	if n < 2 || up.Messages[n-1].Role != "tool" || len(up.Messages[n-2].ToolCalls) != 1 || up.Messages[n-2].ToolCalls[0].ID != up.Messages[n-1].ToolCallID {
-		t.Fatalf("upstream messages: %s", g.up.last(t).Body)
+		t.Fatalf("upstream messages: %s", g.up.Last(t).Body)
 	}
 }
 

@@ -3,8 +3,9 @@ package rpc
 import (
 	"testing"
 
-	"modelgateway/core/store/storetest"
+	"modelgateway/core/gatewaytest"
 )
 
-// TestMain gives the package's tests a throwaway PostgreSQL and stops it afterwards.
-func TestMain(m *testing.M) { storetest.Main(m) }
+// TestMain gives the package's tests a throwaway PostgreSQL (and, for those that run the
+// whole gateway, its binary) and cleans up afterwards.
+func TestMain(m *testing.M) { gatewaytest.Main(m) }

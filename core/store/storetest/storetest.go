@@ -41,6 +41,10 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// Stop stops the throwaway cluster (or drops the template on TEST_DATABASE_URL's server); for
+// a TestMain that has more to end than Main does.
+func Stop() { teardown() }
+
 func setup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -1,4 +1,4 @@
-package main
+package admin_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/front/admincli"
 )
 
@@ -19,26 +20,26 @@ import (
 // with costs that add up to the balance the ledger lost; `gateway admin` reaches the summary
 // over the same route; bad filters get invalid_request.
 func TestUsagePerKeyOverTheAdminRoutes(t *testing.T) {
-	g := startGen(t)
-	keyA, pid := g.newProfile(t, "usage-1", "1")
-	kb := g.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"b","allowed_endpoints":["*"],"allowed_models":["*"]}`)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
+	keyA, pid := g.NewProfile("usage-1", "1")
+	kb := g.Admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"b","allowed_endpoints":["*"],"allowed_models":["*"]}`)
 	keyB, keyBID := kb["secret"].(string), kb["key"].(map[string]any)["id"].(string)
 	sent := map[string][]string{keyA: {"ua-1", "ua-2", "ua-3"}, keyB: {"ub-1", "ub-2"}}
 	for _, key := range []string{keyA, keyB} {
 		for _, id := range sent[key] {
-			if status, _, raw := g.postAs(t, key, "/v1/chat/completions", map[string]string{"X-Request-Id": id}, moneyBody); status != 200 {
+			if status, _, raw := g.PostAs(key, "/v1/chat/completions", map[string]string{"X-Request-Id": id}, gatewaytest.MoneyBody); status != 200 {
 				t.Fatalf("%s: %d %s", id, status, raw)
 			}
 		}
 	}
-	balance := g.settled(t, pid, 5)
+	balance := gatewaytest.Settled(t, g.Pool(), pid, 5)
 	spent := decimal.NewFromInt(1).Sub(balance)
-	if !spent.Equal(moneyCost.Mul(decimal.NewFromInt(5))) {
+	if !spent.Equal(gatewaytest.MoneyCost.Mul(decimal.NewFromInt(5))) {
 		t.Fatalf("spent %s on five requests", spent)
 	}
 	usage := func(query string) (ids []string, next string) {
 		t.Helper()
-		out := g.admin("GET", "/admin/v1/profiles/"+pid+"/usage?"+query, "")
+		out := g.Admin("GET", "/admin/v1/profiles/"+pid+"/usage?"+query, "")
 		for _, r := range out["records"].([]any) {
 			ids = append(ids, r.(map[string]any)["request_id"].(string))
 		}
@@ -77,7 +78,7 @@ func TestUsagePerKeyOverTheAdminRoutes(t *testing.T) {
 	}
 
 	// The summary by key, model and day: two rows, and they add up to what the ledger took.
-	sum := g.admin("GET", "/admin/v1/profiles/"+pid+"/usage:summary?"+in, "")
+	sum := g.Admin("GET", "/admin/v1/profiles/"+pid+"/usage:summary?"+in, "")
 	rows := sum["rows"].([]any)
 	total := decimal.Zero
 	byKey := map[string]string{}
@@ -95,9 +96,9 @@ func TestUsagePerKeyOverTheAdminRoutes(t *testing.T) {
 	}
 
 	// `gateway admin get-usage-summary` over the HTTP route, grouped by key alone.
-	t.Setenv("GATEWAY_ADMIN_TOKEN", adminToken)
+	t.Setenv("GATEWAY_ADMIN_TOKEN", gatewaytest.AdminToken)
 	var out bytes.Buffer
-	if err := admincli.Admin(context.Background(), []string{"-http-addr", g.base, "get-usage-summary", "--id=" + pid, "--group_by=key", "--key_id=" + keyBID}, &out); err != nil {
+	if err := admincli.Admin(context.Background(), []string{"-http-addr", g.Base, "get-usage-summary", "--id=" + pid, "--group_by=key", "--key_id=" + keyBID}, &out); err != nil {
 		t.Fatal(err)
 	}
 	var cli struct {
@@ -124,7 +125,7 @@ func TestUsagePerKeyOverTheAdminRoutes(t *testing.T) {
 		"/usage?page_size=2&key_id=" + keyBID + "&page_token=" + url.QueryEscape(first),
 		"/usage:summary?group_by=week",
 	} {
-		status, _, body := g.do("GET", "/admin/v1/profiles/"+pid+path, bearer(adminToken), "")
+		status, _, body := g.Do("GET", "/admin/v1/profiles/"+pid+path, gatewaytest.Bearer(gatewaytest.AdminToken), "")
 		if e, _ := body["error"].(map[string]any); status != 400 || e["code"] != "invalid_request_error" {
 			t.Errorf("%s: %d %v", path, status, body)
 		}

@@ -1,4 +1,4 @@
-package main
+package admincli_test
 
 import (
 	"bytes"
@@ -9,21 +9,18 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-
-	corev1 "modelgateway/gen/gateway/core/v1"
-
-	"modelgateway/core/store/storetest"
+	"modelgateway/core/gatewaytest"
 	"modelgateway/front/admincli"
 )
 
+// TestMain: the package's end-to-end tests run the gateway binary on a throwaway PostgreSQL.
+func TestMain(m *testing.M) { gatewaytest.Main(m) }
+
 // The CLI reaches the admin API over gRPC exactly as an operator's shell would.
 func TestAdminCLIAndApply(t *testing.T) {
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	t.Setenv("GATEWAY_GRPC_ADDR", e.g.GRPCAddr)
-	t.Setenv("GATEWAY_ADMIN_TOKEN", adminToken)
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	t.Setenv("GATEWAY_GRPC_ADDR", e.GRPCAddr)
+	t.Setenv("GATEWAY_ADMIN_TOKEN", gatewaytest.AdminToken)
 	ctx := context.Background()
 
 	doc := filepath.Join(t.TempDir(), "catalog.yaml")
@@ -55,7 +52,7 @@ func TestAdminCLIAndApply(t *testing.T) {
 	var k map[string]any
 	_ = json.Unmarshal(out.Bytes(), &k)
 	secret, _ := k["secret"].(string)
-	if _, _, list := e.do("GET", "/v1/models", bearer(secret), ""); len(ids(t, list, "data", "id")) != 1 {
+	if _, _, list := e.Do("GET", "/v1/models", gatewaytest.Bearer(secret), ""); len(gatewaytest.IDs(t, list, "data", "id")) != 1 {
 		t.Errorf("key made by the CLI sees %v", list)
 	}
 	// Errors carry the spec code; unknown verbs and fields are named.
@@ -70,30 +67,5 @@ func TestAdminCLIAndApply(t *testing.T) {
 	_ = os.WriteFile(bad, []byte("providers: [{id: p, kind: nope, base_url: 'http://x'}]"), 0o600)
 	if err := admincli.Apply(ctx, []string{"-f", bad}); err == nil || !strings.Contains(err.Error(), "providers[0].kind") {
 		t.Errorf("bad document: %v", err)
-	}
-}
-
-// BenchmarkCoreCall compares the front's in-process channel with a loopback gRPC socket for
-// the same RPC: go test -run x -bench CoreCall .
-func BenchmarkCoreCall(b *testing.B) {
-	e := startGateway(b, storetest.DatabaseURL(b), adminToken)
-	f := setup(b, e)
-	conn, err := grpc.NewClient(e.g.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+f.wide)
-	for _, c := range []struct {
-		name   string
-		client corev1.CoreServiceClient
-	}{{"inprocess", e.g.Core}, {"loopback", corev1.NewCoreServiceClient(conn)}} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := c.client.Authorize(ctx, &corev1.AuthorizeRequest{EndpointFamily: "chat.completions", Model: "a-model"}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }

@@ -1,21 +1,21 @@
-package main
+package front_test
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"modelgateway/core/gatewaytest"
+	"modelgateway/core/simulator"
 	"modelgateway/core/store/storetest"
 )
 
 // snapshotOf reads the catalogue's FX block in a currency.
-func snapshotOf(t *testing.T, e *env, cur string) (map[string]any, map[string]any) {
+func snapshotOf(t *testing.T, e *gatewaytest.Gateway, cur string) (map[string]any, map[string]any) {
 	t.Helper()
-	status, _, cat := e.do("GET", "/v1/catalog?currency="+cur, nil, "")
+	status, _, cat := e.Do("GET", "/v1/catalog?currency="+cur, nil, "")
 	if status != 200 {
 		t.Fatalf("catalog %s: %d %v", cur, status, cat)
 	}
@@ -27,11 +27,11 @@ func snapshotOf(t *testing.T, e *env, cur string) (map[string]any, map[string]an
 // within 36 h is current again.
 func TestCatalogFxStaleAfter36Hours(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	e.admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	e.Admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
 	at := func(ago time.Duration) string { return time.Now().Add(-ago).UTC().Format(time.RFC3339) }
 
-	e.admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-19","fetched_at":"`+at(37*time.Hour)+`","rates":{"USD":"0.01"}}`)
+	e.Admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-19","fetched_at":"`+at(37*time.Hour)+`","rates":{"USD":"0.01"}}`)
 	snap, comps := snapshotOf(t, e, "USD")
 	if snap["fx_status"] != "stale" || snap["effective_date"] != "2026-11-19" {
 		t.Errorf("37 h old rates: %v, want stale", snap)
@@ -44,7 +44,7 @@ func TestCatalogFxStaleAfter36Hours(t *testing.T) {
 		t.Errorf("RUB catalogue: %v", snap)
 	}
 
-	e.admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-20","fetched_at":"`+at(35*time.Hour)+`","rates":{"USD":"0.02"}}`)
+	e.Admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-20","fetched_at":"`+at(35*time.Hour)+`","rates":{"USD":"0.02"}}`)
 	snap, comps = snapshotOf(t, e, "USD")
 	if snap["fx_status"] != "current" || snap["effective_date"] != "2026-11-20" {
 		t.Errorf("35 h old rates: %v, want current", snap)
@@ -54,49 +54,33 @@ func TestCatalogFxStaleAfter36Hours(t *testing.T) {
 	}
 }
 
-// getCatalog fetches /v1/catalog raw, optionally revalidating.
-func getCatalog(t *testing.T, base, inm string) (int, string, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", base+"/v1/catalog", nil)
-	if inm != "" {
-		req.Header.Set("If-None-Match", inm)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("ETag"), b
-}
-
 // Two replicas on one database publish the same bytes under the same ETag, so a client (or a
 // cache in front) revalidates against either; a change applied on one reaches the other, and
 // both agree again on a new ETag.
 func TestCatalogETagIsEqualOnTwoReplicas(t *testing.T) {
 	t.Parallel()
 	db := storetest.DatabaseURL(t)
-	a := startGateway(t, db, adminToken)
-	a.admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
-	b := startGateway(t, db, adminToken)
-	_, tagA, bodyA := getCatalog(t, a.base, "")
-	_, tagB, bodyB := getCatalog(t, b.base, "")
+	a := gatewaytest.Start(t, gatewaytest.Options{DatabaseURL: db})
+	a.Admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
+	b := gatewaytest.Start(t, gatewaytest.Options{DatabaseURL: db})
+	_, tagA, bodyA := gatewaytest.GetCatalog(t, a.Base, "")
+	_, tagB, bodyB := gatewaytest.GetCatalog(t, b.Base, "")
 	if tagA == "" || tagA != tagB || string(bodyA) != string(bodyB) {
 		t.Fatalf("replicas disagree: %s vs %s\n%s\n%s", tagA, tagB, bodyA, bodyB)
 	}
-	if status, _, _ := getCatalog(t, b.base, tagA); status != 304 {
+	if status, _, _ := gatewaytest.GetCatalog(t, b.Base, tagA); status != 304 {
 		t.Errorf("replica B revalidating A's ETag: %d, want 304", status)
 	}
 
-	a.admin("POST", "/admin/v1/catalog:apply", strings.Replace(pricedCatalog, `"request": "3"`, `"request": "4"`, 1))
-	_, newA, _ := getCatalog(t, a.base, "")
+	a.Admin("POST", "/admin/v1/catalog:apply", strings.Replace(pricedCatalog, `"request": "3"`, `"request": "4"`, 1))
+	_, newA, _ := gatewaytest.GetCatalog(t, a.Base, "")
 	if newA == tagA {
 		t.Fatal("a price change kept the ETag")
 	}
 	// B learns of the change by notification; wait for it with a generous bound.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		status, newB, _ := getCatalog(t, b.base, tagA)
+		status, newB, _ := gatewaytest.GetCatalog(t, b.Base, tagA)
 		if status == 200 && newB == newA {
 			break
 		}
@@ -121,21 +105,21 @@ const capCatalog = `{
 // public catalogue shows the new list and requests are checked against it, on the replica
 // that applied it at once.
 func TestApplyingACatalogueReplacesCapabilities(t *testing.T) {
-	g := startGenOn(t, storetest.DatabaseURL(t), false)
+	g := &gatewaytest.Gen{Up: gatewaytest.StartUpstream(t, simulator.Options{}), Gateway: gatewaytest.Start(t, gatewaytest.Options{})}
 	apply := func(params, at string) {
-		doc := strings.NewReplacer("{{UP}}", g.upURL, "{{PARAMS}}", params, "{{AT}}", at).Replace(capCatalog)
-		g.admin("POST", "/admin/v1/catalog:apply", doc)
+		doc := strings.NewReplacer("{{UP}}", g.Up.URL, "{{PARAMS}}", params, "{{AT}}", at).Replace(capCatalog)
+		g.Admin("POST", "/admin/v1/catalog:apply", doc)
 	}
 	chat := func(param string) (int, string) {
-		status, _, raw := g.post(t, "/v1/chat/completions", nil, `{"model":"m-cap","max_tokens":3,`+param+`,"messages":[{"role":"user","content":"hi"}]}`)
+		status, _, raw := g.Post("/v1/chat/completions", nil, `{"model":"m-cap","max_tokens":3,`+param+`,"messages":[{"role":"user","content":"hi"}]}`)
 		if status == 200 {
 			return status, ""
 		}
-		code, _, _ := envelope(t, raw)
+		code, _, _ := gatewaytest.Envelope(t, raw)
 		return status, code
 	}
 	apply(`"temperature", "max_tokens"`, "2026-11-01T00:00:00Z")
-	g.key, g.profileID = g.newProfile(t, "caps", "100")
+	g.Key, g.ProfileID = g.NewProfile("caps", "100")
 	if status, code := chat(`"temperature":0.5`); status != 200 {
 		t.Fatalf("temperature while verified: %d %s", status, code)
 	}
@@ -150,7 +134,7 @@ func TestApplyingACatalogueReplacesCapabilities(t *testing.T) {
 	if status, code := chat(`"temperature":0.5`); status != 400 || code != "invalid_request_error" {
 		t.Errorf("temperature after the entry dropped it: %d %s", status, code)
 	}
-	_, _, cat := g.do("GET", "/v1/catalog", nil, "")
+	_, _, cat := g.Do("GET", "/v1/catalog", nil, "")
 	caps := cat["families"].([]any)[0].(map[string]any)["models"].([]any)[0].(map[string]any)["capabilities"].([]any)
 	want := []any{map[string]any{"endpoint_family": "chat.completions", "optional_parameters": []any{"top_p", "max_tokens"}, "verified_at": "2026-11-20T00:00:00Z"}}
 	if diff := cmp.Diff(want, caps); diff != "" {

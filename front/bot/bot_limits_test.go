@@ -1,4 +1,4 @@
-package main
+package bot_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgateway/core/store/storetest"
+	"modelgateway/core/gatewaytest"
 )
 
 // Keys made through the bot carry GATEWAY_BOT_KEY_LIMITS (and the gateway enforces them);
@@ -14,14 +14,14 @@ import (
 // name or prefix; a record eight days old is left out.
 func TestBotKeyLimitsAndUsageByDay(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	e.admin("POST", "/admin/v1/catalog:apply", botCatalog)
-	h := newBotHarness(t, e.g.GRPCAddr, "GATEWAY_BOT_KEY_LIMITS=max_requests_per_second=5,max_concurrent_requests=4,max_tokens_per_minute=10000")
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	e.Admin("POST", "/admin/v1/catalog:apply", botCatalog)
+	h := newBotHarness(t, e.GRPCAddr, "GATEWAY_BOT_KEY_LIMITS=max_requests_per_second=5,max_concurrent_requests=4,max_tokens_per_minute=10000")
 	h.start()
 	ann := h.user(101, "Ann")
 	ann.say("/start")
-	pid, _ := e.profileByRef("tg:101")["id"].(string)
-	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"100","reason":"top-up","idempotency_key":"u1"}`)
+	pid, _ := profileByRef(e, "tg:101")["id"].(string)
+	e.Admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"100","reason":"top-up","idempotency_key":"u1"}`)
 
 	// /newkey with everything chosen: Next, Next, Create.
 	r := ann.say("/newkey laptop")
@@ -42,17 +42,17 @@ func TestBotKeyLimitsAndUsageByDay(t *testing.T) {
 		t.Fatalf("no secret: %s", sec.Fields["text"])
 	}
 	laptop := found[1]
-	ks := e.keysOf(pid)
+	ks := keysOf(e, pid)
 	if len(ks) != 1 || ks[0]["max_requests_per_second"] != float64(5) || ks[0]["max_concurrent_requests"] != float64(4) ||
 		ks[0]["max_tokens_per_minute"] != float64(10000) {
 		t.Fatalf("the bot's key: %v", ks)
 	}
 	// A key made through the admin API directly has none of the bot's limits.
-	desk := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"desk","allowed_endpoints":["*"],"allowed_models":["*"]}`)
+	desk := e.Admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"desk","allowed_endpoints":["*"],"allowed_models":["*"]}`)
 
 	chat := func(key, model, id string) {
 		t.Helper()
-		status, hdr, raw := e.do("POST", "/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Request-Id": id},
+		status, hdr, raw := e.Do("POST", "/v1/chat/completions", map[string]string{"Authorization": "Bearer " + key, "X-Request-Id": id},
 			`{"model":"`+model+`","max_tokens":12,"messages":[{"role":"user","content":"hi"}]}`)
 		if status != 200 {
 			t.Fatalf("chat %s: %d %v", id, status, raw)
@@ -67,7 +67,7 @@ func TestBotKeyLimitsAndUsageByDay(t *testing.T) {
 	chat(desk["secret"].(string), "c-model", "u-desk")
 	// Two of the laptop's records started earlier.
 	for id, shift := range map[string]string{"u-3days": "3 days", "u-8days": "8 days"} {
-		if _, err := e.g.Store.Pool.Exec(context.Background(), `UPDATE requests SET start_time = start_time - $2::interval WHERE request_id = $1`, id, shift); err != nil {
+		if _, err := e.Pool().Exec(context.Background(), `UPDATE requests SET start_time = start_time - $2::interval WHERE request_id = $1`, id, shift); err != nil {
 			t.Fatal(err)
 		}
 	}

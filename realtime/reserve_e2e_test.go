@@ -1,4 +1,4 @@
-package main
+package realtime_test
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/shopspring/decimal"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // Issue 13 item 3: a realtime session's reserve grows with the conversation, so that the next
@@ -19,17 +21,17 @@ import (
 // with insufficient_balance after the first response, which is charged in full. A fixed
 // reserve would have kept the session open for a response the balance could not pay.
 func TestRealtimeReserveGrowsWithTheConversation(t *testing.T) {
-	g := startMedia(t)
-	key, pid := g.newProfile(t, "growing", "100")
-	c, _, err := g.dialRealtime(t, "rt", http.Header{"Authorization": {"Bearer " + key}})
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
+	key, pid := g.NewProfile("growing", "100")
+	c, _, err := g.DialRealtime(t, "rt", http.Header{"Authorization": {"Bearer " + key}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	until(t, c, "session.created")
-	ask(t, c, "summarise the attached book #sim:input=200000")
-	done := until(t, c, "response.done")
-	cost := realtimeCost(t, done, "100", "10", "400", "800", "1600")
+	gatewaytest.Until(t, c, "session.created")
+	gatewaytest.Ask(t, c, "summarise the attached book #sim:input=200000")
+	done := gatewaytest.Until(t, c, "response.done")
+	cost := gatewaytest.RealtimeCost(t, done, "100", "10", "400", "800", "1600")
 	if cost.LessThan(decimal.NewFromInt(20)) || cost.GreaterThan(decimal.NewFromInt(40)) {
 		t.Fatalf("first response cost %s: the usage directive did not take", cost)
 	}
@@ -38,7 +40,7 @@ func TestRealtimeReserveGrowsWithTheConversation(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || !strings.Contains(ce.Text, "insufficient_balance") {
 		t.Fatalf("after a response whose input the balance could not cover again: %v", err)
 	}
-	balance := g.settled(t, pid, 1)
+	balance := gatewaytest.Settled(t, g.Pool(), pid, 1)
 	if want := decimal.NewFromInt(100).Sub(cost); !balance.Equal(want) {
 		t.Errorf("balance %s, want %s (the response charged in full, nothing more)", balance, want)
 	}

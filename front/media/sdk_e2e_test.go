@@ -1,4 +1,4 @@
-package main
+package media_test
 
 import (
 	"bytes"
@@ -25,60 +25,8 @@ import (
 	"github.com/shopspring/decimal"
 	"google.golang.org/genai"
 
-	"modelgateway/core/store/storetest"
+	"modelgateway/core/gatewaytest"
 )
-
-// The media tests run the gateway against the simulator's embedding, ranking, moderation,
-// image and audio routes, each model priced the way such a model is sold.
-const mediaCatalog = `{
-  "currency": "RUB",
-  "families": [{"id": "media"}],
-  "providers": [
-    {"id": "up-openai", "kind": "openai", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY"},
-    {"id": "up-gemini", "kind": "gemini", "base_url": "{{UP}}", "api_key_env": "UP_KEY"},
-    {"id": "up-rerank", "kind": "rerank", "base_url": "{{UP}}/v1", "api_key_env": "UP_KEY"}
-  ],
-  "models": [
-    {"id": "e-openai", "family": "media", "routes": [{"endpoint_families": ["embeddings", "content.embed"], "provider": "up-openai", "upstream_model": "text-embedding-3-small"}],
-     "prices": [{"endpoint_families": ["embeddings", "content.embed"], "billing_mode": "per_token", "input": "1000"}]},
-    {"id": "e-gemini", "family": "media", "routes": [{"endpoint_families": ["embeddings", "content.embed"], "provider": "up-gemini", "upstream_model": "text-embedding-004"}],
-     "prices": [{"endpoint_families": ["embeddings", "content.embed"], "billing_mode": "per_token", "input": "1000"}]},
-    {"id": "r-rerank", "family": "media", "routes": [{"endpoint_families": ["rerank"], "provider": "up-rerank", "upstream_model": "rerank-v3.5"}],
-     "prices": [{"endpoint_families": ["rerank"], "billing_mode": "per_token", "input": "1000"}]},
-    {"id": "mod", "family": "media", "routes": [{"endpoint_families": ["moderations"], "provider": "up-openai", "upstream_model": "omni-moderation-latest"}],
-     "prices": [{"endpoint_families": ["moderations"], "billing_mode": "per_request", "request": "0"}]},
-    {"id": "img", "family": "media", "routes": [{"endpoint_families": ["images.generations", "images.edits"], "provider": "up-openai", "upstream_model": "gpt-image-1"}],
-     "prices": [{"endpoint_families": ["images.generations", "images.edits"], "billing_mode": "per_token", "input": "10", "output": "40"}]},
-    {"id": "dalle", "family": "media", "routes": [{"endpoint_families": ["images.generations", "images.variations"], "provider": "up-openai", "upstream_model": "dall-e-2"}],
-     "prices": [{"endpoint_families": ["images.generations", "images.variations"], "billing_mode": "per_request", "request": "3"}]},
-    {"id": "tts", "family": "media", "routes": [{"endpoint_families": ["audio.speech"], "provider": "up-openai", "upstream_model": "tts-1"}],
-     "prices": [{"endpoint_families": ["audio.speech"], "billing_mode": "per_request", "request": "1.5"}]},
-    {"id": "stt", "family": "media", "routes": [{"endpoint_families": ["audio.transcriptions"], "provider": "up-openai", "upstream_model": "gpt-4o-transcribe"}],
-     "prices": [{"endpoint_families": ["audio.transcriptions"], "billing_mode": "per_token", "input": "100", "output": "400"}]},
-    {"id": "whisper", "family": "media", "routes": [{"endpoint_families": ["audio.transcriptions", "audio.translations"], "provider": "up-openai", "upstream_model": "whisper-1"}],
-     "prices": [{"endpoint_families": ["audio.transcriptions", "audio.translations"], "billing_mode": "per_request", "request": "0.25"}]},
-    {"id": "rt", "family": "media", "routes": [{"endpoint_families": ["realtime"], "provider": "up-openai", "upstream_model": "gpt-realtime"}],
-     "prices": [{"endpoint_families": ["realtime"], "billing_mode": "per_token", "input": "100", "cached_input": "10", "output": "400", "audio_input": "800", "audio_output": "1600"}]},
-    {"id": "rt-dear", "family": "media", "routes": [{"endpoint_families": ["realtime"], "provider": "up-openai", "upstream_model": "gpt-realtime"}],
-     "prices": [{"endpoint_families": ["realtime"], "billing_mode": "per_token", "input": "0", "output": "100000"}]},
-    {"id": "unpriced", "family": "media", "routes": [{"endpoint_families": ["images.generations"], "provider": "up-openai", "upstream_model": "dall-e-3"}]}
-  ]
-}`
-
-func startMedia(t *testing.T) *genEnv {
-	t.Helper()
-	g := startGenOn(t, storetest.DatabaseURL(t), false)
-	g.admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(mediaCatalog, "{{UP}}", g.upURL))
-	g.key, g.profileID = g.newProfile(t, "media", "1000")
-	return g
-}
-
-var perMillion = decimal.New(1, -6)
-
-// cost is tokens at a price per 1M tokens.
-func cost(tokens int64, per1M string) decimal.Decimal {
-	return decimal.NewFromInt(tokens).Mul(decimal.RequireFromString(per1M)).Mul(perMillion)
-}
 
 // charged checks the cost header against the expected cost and returns it.
 func charged(t *testing.T, h http.Header, want decimal.Decimal) {
@@ -96,7 +44,7 @@ func charged(t *testing.T, h http.Header, want decimal.Decimal) {
 // whichever way it went, and every call is charged by its input tokens (measured locally when
 // the upstream reports none).
 func TestEmbeddingsEveryClientEveryUpstream(t *testing.T) {
-	g := startMedia(t)
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
 	ctx := context.Background()
 	texts := []string{"the quick brown fox", "jumps over the lazy dog"}
 	vectors := map[string][][]float32{}
@@ -113,7 +61,7 @@ func TestEmbeddingsEveryClientEveryUpstream(t *testing.T) {
 		if r.Model != model || len(r.Data) != 2 || r.Data[1].Index != 1 || r.Usage.PromptTokens <= 0 {
 			t.Fatalf("%s: answer %+v", model, r)
 		}
-		want := cost(r.Usage.PromptTokens, "1000")
+		want := gatewaytest.Cost(r.Usage.PromptTokens, "1000")
 		charged(t, resp.Header, want)
 		wantTotal = wantTotal.Add(want)
 		for _, d := range r.Data {
@@ -149,7 +97,7 @@ func TestEmbeddingsEveryClientEveryUpstream(t *testing.T) {
 	}
 	// The upstream got the right protocol each time: four calls, two per kind.
 	var openaiCalls, geminiCalls int
-	for _, c := range g.up.all() {
+	for _, c := range g.Up.Calls() {
 		switch {
 		case c.Path == "/v1/embeddings":
 			openaiCalls++
@@ -163,7 +111,7 @@ func TestEmbeddingsEveryClientEveryUpstream(t *testing.T) {
 	if openaiCalls != 2 || geminiCalls != 2 {
 		t.Errorf("upstream calls: %d openai, %d gemini; want 2 and 2", openaiCalls, geminiCalls)
 	}
-	balance := g.settled(t, g.profileID, 4)
+	balance := gatewaytest.Settled(t, g.Pool(), g.ProfileID, 4)
 	if !strings.HasPrefix(balance.String(), "99") {
 		t.Errorf("balance %s after four embeddings", balance)
 	}
@@ -172,10 +120,10 @@ func TestEmbeddingsEveryClientEveryUpstream(t *testing.T) {
 // The Node SDK asks for base64 by default and decodes float32 little-endian: a translated
 // embedding must come back in that form, bit for bit the floats of the float form.
 func TestEmbeddingBase64AcrossProtocols(t *testing.T) {
-	g := startMedia(t)
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
 	for _, model := range []string{"e-gemini", "e-openai"} {
-		_, _, floats := g.post(t, "/v1/embeddings", nil, `{"model":"`+model+`","input":"hello"}`)
-		status, _, b64 := g.post(t, "/v1/embeddings", nil, `{"model":"`+model+`","input":"hello","encoding_format":"base64"}`)
+		_, _, floats := g.Post("/v1/embeddings", nil, `{"model":"`+model+`","input":"hello"}`)
+		status, _, b64 := g.Post("/v1/embeddings", nil, `{"model":"`+model+`","input":"hello","encoding_format":"base64"}`)
 		if status != 200 {
 			t.Fatalf("%s: %d %s", model, status, b64)
 		}
@@ -213,8 +161,8 @@ func jsonField(t *testing.T, body []byte, field string) string {
 }
 
 func TestRerankAndModeration(t *testing.T) {
-	g := startMedia(t)
-	status, h, raw := g.post(t, "/v1/rerank", nil, `{"model":"r-rerank","query":"capital of France","documents":["Berlin is in Germany.","Paris is the capital of France."],"top_n":1,"return_documents":true}`)
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
+	status, h, raw := g.Post("/v1/rerank", nil, `{"model":"r-rerank","query":"capital of France","documents":["Berlin is in Germany.","Paris is the capital of France."],"top_n":1,"return_documents":true}`)
 	if status != 200 {
 		t.Fatalf("rerank: %d %s", status, raw)
 	}
@@ -235,8 +183,8 @@ func TestRerankAndModeration(t *testing.T) {
 	if rr.Model != "r-rerank" || len(rr.Results) != 1 || rr.Results[0].Index != 1 || rr.Results[0].Document.Text != "Paris is the capital of France." {
 		t.Errorf("rerank answer %s", raw)
 	}
-	charged(t, h, cost(rr.Usage.TotalTokens, "1000"))
-	if c := g.up.last(t); c.Path != "/v1/rerank" || jsonField(t, c.Body, "model") != "rerank-v3.5" || c.Header.Get("Authorization") != "Bearer "+upstreamKey {
+	charged(t, h, gatewaytest.Cost(rr.Usage.TotalTokens, "1000"))
+	if c := g.Up.Last(t); c.Path != "/v1/rerank" || jsonField(t, c.Body, "model") != "rerank-v3.5" || c.Header.Get("Authorization") != "Bearer "+gatewaytest.UpstreamKey {
 		t.Errorf("upstream got %s model %q auth %q", c.Path, jsonField(t, c.Body, "model"), c.Header.Get("Authorization"))
 	}
 
@@ -252,7 +200,7 @@ func TestRerankAndModeration(t *testing.T) {
 		t.Errorf("moderation answer %+v", mr)
 	}
 	charged(t, resp.Header, decimal.Zero) // priced at zero: charged, for nothing
-	g.settled(t, g.profileID, 2)
+	gatewaytest.Settled(t, g.Pool(), g.ProfileID, 2)
 }
 
 // pngOf is a real PNG image.
@@ -272,7 +220,7 @@ func pngOf(t *testing.T, size int) []byte {
 
 // formOf reads the upload the upstream received: every part's name and value (files by
 // their sha256).
-func formOf(t *testing.T, c upstreamCall) map[string]string {
+func formOf(t *testing.T, c gatewaytest.Call) map[string]string {
 	t.Helper()
 	_, params, err := mime.ParseMediaType(c.Header.Get("Content-Type"))
 	if err != nil {
@@ -298,7 +246,7 @@ func formOf(t *testing.T, c upstreamCall) map[string]string {
 }
 
 func TestImagesThroughTheSDK(t *testing.T) {
-	g := startMedia(t)
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := openaiClient(g)
 
@@ -313,7 +261,7 @@ func TestImagesThroughTheSDK(t *testing.T) {
 	if _, err := png.Decode(base64.NewDecoder(base64.StdEncoding, strings.NewReader(gen.Data[0].B64JSON))); err != nil {
 		t.Errorf("b64_json is not a PNG: %v", err)
 	}
-	charged(t, resp.Header, cost(gen.Usage.InputTokens, "10").Add(cost(gen.Usage.OutputTokens, "40")))
+	charged(t, resp.Header, gatewaytest.Cost(gen.Usage.InputTokens, "10").Add(gatewaytest.Cost(gen.Usage.OutputTokens, "40")))
 
 	// The SDK writes the image before the model: the gateway stages it, decides on the model,
 	// then sends the form on with the upstream model and the image bytes intact.
@@ -325,8 +273,8 @@ func TestImagesThroughTheSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	charged(t, resp.Header, cost(edit.Usage.InputTokens, "10").Add(cost(edit.Usage.OutputTokens, "40")))
-	form := formOf(t, g.up.last(t))
+	charged(t, resp.Header, gatewaytest.Cost(edit.Usage.InputTokens, "10").Add(gatewaytest.Cost(edit.Usage.OutputTokens, "40")))
+	form := formOf(t, g.Up.Last(t))
 	if form["model"] != "gpt-image-1" || form["prompt"] != "make it blue" || form["image[]"] != fmt.Sprintf("in.png sha256:%x", sha256.Sum256(img)) {
 		t.Errorf("upstream form %v", form)
 	}
@@ -339,7 +287,7 @@ func TestImagesThroughTheSDK(t *testing.T) {
 		t.Errorf("variation %+v", vr)
 	}
 	charged(t, resp.Header, decimal.RequireFromString("3"))
-	g.settled(t, g.profileID, 3)
+	gatewaytest.Settled(t, g.Pool(), g.ProfileID, 3)
 }
 
 // wavOf is a real WAV file: a second of a 440 Hz tone, 16 kHz mono 16-bit.
@@ -367,7 +315,7 @@ func wavOf(seconds int) []byte {
 }
 
 func TestAudioThroughTheSDK(t *testing.T) {
-	g := startMedia(t)
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := openaiClient(g)
 
@@ -381,7 +329,7 @@ func TestAudioThroughTheSDK(t *testing.T) {
 		t.Fatalf("speech: %d bytes, %q, %v", len(audio), speech.Header.Get("Content-Type"), err)
 	}
 	// The audio is the upstream's, byte for byte.
-	direct, err := http.Post(g.upURL+"/v1/audio/speech", "application/json", strings.NewReader(`{"model":"tts-1","input":"hello there general","voice":"alloy"}`))
+	direct, err := http.Post(g.Up.URL+"/v1/audio/speech", "application/json", strings.NewReader(`{"model":"tts-1","input":"hello there general","voice":"alloy"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,8 +348,8 @@ func TestAudioThroughTheSDK(t *testing.T) {
 	if tr.Text == "" || tr.Usage.InputTokens <= 0 {
 		t.Fatalf("transcription %+v", tr)
 	}
-	charged(t, resp.Header, cost(tr.Usage.InputTokens, "100").Add(cost(tr.Usage.OutputTokens, "400")))
-	form := formOf(t, g.up.last(t))
+	charged(t, resp.Header, gatewaytest.Cost(tr.Usage.InputTokens, "100").Add(gatewaytest.Cost(tr.Usage.OutputTokens, "400")))
+	form := formOf(t, g.Up.Last(t))
 	if form["model"] != "gpt-4o-transcribe" || form["file"] != fmt.Sprintf("tone.wav sha256:%x", sha256.Sum256(wav)) {
 		t.Errorf("upstream form %v", form)
 	}
@@ -412,5 +360,13 @@ func TestAudioThroughTheSDK(t *testing.T) {
 		t.Fatalf("translation %+v %v", tl, err)
 	}
 	charged(t, resp.Header, decimal.RequireFromString("0.25"))
-	g.settled(t, g.profileID, 3)
+	gatewaytest.Settled(t, g.Pool(), g.ProfileID, 3)
+}
+
+func openaiClient(g *gatewaytest.Gen, opts ...option.RequestOption) openai.Client {
+	return openai.NewClient(append([]option.RequestOption{option.WithBaseURL(g.Base + "/v1/"), option.WithAPIKey(g.Key), option.WithMaxRetries(0)}, opts...)...)
+}
+
+func genaiClient(ctx context.Context, g *gatewaytest.Gen) (*genai.Client, error) {
+	return genai.NewClient(ctx, &genai.ClientConfig{APIKey: g.Key, Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: g.Base + "/"}})
 }

@@ -1,14 +1,12 @@
-package main
+package front_test
 
 import (
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"modelgateway/core/store/storetest"
+	"modelgateway/core/gatewaytest"
 )
 
 const pricedCatalog = `{
@@ -30,12 +28,15 @@ const pricedCatalog = `{
   ]
 }`
 
+// TestMain: the package's end-to-end tests run the gateway binary on a throwaway PostgreSQL.
+func TestMain(m *testing.M) { gatewaytest.Main(m) }
+
 func TestPublicCatalog(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	e.admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	e.Admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
 
-	status, hdr, cat := e.do("GET", "/v1/catalog", nil, "")
+	status, hdr, cat := e.Do("GET", "/v1/catalog", nil, "")
 	if status != 200 || hdr.Get("Cache-Control") != "public, max-age=60" || hdr.Get("ETag") == "" {
 		t.Fatalf("catalog = %d %v %v", status, hdr, cat)
 	}
@@ -75,52 +76,40 @@ func TestPublicCatalog(t *testing.T) {
 	}
 
 	// Without FX rates other currencies have null components, never RUB values.
-	_, _, usd := e.do("GET", "/v1/catalog?currency=USD", nil, "")
+	_, _, usd := e.Do("GET", "/v1/catalog?currency=USD", nil, "")
 	comps := usd["families"].([]any)[0].(map[string]any)["models"].([]any)[0].(map[string]any)["prices"].([]any)[0].(map[string]any)["components"].(map[string]any)
 	if comps["input"] != nil || usd["snapshot"].(map[string]any)["fx_status"] != "unavailable" {
 		t.Errorf("USD without FX: %v %v", comps, usd["snapshot"])
 	}
 
 	fetched := time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)
-	e.admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-22","fetched_at":"`+fetched+`","rates":{"USD":"0.0105"}}`)
-	_, _, usd = e.do("GET", "/v1/catalog?currency=USD", nil, "")
+	e.Admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-22","fetched_at":"`+fetched+`","rates":{"USD":"0.0105"}}`)
+	_, _, usd = e.Do("GET", "/v1/catalog?currency=USD", nil, "")
 	comps = usd["families"].([]any)[0].(map[string]any)["models"].([]any)[0].(map[string]any)["prices"].([]any)[0].(map[string]any)["components"].(map[string]any)
 	if !cmp.Equal(comps["input"], map[string]any{"amount": "0.1575", "unit": "USD_per_1M_tokens"}) || usd["snapshot"].(map[string]any)["fx_status"] != "current" {
 		t.Errorf("USD with fresh FX: %v %v", comps["input"], usd["snapshot"])
 	}
-	_, _, eur := e.do("GET", "/v1/catalog?currency=EUR", nil, "")
+	_, _, eur := e.Do("GET", "/v1/catalog?currency=EUR", nil, "")
 	if c := eur["families"].([]any)[1].(map[string]any)["models"].([]any)[0].(map[string]any)["prices"].([]any)[0].(map[string]any)["components"].(map[string]any); c["request"] != nil {
 		t.Errorf("EUR without an EUR rate must be null, got %v", c["request"])
 	}
-	e.admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-19","fetched_at":"`+time.Now().Add(-37*time.Hour).UTC().Format(time.RFC3339)+`","rates":{"USD":"0.01"}}`)
+	e.Admin("POST", "/admin/v1/fx:set", `{"effective_date":"2026-11-19","fetched_at":"`+time.Now().Add(-37*time.Hour).UTC().Format(time.RFC3339)+`","rates":{"USD":"0.01"}}`)
 	// The newest snapshot by fetched_at is still the fresh one.
-	if _, _, c := e.do("GET", "/v1/catalog?currency=USD", nil, ""); c["snapshot"].(map[string]any)["effective_date"] != "2026-11-22" {
+	if _, _, c := e.Do("GET", "/v1/catalog?currency=USD", nil, ""); c["snapshot"].(map[string]any)["effective_date"] != "2026-11-22" {
 		t.Errorf("older snapshot replaced the newer one: %v", c["snapshot"])
 	}
 
-	status, _, body := e.do("GET", "/v1/catalog?currency=GBP", map[string]string{"X-Request-Id": "cat-1"}, "")
-	if status != 400 || code(body) != "invalid_catalog_currency" || body["error"].(map[string]any)["request_id"] != "cat-1" {
+	status, _, body := e.Do("GET", "/v1/catalog?currency=GBP", map[string]string{"X-Request-Id": "cat-1"}, "")
+	if status != 400 || gatewaytest.Code(body) != "invalid_catalog_currency" || body["error"].(map[string]any)["request_id"] != "cat-1" {
 		t.Errorf("GBP = %d %v", status, body)
 	}
 }
 
 func TestCatalogRevalidatesWithETag(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	e.admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
-	get := func(inm string) (int, string, []byte) {
-		req, _ := http.NewRequest("GET", e.base+"/v1/catalog", nil)
-		if inm != "" {
-			req.Header.Set("If-None-Match", inm)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("ETag"), b
-	}
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	e.Admin("POST", "/admin/v1/catalog:apply", pricedCatalog)
+	get := func(inm string) (int, string, []byte) { return gatewaytest.GetCatalog(t, e.Base, inm) }
 	_, etag, first := get("")
 	_, etag2, second := get("")
 	if etag != etag2 || string(first) != string(second) {
@@ -129,8 +118,40 @@ func TestCatalogRevalidatesWithETag(t *testing.T) {
 	if status, _, b := get(etag); status != 304 || len(b) != 0 {
 		t.Errorf("If-None-Match = %d %q, want 304", status, b)
 	}
-	e.admin("POST", "/admin/v1/catalog:apply", `{"models":[{"id":"pic","family":"img","routes":[{"endpoint_families":["images.generations"],"provider":"p"}],"prices":[{"endpoint_families":["images.generations"],"billing_mode":"per_request","request":"4"}]}]}`)
+	e.Admin("POST", "/admin/v1/catalog:apply", `{"models":[{"id":"pic","family":"img","routes":[{"endpoint_families":["images.generations"],"provider":"p"}],"prices":[{"endpoint_families":["images.generations"],"billing_mode":"per_request","request":"4"}]}]}`)
 	if status, newTag, _ := get(etag); status != 200 || newTag == etag {
 		t.Errorf("after a price change: %d %s (old %s)", status, newTag, etag)
+	}
+}
+
+// The public catalogue shows audio rates on the price sets that name them, and keeps the five
+// components of spec 2.2 everywhere else.
+func TestCatalogAudioComponents(t *testing.T) {
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
+	status, _, cat := g.Do("GET", "/v1/catalog", nil, "")
+	if status != 200 {
+		t.Fatalf("catalog: %d", status)
+	}
+	seen := 0
+	for _, f := range cat["families"].([]any) {
+		for _, m := range f.(map[string]any)["models"].([]any) {
+			mm := m.(map[string]any)
+			comps := mm["prices"].([]any)[0].(map[string]any)["components"].(map[string]any)
+			switch mm["id"] {
+			case "rt":
+				seen++
+				if a, _ := comps["audio_input"].(map[string]any); a["amount"] != "800" || a["unit"] != "RUB_per_1M_tokens" {
+					t.Errorf("rt audio_input = %v", comps["audio_input"])
+				}
+			case "dalle":
+				seen++
+				if _, ok := comps["audio_input"]; ok || len(comps) != 5 {
+					t.Errorf("dalle components %v, want the five of spec 2.2", comps)
+				}
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("found %d of the two models", seen)
 	}
 }

@@ -1,28 +1,28 @@
-package main
+package bot_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"modelgateway/core/store/storetest"
+	"modelgateway/core/gatewaytest"
 )
 
 // The bot's /limit sets and removes a key's budget through UpdateKey, and /keys shows each
 // key's spend in its window, its budget and its expiry (issue 32).
 func TestBotLimitAndKeysShowBudgets(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	e.admin("POST", "/admin/v1/catalog:apply", botCatalog)
-	h := newBotHarness(t, e.g.GRPCAddr)
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	e.Admin("POST", "/admin/v1/catalog:apply", botCatalog)
+	h := newBotHarness(t, e.GRPCAddr)
 	h.start()
 	ann := h.user(111, "Ann")
 	ann.say("/start")
-	pid, _ := e.profileByRef("tg:111")["id"].(string)
+	pid, _ := profileByRef(e, "tg:111")["id"].(string)
 	if pid == "" {
 		t.Fatal("/start made no profile tg:111")
 	}
-	k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"laptop","allowed_endpoints":["*"],"allowed_models":["*"],"expire_time":"2030-01-02T03:04:05Z"}`)
+	k := e.Admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"laptop","allowed_endpoints":["*"],"allowed_models":["*"],"expire_time":"2030-01-02T03:04:05Z"}`)
 	_ = k
 
 	r := ann.say("/keys")
@@ -37,7 +37,7 @@ func TestBotLimitAndKeysShowBudgets(t *testing.T) {
 	} {
 		mustContain(t, c.say, ann.say(c.say).Fields["text"], c.reply)
 	}
-	if b := e.keysOf(pid)[0]["budget"]; b != nil {
+	if b := keysOf(e, pid)[0]["budget"]; b != nil {
 		t.Fatalf("a refused /limit set a budget: %v", b)
 	}
 
@@ -45,12 +45,12 @@ func TestBotLimitAndKeysShowBudgets(t *testing.T) {
 	r = ann.say("/limit laptop 2.5")
 	mustContain(t, "/limit", r.Fields["text"], "Saved", "laptop", "budget: 0 of 2.5 RUB per month, resets "+
 		time.Date(time.Now().UTC().Year(), time.Now().UTC().Month()+1, 1, 0, 0, 0, 0, time.UTC).Format("2006-01-02")+" 00:00 UTC")
-	if b := e.keysOf(pid)[0]["budget"].(map[string]any); b["amount"] != "2.5" || b["period"] != "MONTH" {
+	if b := keysOf(e, pid)[0]["budget"].(map[string]any); b["amount"] != "2.5" || b["period"] != "MONTH" {
 		t.Fatalf("budget %v", b)
 	}
 	// A request's charge shows as the window's spend in /keys.
-	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"10","reason":"topup","idempotency_key":"c1"}`)
-	status, hdr, body := e.do("POST", "/v1/chat/completions", bearer(k["secret"].(string)), `{"model":"b-model","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`)
+	e.Admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"10","reason":"topup","idempotency_key":"c1"}`)
+	status, hdr, body := e.Do("POST", "/v1/chat/completions", gatewaytest.Bearer(k["secret"].(string)), `{"model":"b-model","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`)
 	cost := hdr.Get("X-Request-Cost")
 	if status != 200 || cost == "" {
 		t.Fatalf("chat: %d %v cost %q", status, body, cost)
@@ -67,7 +67,7 @@ func TestBotLimitAndKeysShowBudgets(t *testing.T) {
 
 	r = ann.say("/limit laptop off")
 	mustContain(t, "/limit off", r.Fields["text"], "budget: none")
-	if b := e.keysOf(pid)[0]["budget"]; b != nil {
+	if b := keysOf(e, pid)[0]["budget"]; b != nil {
 		t.Fatalf("/limit off left the budget %v", b)
 	}
 }

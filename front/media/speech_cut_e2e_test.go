@@ -1,4 +1,4 @@
-package main
+package media_test
 
 import (
 	"context"
@@ -8,13 +8,15 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/shopspring/decimal"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // Speech audio streams to the client as it arrives, before its charge is known; only the
 // end of the body waits for the charge. An answer the upstream broke off is charged nothing,
 // so the client must not get a cleanly ended file either: its read fails.
 func TestSpeechCutByTheUpstreamIsBrokenOffUncharged(t *testing.T) {
-	g := startMedia(t)
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := openaiClient(g)
 	speak := func(input string) ([]byte, error) {
@@ -29,7 +31,7 @@ func TestSpeechCutByTheUpstreamIsBrokenOffUncharged(t *testing.T) {
 	if audio, err := speak("one two three four"); err != nil || len(audio) == 0 {
 		t.Fatalf("whole speech: %d bytes, %v", len(audio), err)
 	}
-	if b := g.settled(t, g.profileID, 1); !b.Equal(decimal.RequireFromString("998.5")) {
+	if b := gatewaytest.Settled(t, g.Pool(), g.ProfileID, 1); !b.Equal(decimal.RequireFromString("998.5")) {
 		t.Fatalf("balance %s after one speech, want 998.5", b)
 	}
 	// The upstream drops the connection half way: the client has part of the audio and an error.
@@ -41,7 +43,7 @@ func TestSpeechCutByTheUpstreamIsBrokenOffUncharged(t *testing.T) {
 	if _, err := speak("five six"); err != nil {
 		t.Fatal(err)
 	}
-	if b := g.settled(t, g.profileID, 2); !b.Equal(decimal.RequireFromString("997")) {
+	if b := gatewaytest.Settled(t, g.Pool(), g.ProfileID, 2); !b.Equal(decimal.RequireFromString("997")) {
 		t.Fatalf("balance %s, want 997: the cut answer was charged", b)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bot_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"modelgateway/core/store/storetest"
+	"modelgateway/core/gatewaytest"
 )
 
 // The chat bot's money (issue 30): a Telegram payment is credited exactly once per charge id
@@ -226,25 +226,24 @@ func (u *tgUser) paymentUpdate(pid, charge string, minor int) map[string]any {
 // botMoney is a gateway, the fault proxy in front of its gRPC listener, and a bot talking to
 // the fake Telegram through that proxy.
 type botMoney struct {
-	e      *env
+	e      *gatewaytest.Gateway
 	faults *grpcFaults
 	h      *botHarness
-	ledger *genEnv
 }
 
 func newBotMoney(t *testing.T, extra ...string) *botMoney {
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	e.admin("POST", "/admin/v1/catalog:apply", botCatalog)
-	faults := newGRPCFaults(t, e.g.GRPCAddr)
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	e.Admin("POST", "/admin/v1/catalog:apply", botCatalog)
+	faults := newGRPCFaults(t, e.GRPCAddr)
 	h := newBotHarness(t, faults.addr, append([]string{"TELEGRAM_PAYMENT_PROVIDER_TOKEN=prov-token", "GATEWAY_BOT_OPERATORS=777"}, extra...)...)
-	return &botMoney{e: e, faults: faults, h: h, ledger: &genEnv{env: e}}
+	return &botMoney{e: e, faults: faults, h: h}
 }
 
 // balance checks the ledger invariant (balance = sum of entries, never below zero) and
 // returns the balance.
 func (m *botMoney) balance(t *testing.T, pid string) decimal.Decimal {
 	t.Helper()
-	bal, sum, _ := m.ledger.ledgerOf(t, pid)
+	bal, sum, _ := gatewaytest.LedgerOf(t, m.e.Pool(), pid)
 	if !bal.Equal(sum) || bal.IsNegative() {
 		t.Fatalf("ledger invariant broken: balance %s, sum of entries %s", bal, sum)
 	}
@@ -254,7 +253,7 @@ func (m *botMoney) balance(t *testing.T, pid string) decimal.Decimal {
 // credits are the ledger entries under an idempotency key.
 func (m *botMoney) credits(t *testing.T, pid, key string) []decimal.Decimal {
 	t.Helper()
-	rows, err := m.e.g.Store.Pool.Query(context.Background(), `SELECT amount FROM ledger_entries WHERE profile_id = $1 AND idempotency_key = $2`, pid, key)
+	rows, err := m.e.Pool().Query(context.Background(), `SELECT amount FROM ledger_entries WHERE profile_id = $1 AND idempotency_key = $2`, pid, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +272,7 @@ func (m *botMoney) credits(t *testing.T, pid, key string) []decimal.Decimal {
 // paymentState is the bot's record of a payment in the gateway ("" when none).
 func (m *botMoney) paymentState(charge string) string {
 	s := sha256.Sum256([]byte(charge))
-	_, _, body := m.e.do("GET", "/admin/v1/bot/state/pay."+hex.EncodeToString(s[:16]), bearer(adminToken), "")
+	_, _, body := m.e.Do("GET", "/admin/v1/bot/state/pay."+hex.EncodeToString(s[:16]), gatewaytest.Bearer(gatewaytest.AdminToken), "")
 	v, _ := body["value"].(string)
 	return v
 }
@@ -304,7 +303,7 @@ func TestBotPaymentCreditedOnceWhateverFails(t *testing.T) {
 	h.start()
 	ann := h.user(101, "Ann")
 	mustContain(t, "/start", ann.say("/start").Fields["text"], "Welcome")
-	pid := m.e.profileByRef("tg:101")["id"].(string)
+	pid := profileByRef(m.e, "tg:101")["id"].(string)
 	before := m.balance(t, pid)
 
 	// Every class of failure, three per payment (the backoff doubles per update from a
@@ -401,12 +400,12 @@ func TestBotPaymentRedeliveredAfterKillBeforeCredit(t *testing.T) {
 	h.start()
 	ann := h.user(101, "Ann")
 	ann.say("/start")
-	pid := m.e.profileByRef("tg:101")["id"].(string)
+	pid := profileByRef(m.e, "tg:101")["id"].(string)
 
 	m.faults.failAlways("CreditProfile", faultInternal)
 	mark := h.tg.mark()
 	payID := h.tg.push(ann.paymentUpdate(pid, "charge-k", 500))
-	waitFor(t, 10*time.Second, "two failed credits", func() bool { return len(m.faults.callsOf("CreditProfile")) >= 2 })
+	gatewaytest.WaitFor(t, 10*time.Second, "two failed credits", func() bool { return len(m.faults.callsOf("CreditProfile")) >= 2 })
 	h.kill()
 	for _, c := range h.tg.callsSince(mark, "getUpdates") {
 		if offsetOf(c) > payID {
@@ -437,7 +436,7 @@ func TestBotPaymentRefusedForGoodIsKeptPending(t *testing.T) {
 	h.start()
 	ann, op := h.user(101, "Ann"), h.user(777, "Op")
 	ann.say("/start")
-	pid := m.e.profileByRef("tg:101")["id"].(string)
+	pid := profileByRef(m.e, "tg:101")["id"].(string)
 	upd := ann.paymentUpdate(pid, "charge-usd", 700)
 	upd["message"].(map[string]any)["successful_payment"].(map[string]any)["currency"] = "USD"
 	mark := h.tg.mark()
@@ -518,7 +517,7 @@ func TestBotWebhookRenumberedAndPaymentUnacknowledged(t *testing.T) {
 	}
 	mustContain(t, "/help with a lower id", h.tg.waitCall(mark, "sendMessage", ann.toMe).Fields["text"], "Commands")
 
-	pid := m.e.profileByRef("tg:101")["id"].(string)
+	pid := profileByRef(m.e, "tg:101")["id"].(string)
 	pay := ann.paymentUpdate(pid, "charge-w", 2500)
 	m.faults.fail("CreditProfile", faultInternal, faultReset, faultLostAnswer)
 	for i := range 3 {
@@ -553,14 +552,14 @@ func TestBotOperatorCreditOncePerMessage(t *testing.T) {
 	ann, op := h.user(101, "Ann"), h.user(777, "Op")
 	mark := h.tg.mark()
 	ann.say("/start")
-	pid := m.e.profileByRef("tg:101")["id"].(string)
+	pid := profileByRef(m.e, "tg:101")["id"].(string)
 	h.tg.waitOffset(mark, 1002) // recorded: the faults below are for the operator's update
 
 	upd := op.messageUpdate("/credit 101 100")
 	msgID := upd["message"].(map[string]any)["message_id"]
 	m.faults.failAlways("PutBotState", faultInternal)
 	h.tg.push(upd)
-	waitFor(t, 10*time.Second, "a credit, then a failed record of the update", func() bool {
+	gatewaytest.WaitFor(t, 10*time.Second, "a credit, then a failed record of the update", func() bool {
 		return len(m.faults.callsOf("CreditProfile")) >= 1 && len(m.faults.callsOf("PutBotState")) >= 1
 	})
 	h.kill()

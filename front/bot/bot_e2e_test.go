@@ -1,11 +1,9 @@
-package main
+package bot_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 )
 
@@ -35,18 +34,18 @@ type botHarness struct {
 	t   testing.TB
 	tg  *fakeTelegram
 	env []string
-	out *syncBuffer
+	out *gatewaytest.SyncBuffer
 	run *botRun
 }
 
 func newBotHarness(t testing.TB, grpcAddr string, extra ...string) *botHarness {
-	h := &botHarness{t: t, tg: newFakeTelegram(t, botToken), out: &syncBuffer{}}
+	h := &botHarness{t: t, tg: newFakeTelegram(t, botToken), out: &gatewaytest.SyncBuffer{}}
 	h.env = append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"TELEGRAM_BOT_TOKEN=" + botToken,
 		"TELEGRAM_API_URL=" + h.tg.URL(),
 		"GATEWAY_ADMIN_ADDR=" + grpcAddr,
-		"GATEWAY_ADMIN_TOKEN=" + adminToken,
+		"GATEWAY_ADMIN_TOKEN=" + gatewaytest.AdminToken,
 		"GATEWAY_PUBLIC_BASE_URL=https://gw.example",
 		"GATEWAY_BOT_POLL_TIMEOUT=1s",
 	}, extra...)
@@ -61,7 +60,7 @@ func newBotHarness(t testing.TB, grpcAddr string, extra ...string) *botHarness {
 
 func (h *botHarness) start() {
 	h.t.Helper()
-	cmd := exec.Command(gatewayBinary(h.t), "bot")
+	cmd := exec.Command(gatewaytest.Binary(h.t), "bot")
 	cmd.Env = h.env
 	cmd.Stdout, cmd.Stderr = h.out, h.out
 	if err := cmd.Start(); err != nil {
@@ -211,15 +210,13 @@ const botCatalog = `{
 
 var secretPattern = regexp.MustCompile(`<code>([^<]{20,})</code>`)
 
-func (e *env) profileByRef(ref string) map[string]any {
-	e.t.Helper()
-	_, _, p := e.do("GET", "/admin/v1/profiles:lookup?external_ref="+ref, bearer(adminToken), "")
+func profileByRef(e *gatewaytest.Gateway, ref string) map[string]any {
+	_, _, p := e.Do("GET", "/admin/v1/profiles:lookup?external_ref="+ref, gatewaytest.Bearer(gatewaytest.AdminToken), "")
 	return p
 }
 
-func (e *env) keysOf(pid string) []map[string]any {
-	e.t.Helper()
-	out := e.admin("GET", "/admin/v1/profiles/"+pid+"/keys", "")
+func keysOf(e *gatewaytest.Gateway, pid string) []map[string]any {
+	out := e.Admin("GET", "/admin/v1/profiles/"+pid+"/keys", "")
 	var ks []map[string]any
 	for _, k := range out["keys"].([]any) {
 		ks = append(ks, k.(map[string]any))
@@ -227,11 +224,13 @@ func (e *env) keysOf(pid string) []map[string]any {
 	return ks
 }
 
+func TestMain(m *testing.M) { gatewaytest.Main(m) }
+
 func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	e.admin("POST", "/admin/v1/catalog:apply", botCatalog)
-	h := newBotHarness(t, e.g.GRPCAddr, "GATEWAY_BOT_OPERATORS=777", "TELEGRAM_PAYMENT_PROVIDER_TOKEN=prov-token", "GATEWAY_BOT_SECRET_TTL=2s")
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	e.Admin("POST", "/admin/v1/catalog:apply", botCatalog)
+	h := newBotHarness(t, e.GRPCAddr, "GATEWAY_BOT_OPERATORS=777", "TELEGRAM_PAYMENT_PROVIDER_TOKEN=prov-token", "GATEWAY_BOT_SECRET_TTL=2s")
 	h.start()
 	ann, bob, op := h.user(101, "Ann"), h.user(202, "Bob"), h.user(777, "Op")
 	var secrets []string
@@ -246,14 +245,14 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	if ans := group.press(1, "s:1:ok"); !strings.Contains(ans, "private chat") {
 		t.Fatalf("group callback answered %q", ans)
 	}
-	if p := e.profileByRef("tg:303"); p["id"] != nil {
+	if p := profileByRef(e, "tg:303"); p["id"] != nil {
 		t.Fatalf("a group message created a profile: %v", p)
 	}
 
 	// /start creates the profile; /help has the base URLs and the warning.
 	r = ann.say("/start")
 	mustContain(t, "/start", r.Fields["text"], "Welcome", "0 RUB")
-	pid, _ := e.profileByRef("tg:101")["id"].(string)
+	pid, _ := profileByRef(e, "tg:101")["id"].(string)
 	if pid == "" {
 		t.Fatal("/start made no profile tg:101")
 	}
@@ -294,7 +293,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	if ans := bob.press(kbMsg, createData); ans != "That is not one of your keys." {
 		t.Fatalf("Bob's press on Ann's session answered %q", ans)
 	}
-	if n := len(e.keysOf(pid)); n != 0 {
+	if n := len(keysOf(e, pid)); n != 0 {
 		t.Fatalf("%d keys after someone else's press", n)
 	}
 
@@ -314,12 +313,12 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	}
 	secret := found[1]
 	secrets = append(secrets, secret)
-	ks := e.keysOf(pid)
+	ks := keysOf(e, pid)
 	if len(ks) != 1 || fmt.Sprint(ks[0]["allowed_endpoints"]) != "[chat.completions]" || fmt.Sprint(ks[0]["allowed_models"]) != "[b-model]" || ks[0]["name"] != "laptop" {
 		t.Fatalf("keys after create: %v", ks)
 	}
 	keyID := ks[0]["id"].(string)
-	if _, _, list := e.do("GET", "/v1/models", bearer(secret), ""); fmt.Sprint(ids(t, list, "data", "id")) != "[b-model]" {
+	if _, _, list := e.Do("GET", "/v1/models", gatewaytest.Bearer(secret), ""); fmt.Sprint(gatewaytest.IDs(t, list, "data", "id")) != "[b-model]" {
 		t.Fatalf("the new key sees %v", list)
 	}
 
@@ -337,7 +336,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	if got := h.tg.callsSince(m, "answerCallbackQuery"); len(got) != 0 {
 		t.Fatalf("a redelivered update was handled again: %v", got)
 	}
-	if n := len(e.keysOf(pid)); n != 1 {
+	if n := len(keysOf(e, pid)); n != 1 {
 		t.Fatalf("%d keys after replays, want 1", n)
 	}
 
@@ -367,7 +366,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	if ans := ann.press(edit.MessageID, ebs["Save"]); ans != "Saved." {
 		t.Fatalf("save answered %q", ans)
 	}
-	if k := e.keysOf(pid)[0]; fmt.Sprint(k["allowed_models"]) != "[*]" || fmt.Sprint(k["allowed_endpoints"]) != "[chat.completions]" {
+	if k := keysOf(e, pid)[0]; fmt.Sprint(k["allowed_models"]) != "[*]" || fmt.Sprint(k["allowed_endpoints"]) != "[chat.completions]" {
 		t.Fatalf("key after the models edit: %v", k)
 	}
 
@@ -384,7 +383,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 			t.Fatalf("made-up callback data %q answered %q, want %q", data, ans, want)
 		}
 	}
-	if k := e.keysOf(pid); len(k) != 1 || k[0]["state"] != "ACTIVE" {
+	if k := keysOf(e, pid); len(k) != 1 || k[0]["state"] != "ACTIVE" {
 		t.Fatalf("Ann's keys after Bob: %v", k)
 	}
 
@@ -400,7 +399,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	if ans := ann.press(r.MessageID, yes); ans != "That key is already revoked." {
 		t.Fatalf("second rotate answered %q", ans)
 	}
-	ks = e.keysOf(pid)
+	ks = keysOf(e, pid)
 	if len(ks) != 2 {
 		t.Fatalf("keys after rotate: %v", ks)
 	}
@@ -423,7 +422,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	mustContain(t, "/find", r.Fields["text"], pid, "laptop", newKey["prefix"].(string), "100 RUB")
 
 	// A request with the rotated key, then /usage and /models.
-	status, _, _ := e.do("POST", "/v1/chat/completions", bearer(secrets[1]), `{"model":"b-model","max_tokens":12,"messages":[{"role":"user","content":"hi"}]}`)
+	status, _, _ := e.Do("POST", "/v1/chat/completions", gatewaytest.Bearer(secrets[1]), `{"model":"b-model","max_tokens":12,"messages":[{"role":"user","content":"hi"}]}`)
 	if status != 200 {
 		t.Fatalf("chat completion with the bot's key: %d", status)
 	}
@@ -444,7 +443,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	if ans := ann.press(r.MessageID, buttons(t, r)["Yes, revoke"]); ans != "Revoked." {
 		t.Fatalf("revoke answered %q", ans)
 	}
-	for _, k := range e.keysOf(pid) {
+	for _, k := range keysOf(e, pid) {
 		if k["state"] != "REVOKED" {
 			t.Fatalf("key %v not revoked", k)
 		}
@@ -471,7 +470,7 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	if pre = h.tg.waitCall(m, "answerPreCheckoutQuery", nil); pre.Fields["ok"] != "false" || pre.Fields["error_message"] == "" {
 		t.Fatalf("foreign pre-checkout answer %v", pre.Fields)
 	}
-	before := e.profileByRef("tg:101")["balance"].(string)
+	before := profileByRef(e, "tg:101")["balance"].(string)
 	paid := func() map[string]any {
 		u := ann.messageUpdate("")
 		msg := u["message"].(map[string]any)
@@ -485,13 +484,13 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	payID := h.tg.push(payment)
 	r = h.tg.waitCall(m, "sendMessage", ann.toMe)
 	mustContain(t, "payment reply", r.Fields["text"], "Payment received: 150.5 RUB")
-	after := e.profileByRef("tg:101")["balance"].(string)
+	after := profileByRef(e, "tg:101")["balance"].(string)
 	m = h.tg.mark()
 	h.tg.redeliver(payID, payment) // the same update again: skipped
 	h.tg.push(paid())              // another message with the same charge: credited once
 	h.tg.waitCall(m, "sendMessage", ann.toMe)
 	ann.say("/balance")
-	final := e.profileByRef("tg:101")["balance"].(string)
+	final := profileByRef(e, "tg:101")["balance"].(string)
 	if d := decimal.RequireFromString(after).Sub(decimal.RequireFromString(before)); !d.Equal(decimal.RequireFromString("150.5")) || final != after {
 		t.Fatalf("balance %s before the payment, %s after (credited %s, want 150.5), %s after the redelivery", before, after, d, final)
 	}
@@ -517,14 +516,10 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.DatabaseURL(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	first, err := Start(context.Background(), &Config{DatabaseURL: dbURL, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", AdminToken: adminToken, DrainTimeout: 5 * time.Second}, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, g: first, base: "http://" + first.HTTPAddr}
-	e.admin("POST", "/admin/v1/catalog:apply", botCatalog)
-	if hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "no_data" {
+	first := gatewaytest.Start(t, gatewaytest.Options{Name: "first", DatabaseURL: dbURL, Env: []string{"GATEWAY_DRAIN_TIMEOUT=5s"}})
+	e := first
+	e.Admin("POST", "/admin/v1/catalog:apply", botCatalog)
+	if hl := e.Admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "no_data" {
 		t.Fatalf("health before any report: %v", hl)
 	}
 	h := newBotHarness(t, first.GRPCAddr)
@@ -533,7 +528,7 @@ func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
 
 	// Health: the first successful poll is reported.
 	deadline := time.Now().Add(20 * time.Second)
-	for hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational" || hl["last_poll_time"] == nil; hl = e.admin("GET", "/admin/v1/bot/health", "") {
+	for hl := e.Admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational" || hl["last_poll_time"] == nil; hl = e.Admin("GET", "/admin/v1/bot/health", "") {
 		if time.Now().After(deadline) {
 			t.Fatalf("health while polling: %v", hl)
 		}
@@ -591,7 +586,7 @@ func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
 	// out when a gateway answers on the same address again.
 	addr := first.GRPCAddr
 	h.tg.waitConfirmed(helpID)
-	if err := first.Shutdown(5 * time.Second); err != nil {
+	if err := first.Term(t, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	m = h.tg.mark()
@@ -599,12 +594,8 @@ func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
 	notice := h.tg.waitCall(m, "sendMessage", ann.toMe)
 	mustContain(t, "unreachable notice", notice.Fields["text"], "cannot be reached", "try again")
 	time.Sleep(time.Second) // a few retries against nothing
-	second, err := Start(context.Background(), &Config{DatabaseURL: dbURL, HTTPAddr: "127.0.0.1:0", GRPCAddr: addr, AdminToken: adminToken, DrainTimeout: 5 * time.Second}, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = second.Shutdown(5 * time.Second) })
-	e = &env{t: t, g: second, base: "http://" + second.HTTPAddr}
+	second := gatewaytest.Start(t, gatewaytest.Options{Name: "second", DatabaseURL: dbURL, Env: []string{"GATEWAY_GRPC_ADDR=" + addr}})
+	e = second
 	welcome := h.tg.waitCall(m, "sendMessage", func(c tgCall) bool { return strings.Contains(c.Fields["text"], "Welcome") })
 	if welcome.At.Before(notice.At) {
 		t.Fatal("welcome before the notice")
@@ -616,15 +607,15 @@ func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
 
 	// Health: operational while reports arrive, major_outage when the last is over 2 minutes old.
 	h.stop()
-	if _, err := second.Store.Pool.Exec(context.Background(), `UPDATE bot_health SET last_report_time = now() - interval '121 seconds'`); err != nil {
+	if _, err := second.Pool().Exec(context.Background(), `UPDATE bot_health SET last_report_time = now() - interval '121 seconds'`); err != nil {
 		t.Fatal(err)
 	}
-	if hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "major_outage" || hl["last_report_time"] == nil {
+	if hl := e.Admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "major_outage" || hl["last_report_time"] == nil {
 		t.Fatalf("health after 2 minutes without a report: %v", hl)
 	}
 	h.start()
 	deadline = time.Now().Add(20 * time.Second)
-	for hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational"; hl = e.admin("GET", "/admin/v1/bot/health", "") {
+	for hl := e.Admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational"; hl = e.Admin("GET", "/admin/v1/bot/health", "") {
 		if time.Now().After(deadline) {
 			t.Fatalf("health after the bot came back: %v", hl)
 		}
@@ -639,8 +630,8 @@ func TestBotGatewayDownTelegramErrorsAndHealth(t *testing.T) {
 // The bot state RPCs over their HTTP mapping: put-if-absent, take-once, expiry, listing.
 func TestBotStateAdminAPI(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
-	put := func(key, body string) map[string]any { return e.admin("POST", "/admin/v1/bot/state/"+key+":put", body) }
+	e := gatewaytest.Start(t, gatewaytest.Options{})
+	put := func(key, body string) map[string]any { return e.Admin("POST", "/admin/v1/bot/state/"+key+":put", body) }
 	if r := put("s.1", `{"value":"one","only_if_absent":true}`); r["created"] != true || r["state"].(map[string]any)["value"] != "one" {
 		t.Fatalf("first put: %v", r)
 	}
@@ -650,26 +641,26 @@ func TestBotStateAdminAPI(t *testing.T) {
 	put("s.2", `{"value":"x"}`)
 	put("s.3", `{"value":"old","expire_time":"2020-01-01T00:00:00Z"}`)
 	put("t.1", `{"value":"other"}`)
-	list := e.admin("GET", "/admin/v1/bot/state?prefix=s.", "")
-	if got := ids(t, list, "states", "key"); fmt.Sprint(got) != "[s.1 s.2]" {
+	list := e.Admin("GET", "/admin/v1/bot/state?prefix=s.", "")
+	if got := gatewaytest.IDs(t, list, "states", "key"); fmt.Sprint(got) != "[s.1 s.2]" {
 		t.Fatalf("listed %v", got)
 	}
-	if r := e.admin("POST", "/admin/v1/bot/state/s.1:take", `{}`); r["value"] != "one" {
+	if r := e.Admin("POST", "/admin/v1/bot/state/s.1:take", `{}`); r["value"] != "one" {
 		t.Fatalf("take: %v", r)
 	}
 	for _, k := range []string{"s.1", "s.3"} {
-		status, _, body := e.do("POST", "/admin/v1/bot/state/"+k+":take", bearer(adminToken), `{}`)
+		status, _, body := e.Do("POST", "/admin/v1/bot/state/"+k+":take", gatewaytest.Bearer(gatewaytest.AdminToken), `{}`)
 		if status != 404 || body["error"].(map[string]any)["code"] != "not_found" {
 			t.Fatalf("take %s after take or expiry: %d %v", k, status, body)
 		}
 	}
-	if status, _, _ := e.do("GET", "/admin/v1/bot/state/s.2", nil, ""); status != 401 {
+	if status, _, _ := e.Do("GET", "/admin/v1/bot/state/s.2", nil, ""); status != 401 {
 		t.Fatalf("bot state without the admin token: %d", status)
 	}
-	if status, _, body := e.do("POST", "/admin/v1/bot/state/bad%20key:put", bearer(adminToken), `{"value":"v"}`); status != 400 {
+	if status, _, body := e.Do("POST", "/admin/v1/bot/state/bad%20key:put", gatewaytest.Bearer(gatewaytest.AdminToken), `{"value":"v"}`); status != 400 {
 		t.Fatalf("bad key: %d %v", status, body)
 	}
-	if r := e.admin("POST", "/admin/v1/bot/health:report", `{"last_poll_time":"2026-01-01T00:00:00Z"}`); r["status"] != "operational" || r["last_poll_time"] != "2026-01-01T00:00:00Z" {
+	if r := e.Admin("POST", "/admin/v1/bot/health:report", `{"last_poll_time":"2026-01-01T00:00:00Z"}`); r["status"] != "operational" || r["last_poll_time"] != "2026-01-01T00:00:00Z" {
 		t.Fatalf("report: %v", r)
 	}
 }
@@ -678,7 +669,7 @@ func TestBotStateAdminAPI(t *testing.T) {
 // POSTs: only with the secret token, each update once.
 func TestBotWebhook(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	e := gatewaytest.Start(t, gatewaytest.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -686,7 +677,7 @@ func TestBotWebhook(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	hookURL := "http://" + addr + "/tg/hook"
-	h := newBotHarness(t, e.g.GRPCAddr, "GATEWAY_BOT_WEBHOOK_URL="+hookURL, "GATEWAY_BOT_WEBHOOK_ADDR="+addr)
+	h := newBotHarness(t, e.GRPCAddr, "GATEWAY_BOT_WEBHOOK_URL="+hookURL, "GATEWAY_BOT_WEBHOOK_ADDR="+addr)
 	m := h.tg.mark()
 	h.start()
 	set := h.tg.waitCall(m, "setWebhook", nil)
@@ -710,11 +701,11 @@ func TestBotWebhook(t *testing.T) {
 	if got := h.tg.callsSince(m, "sendMessage"); len(got) != 1 {
 		t.Fatalf("a redelivered update was answered again: %v", h.tg.methodsSince(m))
 	}
-	if e.profileByRef("tg:101")["id"] == nil {
+	if profileByRef(e, "tg:101")["id"] == nil {
 		t.Fatal("no profile after /start by webhook")
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for hl := e.admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational"; hl = e.admin("GET", "/admin/v1/bot/health", "") {
+	for hl := e.Admin("GET", "/admin/v1/bot/health", ""); hl["status"] != "operational"; hl = e.Admin("GET", "/admin/v1/bot/health", "") {
 		if time.Now().After(deadline) {
 			t.Fatalf("health with a working webhook: %v", hl)
 		}
@@ -726,24 +717,24 @@ func TestBotWebhook(t *testing.T) {
 // (never its value).
 func TestBotRefusesToStartMisconfigured(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken)
+	e := gatewaytest.Start(t, gatewaytest.Options{})
 	tg := newFakeTelegram(t, botToken)
-	base := []string{"PATH=" + os.Getenv("PATH"), "TELEGRAM_API_URL=" + tg.URL(), "GATEWAY_ADMIN_ADDR=" + e.g.GRPCAddr, "GATEWAY_BOT_POLL_TIMEOUT=1s"}
+	base := []string{"PATH=" + os.Getenv("PATH"), "TELEGRAM_API_URL=" + tg.URL(), "GATEWAY_ADMIN_ADDR=" + e.GRPCAddr, "GATEWAY_BOT_POLL_TIMEOUT=1s"}
 	for _, tc := range []struct {
 		name string
 		env  []string
 		want string
 	}{
-		{"without a bot token", []string{"GATEWAY_ADMIN_TOKEN=" + adminToken}, "TELEGRAM_BOT_TOKEN is not set"},
+		{"without a bot token", []string{"GATEWAY_ADMIN_TOKEN=" + gatewaytest.AdminToken}, "TELEGRAM_BOT_TOKEN is not set"},
 		{"with a wrong admin token", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=wrong-admin-token"}, "the gateway rejects GATEWAY_ADMIN_TOKEN"},
-		{"with malformed key limits", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=" + adminToken, "GATEWAY_BOT_KEY_LIMITS=max_rps=5"}, `GATEWAY_BOT_KEY_LIMITS: unknown limit "max_rps"`},
-		{"with a bot token Telegram rejects", []string{"TELEGRAM_BOT_TOKEN=999:WRONG-bot-token", "GATEWAY_ADMIN_TOKEN=" + adminToken}, "Telegram rejects TELEGRAM_BOT_TOKEN"},
+		{"with malformed key limits", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=" + gatewaytest.AdminToken, "GATEWAY_BOT_KEY_LIMITS=max_rps=5"}, `GATEWAY_BOT_KEY_LIMITS: unknown limit "max_rps"`},
+		{"with a bot token Telegram rejects", []string{"TELEGRAM_BOT_TOKEN=999:WRONG-bot-token", "GATEWAY_ADMIN_TOKEN=" + gatewaytest.AdminToken}, "Telegram rejects TELEGRAM_BOT_TOKEN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(gatewayBinary(t), "bot")
+			cmd := exec.Command(gatewaytest.Binary(t), "bot")
 			cmd.Env = append(append([]string{}, base...), tc.env...)
-			buf := &syncBuffer{}
+			buf := &gatewaytest.SyncBuffer{}
 			cmd.Stdout, cmd.Stderr = buf, buf
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

@@ -1,30 +1,31 @@
-package main
+package media_test
 
 import (
 	"bytes"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
+
+	"modelgateway/core/gatewaytest"
 )
 
 var sent int
 
 // sendRaw posts body with a content type, with a Content-Length or chunked.
-func (g *genEnv) sendRaw(t *testing.T, path, contentType string, body []byte, chunked bool) (int, []byte) {
+func sendRaw(t *testing.T, g *gatewaytest.Gen, path, contentType string, body []byte, chunked bool) (int, []byte) {
 	t.Helper()
 	var rd io.Reader = bytes.NewReader(body)
 	if chunked {
 		rd = io.MultiReader(rd) // hides the length: the client sends it chunked
 	}
-	req, err := http.NewRequest("POST", g.base+path, rd)
+	req, err := http.NewRequest("POST", g.Base+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Authorization", "Bearer "+g.key)
+	req.Header.Set("Authorization", "Bearer "+g.Key)
 	sent++
 	req.Header.Set("X-Request-Id", fmt.Sprintf("limits-%d", sent))
 	resp, err := http.DefaultClient.Do(req)
@@ -47,38 +48,11 @@ func jsonOfSize(t *testing.T, prefix string, n int) []byte {
 	return append(append(b, bytes.Repeat([]byte("u"), pad)...), '"', '}')
 }
 
-// formOfSize is a transcription form of exactly n bytes; modelFirst puts the model before the
-// file, as curl -F does when written that way; the SDKs put it after.
-func formOfSize(t *testing.T, n int, modelFirst bool) (body []byte, contentType string) {
-	t.Helper()
-	build := func(fileSize int) ([]byte, string) {
-		var b bytes.Buffer
-		w := multipart.NewWriter(&b)
-		_ = w.SetBoundary("limitboundary")
-		if modelFirst {
-			_ = w.WriteField("model", "whisper")
-		}
-		f, _ := w.CreateFormFile("file", "big.wav")
-		_, _ = f.Write(bytes.Repeat([]byte{'a'}, fileSize))
-		if !modelFirst {
-			_ = w.WriteField("model", "whisper")
-		}
-		_ = w.Close()
-		return b.Bytes(), w.FormDataContentType()
-	}
-	probe, _ := build(0)
-	body, contentType = build(n - len(probe))
-	if len(body) != n {
-		t.Fatalf("form of %d bytes, want %d", len(body), n)
-	}
-	return body, contentType
-}
-
 // Body limits are decided while reading, exactly at the boundary, with or without a declared
 // length; an oversized body changes nothing and, when the model came after the file, reaches
 // no upstream at all.
 func TestMediaBodyLimits(t *testing.T) {
-	g := startMedia(t)
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
 	const jsonLimit, formLimit = 1 << 20, 25 << 20
 	type sized struct {
 		name        string
@@ -93,7 +67,7 @@ func TestMediaBodyLimits(t *testing.T) {
 			return jsonOfSize(t, `{"model":"dalle","prompt":"a cat"`, n)
 		}, jsonLimit},
 		{"transcription form", "/v1/audio/transcriptions", "", func(n int) []byte {
-			b, ct := formOfSize(t, n, false)
+			b, ct := gatewaytest.FormOfSize(t, n, false)
 			formType = ct
 			return b
 		}, formLimit},
@@ -107,8 +81,8 @@ func TestMediaBodyLimits(t *testing.T) {
 				if ct == "" {
 					ct = formType
 				}
-				before := len(g.up.all())
-				status, raw := g.sendRaw(t, r.path, ct, body, chunked)
+				before := len(g.Up.Calls())
+				status, raw := sendRaw(t, g, r.path, ct, body, chunked)
 				if delta <= 0 {
 					if status != 200 {
 						t.Errorf("%s chunked=%v at limit%+d: %d %s", r.name, chunked, delta, status, raw)
@@ -119,30 +93,30 @@ func TestMediaBodyLimits(t *testing.T) {
 				if status != http.StatusRequestEntityTooLarge {
 					t.Fatalf("%s chunked=%v at limit+1: %d %.200s", r.name, chunked, status, raw)
 				}
-				if code, _, id := envelope(t, raw); code != "payload_too_large" || !strings.HasPrefix(id, "limits-") {
+				if code, _, id := gatewaytest.Envelope(t, raw); code != "payload_too_large" || !strings.HasPrefix(id, "limits-") {
 					t.Errorf("%s: code %s, request id %q", r.name, code, id)
 				}
-				if after := len(g.up.all()); after != before {
+				if after := len(g.Up.Calls()); after != before {
 					t.Errorf("%s chunked=%v: an oversized body reached the upstream", r.name, chunked)
 				}
 			}
 		}
 	}
-	g.settled(t, g.profileID, charges)
+	gatewaytest.Settled(t, g.Pool(), g.ProfileID, charges)
 
 	// Model first, chunked: the upload is already streaming upstream when it passes the
 	// limit; the client still gets payload_too_large and nothing is charged.
-	body, ct := formOfSize(t, formLimit+1, true)
-	if status, raw := g.sendRaw(t, "/v1/audio/transcriptions", ct, body, true); status != http.StatusRequestEntityTooLarge {
+	body, ct := gatewaytest.FormOfSize(t, formLimit+1, true)
+	if status, raw := sendRaw(t, g, "/v1/audio/transcriptions", ct, body, true); status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("streamed oversized upload: %d %.200s", status, raw)
 	}
-	g.settled(t, g.profileID, charges)
+	gatewaytest.Settled(t, g.Pool(), g.ProfileID, charges)
 }
 
 // Wrong content types, streaming requests, missing prices: the spec code, the request id, no
 // upstream call and no charge; a bad key wins over everything.
 func TestMediaRefusals(t *testing.T) {
-	g := startMedia(t)
+	g := gatewaytest.StartMedia(t, gatewaytest.Options{})
 	cases := []struct {
 		name, path, contentType, body, key, code string
 	}{
@@ -158,23 +132,23 @@ func TestMediaRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := len(g.up.all())
-			key := g.key
+			before := len(g.Up.Calls())
+			key := g.Key
 			if c.key != "" {
 				key = c.key
 			}
 			rid := "refused-" + strings.ReplaceAll(c.name, " ", "-")
-			status, _, raw := g.post(t, c.path, map[string]string{"Content-Type": c.contentType, "Authorization": "Bearer " + key, "X-Request-Id": rid}, c.body)
-			code, _, id := envelope(t, raw)
+			status, _, raw := g.Post(c.path, map[string]string{"Content-Type": c.contentType, "Authorization": "Bearer " + key, "X-Request-Id": rid}, c.body)
+			code, _, id := gatewaytest.Envelope(t, raw)
 			if code != c.code || id != rid {
 				t.Errorf("got %d %s (id %q), want %s", status, code, id, c.code)
 			}
-			if len(g.up.all()) != before {
+			if len(g.Up.Calls()) != before {
 				t.Error("the upstream was called")
 			}
 		})
 	}
-	if b, sum, n := g.ledgerOf(t, g.profileID); n != 0 || !b.Equal(sum) || b.String() != "1000" {
+	if b, sum, n := gatewaytest.LedgerOf(t, g.Pool(), g.ProfileID); n != 0 || !b.Equal(sum) || b.String() != "1000" {
 		t.Errorf("balance %s, entries sum %s, %d charges: refusals must change nothing", b, sum, n)
 	}
 }
