@@ -60,7 +60,7 @@ func runCaptured(t *testing.T, args []string) (int, string) {
 	stdout, stderr := os.Stdout, os.Stderr
 	os.Stdout, os.Stderr = f, f
 	var buf bytes.Buffer
-	code := run(context.Background(), args[0], args[1:], &buf, &buf)
+	code := runCommand(context.Background(), args[0], args[1:], &buf, &buf)
 	os.Stdout, os.Stderr = stdout, stderr
 	printed, err := os.ReadFile(f.Name())
 	if err != nil {

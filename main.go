@@ -47,7 +47,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(2)
 	}
-	code := run(ctx, os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
+	code := runCommand(ctx, os.Args[1], os.Args[2:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -55,9 +55,9 @@ func main() {
 // errUnknownCommand is dispatch's answer to a command it does not have.
 var errUnknownCommand = errors.New("unknown command")
 
-// run runs one command and says the exit status: 0, also for -h/--help; 1 for a failure; 2
+// runCommand runs one command and says the exit status: 0, also for -h/--help; 1 for a failure; 2
 // for an unknown command.
-func run(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
+func runCommand(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
 	switch err := dispatch(ctx, cmd, args, stdout); {
 	case err == nil, errors.Is(err, flag.ErrHelp): // the flag set printed its usage
 		return 0

@@ -170,7 +170,10 @@ func TestBudgetBurstsOnTwoReplicasNeverOverspend(t *testing.T) {
 	checkLedger(t, f.st, f.p)
 	be := refusal.Load()
 	if _, end := Window(store.BudgetDay, now); !be.Budget.Equal(dec("1")) || be.Period != store.BudgetDay || !be.ResetsAt.Equal(end) ||
-		be.Left.IsNegative() || be.Left.GreaterThan(dec("1").Sub(charged).Add(dec("0.08"))) {
+		// At the refusal the window's charges were at most the final ones: what was left lies
+		// between what is left at the end and the whole budget (how much of it requests in
+		// flight held then depends on the interleaving, so it bounds nothing here).
+		be.Left.LessThan(dec("1").Sub(charged)) || be.Left.GreaterThan(dec("1")) {
 		t.Fatalf("refusal %+v (charged %s)", be, charged)
 	}
 }

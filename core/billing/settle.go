@@ -338,7 +338,9 @@ func (l *Ledger) Close(ctx context.Context) error {
 	dctx, cancel := l.dbContext(ctx)
 	defer cancel()
 	// The other replicas take over this one's share of the keys' limits at their next report.
-	err = errors.Join(err, l.Store.ForgetReplica(dctx, l.Replica))
+	// Best effort: a report left behind (the database already gone) grows old within 5 s, so
+	// failing to remove it is no failure of the shutdown.
+	_ = l.Store.ForgetReplica(dctx, l.Replica)
 	if !leased {
 		return err
 	}
