@@ -303,6 +303,9 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 			b.printRSS(w, res)
 		}
 		fmt.Fprintf(w, "  end-of-answer wait for the durable charge (gateway, warmup included): %s\n", chargeWaitLine(waits, b.chargeWaits()))
+		if b.cfg.profileDir != "" {
+			fmt.Fprintf(w, "  heap allocations per request (runtime count over the window, both proxies' profiling on): %s\n", b.allocsLine(profiles, res))
+		}
 	}
 	var txLine, chargeLine string
 	if txErr == nil {
@@ -336,10 +339,12 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	}
 	if profiles > 0 {
 		time.Sleep(500 * time.Millisecond) // let the gateway finish writing the last profile
-		fmt.Fprintf(w, "\nCPU profiles of both proxies, one per scenario (numbers above are perturbed by profiling):\n")
+		fmt.Fprintf(w, "\nCPU and allocation profiles of both proxies, one per scenario (numbers above are perturbed by profiling):\n")
 		for i := 1; i <= profiles; i++ {
 			for _, name := range proxyNames {
 				fmt.Fprintf(w, "  go tool pprof -top %s %s\n", b.exe, filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.pprof", name, i)))
+				fmt.Fprintf(w, "  go tool pprof -top -sample_index=alloc_objects -diff_base %s %s %s\n", filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.allocs-base.pprof", name, i)),
+					b.exe, filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.allocs.pprof", name, i)))
 			}
 		}
 	}
@@ -495,3 +500,27 @@ func (b *bench) sample(proc *child) (cpuSample, error) {
 }
 
 // Printing. Every table has the same leading columns so the scenarios read alike.
+
+// allocsLine is each proxy's heap allocations per request over profile n's window, as its
+// profiling hook counted them (bench_proc.go).
+func (b *bench) allocsLine(n int, res [2]phaseResult) string {
+	var parts []string
+	for j, name := range proxyNames {
+		var raw []byte
+		var err error
+		// The hook writes the count as it handles the signal that ended the window.
+		for range 20 {
+			if raw, err = os.ReadFile(filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.mallocs", name, n))); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		m, perr := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
+		if err != nil || perr != nil || res[j].requests == 0 {
+			parts = append(parts, name+" not measured")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", name, float64(m)/float64(res[j].requests)))
+	}
+	return strings.Join(parts, ", ")
+}
