@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"time"
@@ -133,7 +134,7 @@ type worker struct {
 	sets     map[setKey]attrOpts
 	spanSets map[spanKey][]attribute.KeyValue
 	// attrs and lines are reused from one access line to the next.
-	attrs []slog.Attr
+	attrs attrSink
 	lines lineWriter
 }
 
@@ -292,58 +293,85 @@ type accessLine struct {
 }
 
 // line writes the access line: who (key prefix, never the key), what (model, family), how it
-// went (status, code, upstream, attempts), what it used and cost, and how long it took.
+// went (status, code, upstream, attempts), what it used and cost, and how long it took. The
+// JSON process logger's line is formatted straight into the worker's buffer, written out
+// with the others of the same drain of the queue (accessline.go).
 func (w *worker) line(o *rpc.Outcome, h *accessLine) {
-	log := w.t.log
-	if !log.Enabled(context.Background(), slog.LevelInfo) {
+	log, ctx := w.t.log, context.Background()
+	if !log.Enabled(ctx, slog.LevelInfo) {
 		return
-	}
-	attrs := w.attrs[:0]
-	defer func() { w.attrs = attrs[:0] }()
-	if h != nil {
-		a := h.a
-		if a.requestID == "" && o != nil {
-			a.requestID = o.RequestID
-		}
-		attrs = append(attrs, slog.String("request_id", a.requestID))
-		if a.span.IsValid() {
-			attrs = append(attrs, slog.String("trace_id", a.span.TraceID().String()), slog.String("span_id", a.span.SpanID().String()))
-		}
-		attrs = append(attrs, slog.String("method", a.method), slog.String("path", a.path), slog.String("family", h.family),
-			slog.Int("status", a.status), slog.String("code", h.code))
-	} else {
-		attrs = append(attrs, slog.String("request_id", o.RequestID), slog.String("transport", "grpc"),
-			slog.String("family", o.EndpointFamily), slog.String("code", o.Status))
-	}
-	var start, firstByte, end time.Time
-	if o != nil {
-		attrs = append(attrs, slog.String("key_prefix", o.KeyPrefix), slog.String("model", o.Model),
-			slog.String("upstream", o.Provider), slog.Int("attempts", len(o.Attempts)))
-		u := o.Usage
-		attrs = append(attrs, slog.Bool("usage_reliable", u.Reliable),
-			slog.Int64("input_tokens", u.Input), slog.Int64("cached_input_tokens", u.CachedInput),
-			slog.Int64("cache_write_tokens", u.CacheWrite), slog.Int64("output_tokens", u.Output),
-			slog.Int64("reasoning_tokens", u.Reasoning), slog.Int64("audio_input_tokens", u.AudioInput),
-			slog.Int64("audio_output_tokens", u.AudioOutput))
-		if o.Cost.Valid {
-			attrs = append(attrs, slog.String("cost", o.Cost.Decimal.String()), slog.String("currency", o.Currency))
-		}
-		start, firstByte, end = o.StartTime, o.FirstByteTime, o.EndTime
-	}
-	if h != nil {
-		start, firstByte, end = h.a.start, h.a.firstByte, h.a.end
-		attrs = append(attrs, slog.Int64("bytes", h.a.bytes))
-	}
-	attrs = append(attrs, slog.Float64("latency_ms", ms(end.Sub(start))))
-	if !firstByte.IsZero() {
-		attrs = append(attrs, slog.Float64("ttfb_ms", ms(firstByte.Sub(start))))
 	}
 	level := slog.LevelInfo
 	if h != nil && h.a.status >= http.StatusInternalServerError {
 		level = slog.LevelWarn
 	}
-	if !w.lines.write(log, level, "request", attrs) {
-		log.LogAttrs(context.Background(), level, "request", attrs...)
+	if th, ok := log.Handler().(traceHandler); ok && th.json != nil {
+		lineFields(w.lines.begin(th.json, time.Now(), level, "request"), o, h)
+		w.lines.end()
+		return
+	}
+	w.attrs.attrs = w.attrs.attrs[:0]
+	lineFields(&w.attrs, o, h)
+	log.LogAttrs(ctx, level, "request", w.attrs.attrs...)
+}
+
+// lineFields are the access line's fields, in their order.
+func lineFields(s fieldSink, o *rpc.Outcome, h *accessLine) {
+	if h != nil {
+		a := h.a
+		if a.requestID == "" && o != nil {
+			a.requestID = o.RequestID
+		}
+		s.str("request_id", a.requestID)
+		if a.span.IsValid() {
+			var tid [32]byte
+			var sid [16]byte
+			// The ids' hex, as their String methods give it, without the strings.
+			tr, sp := a.span.TraceID(), a.span.SpanID()
+			hex.Encode(tid[:], tr[:])
+			hex.Encode(sid[:], sp[:])
+			s.str("trace_id", string(tid[:]))
+			s.str("span_id", string(sid[:]))
+		}
+		s.str("method", a.method)
+		s.str("path", a.path)
+		s.str("family", h.family)
+		s.i64("status", int64(a.status))
+		s.str("code", h.code)
+	} else {
+		s.str("request_id", o.RequestID)
+		s.str("transport", "grpc")
+		s.str("family", o.EndpointFamily)
+		s.str("code", o.Status)
+	}
+	var start, firstByte, end time.Time
+	if o != nil {
+		s.str("key_prefix", o.KeyPrefix)
+		s.str("model", o.Model)
+		s.str("upstream", o.Provider)
+		s.i64("attempts", int64(len(o.Attempts)))
+		u := &o.Usage
+		s.boolean("usage_reliable", u.Reliable)
+		s.i64("input_tokens", u.Input)
+		s.i64("cached_input_tokens", u.CachedInput)
+		s.i64("cache_write_tokens", u.CacheWrite)
+		s.i64("output_tokens", u.Output)
+		s.i64("reasoning_tokens", u.Reasoning)
+		s.i64("audio_input_tokens", u.AudioInput)
+		s.i64("audio_output_tokens", u.AudioOutput)
+		if o.Cost.Valid {
+			s.str("cost", o.Cost.Decimal.String())
+			s.str("currency", o.Currency)
+		}
+		start, firstByte, end = o.StartTime, o.FirstByteTime, o.EndTime
+	}
+	if h != nil {
+		start, firstByte, end = h.a.start, h.a.firstByte, h.a.end
+		s.i64("bytes", h.a.bytes)
+	}
+	s.f64("latency_ms", ms(end.Sub(start)))
+	if !firstByte.IsZero() {
+		s.f64("ttfb_ms", ms(firstByte.Sub(start)))
 	}
 }
 
