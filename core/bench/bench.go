@@ -91,6 +91,7 @@ type benchConfig struct {
 	uploadDuration        time.Duration
 	canned                bool
 	inputTokens           int
+	layout                string
 }
 
 // Main runs `gateway bench` with its command-line arguments.
@@ -110,6 +111,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write CPU profiles of both proxies, one per scenario, here (perturbs the numbers)")
 	fs.IntVar(&c.uploads, "uploads", 4, "concurrent clients of the 25 MiB upload scenario (0 skips it)")
 	fs.DurationVar(&c.uploadDuration, "upload-duration", 4*time.Second, "measured time of the upload scenario per proxy")
+	fs.StringVar(&c.layout, "layout", "two", "where the processes run: two (proxies on CPU 0, all else on CPU 1) or many (4+ CPUs: proxies on CPU 0; PostgreSQL, upstream simulators and load generator each on CPUs of their own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -140,6 +142,7 @@ type bench struct {
 	cfg      benchConfig
 	exe, dir string
 	pinned   bool
+	layout   layout
 	hz       float64
 
 	children []*child
@@ -162,7 +165,12 @@ func newBench(c benchConfig) (*bench, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench temp dir: %w", err)
 	}
-	b := &bench{cfg: c, exe: exe, dir: dir, hz: clockTicks()}
+	lay, err := newLayout(c.layout, runtime.NumCPU())
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	b := &bench{cfg: c, exe: exe, dir: dir, layout: lay, hz: clockTicks()}
 	if c.profileDir != "" {
 		if b.cfg.profileDir, err = filepath.Abs(c.profileDir); err == nil {
 			err = os.MkdirAll(b.cfg.profileDir, 0o755)
@@ -355,7 +363,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 }
 
 func (b *bench) header(w io.Writer) {
-	pin := "proxies on CPU 0, load generator + simulator on CPU 1"
+	pin := b.layout.describe()
 	if !b.pinned {
 		pin = "NOT PINNED (needs taskset and 2 CPUs): CPU numbers include contention"
 	}
@@ -367,7 +375,7 @@ func (b *bench) header(w io.Writer) {
 		fmt.Fprintf(w, "uploads: %d clients, forms of %d MiB; both proxies restarted, then per proxy: 1 client for %v, warmup %v, %v measured in %d rounds\n",
 			b.cfg.uploads, uploadSize>>20, b.cfg.uploadDuration/2, b.cfg.warmup, b.cfg.uploadDuration, b.cfg.rounds)
 	}
-	fmt.Fprintf(w, "columns: proxy = proxy process CPU, CPU0 = all of CPU 0, load = bench + simulator CPU, CPU1 = all of CPU 1 (%% of wall time);\n")
+	fmt.Fprintf(w, "columns: proxy = proxy process CPU, CPU0 = all of CPU 0, load = bench + simulator CPU, CPU1 = all of %s (%% of wall time, of one CPU);\n", b.layout.rest())
 	fmt.Fprintf(w, "  CPU µs = proxy process user+system time from %v before the first round to %v after the last, per request\n", settleGrace, settleGrace)
 }
 
@@ -494,7 +502,7 @@ func (b *bench) sample(proc *child) (cpuSample, error) {
 	if b.pg != nil {
 		s.pgCPU, s.pgWait, errs[3] = postgresCPU(b.hz)
 	}
-	s.busy, errs[4] = cpuBusy(b.hz)
+	s.busy, errs[4] = cpuBusy(b.hz, b.layout.busy)
 	s.io = readProcIO(proc.cmd.Process.Pid)
 	return s, errors.Join(errs[:]...)
 }

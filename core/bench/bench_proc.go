@@ -146,23 +146,6 @@ func (b *bench) dumpLogs() {
 	}
 }
 
-// pinSelf moves every thread of this process to CPU 1 (children inherit it until their own
-// taskset); without taskset or a second CPU the bench runs unpinned.
-func (b *bench) pinSelf() bool {
-	if runtime.NumCPU() < 2 {
-		fmt.Fprintln(os.Stderr, "bench: fewer than 2 CPUs, not pinning")
-		return false
-	}
-	out, err := exec.Command("taskset", "-a", "-cp", "1", strconv.Itoa(os.Getpid())).CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench: cannot pin (%v: %s), running unpinned\n", err, bytes.TrimSpace(out))
-		return false
-	}
-	// One CPU now; fix GOMAXPROCS so that the runtime does not run two Ps on it.
-	runtime.GOMAXPROCS(1)
-	return true
-}
-
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr() string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -336,19 +319,22 @@ func readProcIO(pid int) procIO {
 	return procIO{syscr: max(statusKB(data, "syscr"), 0), syscw: max(statusKB(data, "syscw"), 0)}
 }
 
-// cpuBusy is the non-idle time of CPUs 0 and 1 from /proc/stat.
-func cpuBusy(hz float64) ([2]time.Duration, error) {
+// cpuBusy is the non-idle time of the layout's two groups of CPUs (the proxy's, the others)
+// from /proc/stat.
+func cpuBusy(hz float64, groups [2][]int) ([2]time.Duration, error) {
 	var busy [2]time.Duration
 	data, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return busy, fmt.Errorf("cpu busy: %w", err)
 	}
-	for i := range busy {
-		ticks, err := parseCPUBusy(data, "cpu"+strconv.Itoa(i))
-		if err != nil {
-			return busy, err
+	for i, cpus := range groups {
+		for _, c := range cpus {
+			ticks, err := parseCPUBusy(data, "cpu"+strconv.Itoa(c))
+			if err != nil {
+				return busy, err
+			}
+			busy[i] += time.Duration(float64(ticks) / hz * float64(time.Second))
 		}
-		busy[i] = time.Duration(float64(ticks) / hz * float64(time.Second))
 	}
 	return busy, nil
 }
