@@ -3,12 +3,15 @@ package telemetry
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
 	"modelgateway/core/rpc"
@@ -141,5 +144,76 @@ func TestAccessLinesAreWrittenInBatches(t *testing.T) {
 	lw.flush()
 	if strings.Count(out.String(), "\n") != n+1 || !strings.HasSuffix(out.String(), "}\n") {
 		t.Errorf("after flush: %d lines, want %d", strings.Count(out.String(), "\n"), n+1)
+	}
+}
+
+// counterSum reads a counter's total over its series (0 when it has none yet).
+func counterSum(t *testing.T, r *sdkmetric.ManualReader, name string) float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					sum += float64(p.Value)
+				}
+			case metricdata.Sum[float64]:
+				for _, p := range d.DataPoints {
+					sum += p.Value
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// Counters are counted in the worker and added to the instruments once per drain of the
+// queue, all of them: requests, attempts, fallbacks and money charged.
+func TestCountersAreAddedAtEachFlush(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	tel, err := New(context.Background(), Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Reader: reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Close(context.Background())
+	w := newWorker(tel)
+	start := time.Now()
+	const n = 5
+	for range n {
+		o := outcome(start) // two attempts, the first failed over; cost 1.5
+		a := &access{method: "POST", path: "/v1/chat/completions", status: 200, start: start, end: start.Add(time.Millisecond)}
+		a.add(&o)
+		w.handle(item{o: o, logged: true})
+		w.handle(item{a: a})
+	}
+	for _, name := range []string{"gateway.requests", "gateway.upstream.attempts"} {
+		if got := counterSum(t, reader, name); got != 0 {
+			t.Errorf("%s before the flush = %v, want 0 (counted in the worker)", name, got)
+		}
+	}
+	w.flush()
+	for name, want := range map[string]float64{
+		"gateway.requests":           n,
+		"gateway.upstream.attempts":  2 * n,
+		"gateway.upstream.fallbacks": n,
+		"gateway.charged":            1.5 * n,
+	} {
+		if got := counterSum(t, reader, name); got != want {
+			t.Errorf("%s after the flush = %v, want %v", name, got, want)
+		}
+	}
+	// Counts are added once: a second flush adds nothing.
+	w.flush()
+	if got := counterSum(t, reader, "gateway.requests"); got != n {
+		t.Errorf("after a second flush: %v requests, want %d", got, n)
 	}
 }

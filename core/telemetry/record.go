@@ -80,7 +80,7 @@ const drainEvery = 50 * time.Millisecond
 // happens here.
 func (t *Telemetry) run() {
 	defer close(t.done)
-	w := &worker{t: t, sets: map[setKey]attrOpts{}, spanSets: map[spanKey][]attribute.KeyValue{}}
+	w := newWorker(t)
 	tick := time.NewTicker(drainEvery)
 	defer tick.Stop()
 	for range tick.C {
@@ -89,12 +89,12 @@ func (t *Telemetry) run() {
 			select {
 			case it := <-t.queue:
 				if it.stop {
-					w.lines.flush()
+					w.flush()
 					return
 				}
 				w.handle(it)
 			default:
-				w.lines.flush()
+				w.flush()
 				break drain
 			}
 		}
@@ -105,7 +105,7 @@ func (w *worker) handle(it item) {
 	t := w.t
 	switch {
 	case it.barrier != nil:
-		w.lines.flush()
+		w.flush()
 		close(it.barrier)
 	case it.a != nil:
 		w.access(it.a)
@@ -128,11 +128,14 @@ func (w *worker) handle(it item) {
 }
 
 // worker caches attribute sets: after the first request of a kind, recording allocates
-// nothing.
+// nothing. Counters are counted in the sets and added to their instruments once per drain
+// of the queue (flush): the SDK resolves a call's attributes and finds its series on every
+// call, which per request cost more than the counting.
 type worker struct {
 	t        *Telemetry
-	sets     map[setKey]attrOpts
+	sets     map[setKey]*setEntry
 	spanSets map[spanKey][]attribute.KeyValue
+	counted  []*setEntry // sets with counts not yet added
 	// attrs and lines are reused from one access line to the next.
 	attrs attrSink
 	lines lineWriter
@@ -158,26 +161,79 @@ const (
 	setFamily
 )
 
-func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) attrOpts {
-	if opts, ok := w.sets[k]; ok {
-		return opts
+func newWorker(t *Telemetry) *worker {
+	return &worker{t: t, sets: map[setKey]*setEntry{}, spanSets: map[spanKey][]attribute.KeyValue{}}
+}
+
+// setEntry is an attribute set resolved once, with what its counters were given since the
+// last flush.
+type setEntry struct {
+	attrOpts
+	kind uint8 // setKey.kind: which counters n, fallbacks and amount are of
+	// n counts requests (setRequests), attempts (setAttempt) or refusals (setFamily);
+	// fallbacks the attempts that failed over (setAttempt); amount the money charged
+	// (setCurrency).
+	n, fallbacks int64
+	amount       float64
+	counted      bool // on worker.counted
+	// tokens are the input and output token sets of a setGenAI set, resolved on its first use.
+	tokens [2]*setEntry
+}
+
+func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) *setEntry {
+	if e, ok := w.sets[k]; ok {
+		return e
 	}
 	o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
-	opts := attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
+	e := &setEntry{attrOpts: attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}, kind: k.kind}
 	if len(w.sets) < 10000 { // bounded, though every part of the key is bounded already
-		w.sets[k] = opts
+		w.sets[k] = e
 	}
-	return opts
+	return e
+}
+
+// count marks e as having counts to add at the next flush.
+func (w *worker) count(e *setEntry) {
+	if !e.counted {
+		e.counted = true
+		w.counted = append(w.counted, e)
+	}
+}
+
+// flush writes the buffered access lines out and adds the counts to the counters: at the
+// end of each drain of the queue, at a barrier (Sync) and at the stop.
+func (w *worker) flush() {
+	w.lines.flush()
+	ctx, in := context.Background(), w.t.inst
+	for i, e := range w.counted {
+		switch e.kind {
+		case setRequests:
+			in.requests.Add(ctx, e.n, e.add...)
+		case setAttempt:
+			in.attempts.Add(ctx, e.n, e.add...)
+			if e.fallbacks > 0 {
+				in.fallbacks.Add(ctx, e.fallbacks, e.add...)
+			}
+		case setCurrency:
+			in.charged.Add(ctx, e.amount, e.add...)
+		case setFamily:
+			in.refusals.Add(ctx, e.n, e.add...)
+		}
+		e.n, e.fallbacks, e.amount, e.counted = 0, 0, 0, false
+		w.counted[i] = nil
+	}
+	w.counted = w.counted[:0]
 }
 
 func (w *worker) requests(family, code string) {
 	if !w.t.metricsOn {
 		return
 	}
-	opts := w.set(setKey{kind: setRequests, a: family, b: code}, func() []attribute.KeyValue {
+	e := w.set(setKey{kind: setRequests, a: family, b: code}, func() []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String("endpoint_family", family), attribute.String("code", code)}
 	})
-	w.t.inst.requests.Add(context.Background(), 1, opts.add...)
+	e.n++
+	w.count(e)
 }
 
 func (w *worker) metrics(o *rpc.Outcome) {
@@ -208,17 +264,21 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		}
 	}
 	if o.Usage.Reliable {
-		for _, tt := range [...]struct {
+		for i, tt := range [...]struct {
 			typ string
 			n   int64
 		}{{"input", o.Usage.TotalInput()}, {"output", o.Usage.Output}} {
-			opts := w.set(setKey{kind: setTokens, a: op, b: prov, c: o.Model, d: tt.typ}, func() []attribute.KeyValue {
-				kvs := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), semconv.GenAIRequestModelKey.String(o.Model), semconv.GenAITokenTypeKey.String(tt.typ)}
-				if prov != "" {
-					kvs = append(kvs, semconv.GenAIProviderNameKey.String(prov))
-				}
-				return kvs
-			})
+			opts := genai.tokens[i]
+			if opts == nil {
+				opts = w.set(setKey{kind: setTokens, a: op, b: prov, c: o.Model, d: tt.typ}, func() []attribute.KeyValue {
+					kvs := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), semconv.GenAIRequestModelKey.String(o.Model), semconv.GenAITokenTypeKey.String(tt.typ)}
+					if prov != "" {
+						kvs = append(kvs, semconv.GenAIProviderNameKey.String(prov))
+					}
+					return kvs
+				})
+				genai.tokens[i] = opts
+			}
 			in.tokens.Record(ctx, tt.n, opts.rec...)
 		}
 	}
@@ -227,25 +287,28 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		if outcome == "" {
 			outcome = "ok"
 		}
-		opts := w.set(setKey{kind: setAttempt, a: at.Provider, b: outcome}, func() []attribute.KeyValue {
+		e := w.set(setKey{kind: setAttempt, a: at.Provider, b: outcome}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("provider", at.Provider), attribute.String("outcome", outcome)}
 		})
-		in.attempts.Add(ctx, 1, opts.add...)
+		e.n++
 		if at.Error != "" && i < len(o.Attempts)-1 {
-			in.fallbacks.Add(ctx, 1, opts.add...)
+			e.fallbacks++
 		}
+		w.count(e)
 	}
 	if o.Cost.Valid {
-		opts := w.set(setKey{kind: setCurrency, a: o.Currency}, func() []attribute.KeyValue {
+		e := w.set(setKey{kind: setCurrency, a: o.Currency}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("currency", o.Currency)}
 		})
-		in.charged.Add(ctx, o.Cost.Decimal.InexactFloat64(), opts.add...)
+		e.amount += o.Cost.Decimal.InexactFloat64()
+		w.count(e)
 	}
 	if o.Status == apierror.InsufficientBalance {
-		opts := w.set(setKey{kind: setFamily, a: o.EndpointFamily}, func() []attribute.KeyValue {
+		e := w.set(setKey{kind: setFamily, a: o.EndpointFamily}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("endpoint_family", o.EndpointFamily)}
 		})
-		in.refusals.Add(ctx, 1, opts.add...)
+		e.n++
+		w.count(e)
 	}
 }
 
