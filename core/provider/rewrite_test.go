@@ -56,3 +56,23 @@ func TestPublicAnswerModelEncodesAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A passthrough rewrite allocates its output and nothing else: the model is found in place.
+func TestRewritesAllocateOnlyTheirOutput(t *testing.T) {
+	body := []byte(`{"model":"gpt-5","messages":[{"role":"user","content":"hi"}]}`)
+	answer := []byte("{\n  \"id\": \"chatcmpl-1\",\n  \"model\": \"sim-gpt-2025\",\n  \"choices\": []\n}")
+	var out, ans []byte
+	if n := testing.AllocsPerRun(100, func() { out, _ = SetModel(body, "sim-gpt") }); n != 1 {
+		t.Errorf("SetModel: %v allocations, want 1 (the new body)", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { ans = PublicAnswerModel(answer, "sim-gpt", "bench-gpt") }); n != 1 {
+		t.Errorf("PublicAnswerModel: %v allocations, want 1 (the new answer)", n)
+	}
+	if string(out) != `{"model":"sim-gpt","messages":[{"role":"user","content":"hi"}]}` || !json.Valid(ans) || gjson.GetBytes(ans, "model").String() != "bench-gpt" {
+		t.Errorf("rewrites: %s, %s", out, ans)
+	}
+	// Nothing to rewrite: nothing allocated.
+	if n := testing.AllocsPerRun(100, func() { PublicAnswerModel(answer, "sim-gpt", "sim-gpt-2025") }); n != 0 {
+		t.Errorf("PublicAnswerModel of an answer with the public id already: %v allocations, want 0", n)
+	}
+}
