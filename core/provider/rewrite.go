@@ -66,11 +66,27 @@ func PublicAnswerModel(answer []byte, upstream, public string) []byte {
 // topModel is the top-level "model" of a JSON body, read in place: gjson.GetBytes copies
 // the value's text (an allocation per call, two per passthrough request and answer). The
 // result points into body: its callers read it and let it go before body changes.
-func topModel(body []byte) gjson.Result {
+func topModel(body []byte) gjson.Result { return inPlace(body, "model") }
+
+// inPlace is gjson.GetBytes without its copies: the result's Raw and Str point into body.
+func inPlace(body []byte, path string) gjson.Result {
 	if len(body) == 0 {
 		return gjson.Result{}
 	}
-	return gjson.Get(unsafe.String(&body[0], len(body)), "model")
+	return gjson.Get(unsafe.String(&body[0], len(body)), path)
+}
+
+// RawField is the JSON text of the value at path in body, a slice of body itself (nil when
+// absent): what json.RawMessage(gjson.GetBytes(body, path).Raw) gives, without its two copies.
+func RawField(body []byte, path string) []byte {
+	r := inPlace(body, path)
+	switch {
+	case !r.Exists():
+		return nil
+	case r.Index > 0 && r.Index+len(r.Raw) <= len(body):
+		return body[r.Index : r.Index+len(r.Raw) : r.Index+len(r.Raw)]
+	}
+	return []byte(r.Raw) // a value gjson built (a modifier's): not in body
 }
 
 // spliceString is body with its value m (found by gjson in body) replaced by s as a JSON
