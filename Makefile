@@ -41,7 +41,8 @@ run: deps-run
 # The gateway against a bare reverse proxy at saturation (canned 0 ms upstream, 64 clients):
 # CPU per request, req/s, p50/p99, PostgreSQL CPU, transactions and durable-charge wait per
 # request, peak RSS and 25 MiB uploads (see core/bench; -uploads 0 skips those).
-# Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'.
+# Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'; -layout many on 4+ CPUs gives
+# PostgreSQL, the upstreams and the load generator CPUs of their own (README, Development).
 .PHONY: bench
 bench: build
 	$(BIN)/gateway bench $(BENCH_FLAGS)

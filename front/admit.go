@@ -111,8 +111,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 			return refuse(relay.KeyFirst(relay.OutgoingContext(r), s.cfg.Core, family, apiErr))
 		}
 	}
-	rc := http.NewResponseController(w)
-	paced := &pacedBody{body: r.Body, rc: rc, header: w.Header(), start: time.Now(), limits: s.limits}
+	paced := &pacedBody{body: r.Body, rc: *http.NewResponseController(w), header: w.Header(), start: time.Now(), limits: s.limits}
 	r.Body = paced
 	if apiErr := decodeContentEncoding(r); apiErr != nil {
 		paced.clear()
@@ -234,7 +233,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // stream, is never timed (spec 6.2).
 type pacedBody struct {
 	body    io.ReadCloser
-	rc      *http.ResponseController
+	rc      http.ResponseController // by value: one allocation less per request
 	header  http.Header
 	start   time.Time
 	n       int64

@@ -91,6 +91,7 @@ type benchConfig struct {
 	uploadDuration        time.Duration
 	canned                bool
 	inputTokens           int
+	layout                string
 }
 
 // Main runs `gateway bench` with its command-line arguments.
@@ -110,6 +111,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write CPU profiles of both proxies, one per scenario, here (perturbs the numbers)")
 	fs.IntVar(&c.uploads, "uploads", 4, "concurrent clients of the 25 MiB upload scenario (0 skips it)")
 	fs.DurationVar(&c.uploadDuration, "upload-duration", 4*time.Second, "measured time of the upload scenario per proxy")
+	fs.StringVar(&c.layout, "layout", "two", "where the processes run: two (proxies on CPU 0, all else on CPU 1) or many (4+ CPUs: proxies on CPU 0; PostgreSQL, upstream simulators and load generator each on CPUs of their own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -140,6 +142,7 @@ type bench struct {
 	cfg      benchConfig
 	exe, dir string
 	pinned   bool
+	layout   layout
 	hz       float64
 
 	children []*child
@@ -162,7 +165,12 @@ func newBench(c benchConfig) (*bench, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench temp dir: %w", err)
 	}
-	b := &bench{cfg: c, exe: exe, dir: dir, hz: clockTicks()}
+	lay, err := newLayout(c.layout, runtime.NumCPU())
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	b := &bench{cfg: c, exe: exe, dir: dir, layout: lay, hz: clockTicks()}
 	if c.profileDir != "" {
 		if b.cfg.profileDir, err = filepath.Abs(c.profileDir); err == nil {
 			err = os.MkdirAll(b.cfg.profileDir, 0o755)
@@ -303,6 +311,9 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 			b.printRSS(w, res)
 		}
 		fmt.Fprintf(w, "  end-of-answer wait for the durable charge (gateway, warmup included): %s\n", chargeWaitLine(waits, b.chargeWaits()))
+		if b.cfg.profileDir != "" {
+			fmt.Fprintf(w, "  heap allocations per request (runtime count over the window, both proxies' profiling on): %s\n", b.allocsLine(profiles, res))
+		}
 	}
 	var txLine, chargeLine string
 	if txErr == nil {
@@ -336,10 +347,12 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	}
 	if profiles > 0 {
 		time.Sleep(500 * time.Millisecond) // let the gateway finish writing the last profile
-		fmt.Fprintf(w, "\nCPU profiles of both proxies, one per scenario (numbers above are perturbed by profiling):\n")
+		fmt.Fprintf(w, "\nCPU and allocation profiles of both proxies, one per scenario (numbers above are perturbed by profiling):\n")
 		for i := 1; i <= profiles; i++ {
 			for _, name := range proxyNames {
 				fmt.Fprintf(w, "  go tool pprof -top %s %s\n", b.exe, filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.pprof", name, i)))
+				fmt.Fprintf(w, "  go tool pprof -top -sample_index=alloc_objects -diff_base %s %s %s\n", filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.allocs-base.pprof", name, i)),
+					b.exe, filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.allocs.pprof", name, i)))
 			}
 		}
 	}
@@ -350,7 +363,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 }
 
 func (b *bench) header(w io.Writer) {
-	pin := "proxies on CPU 0, load generator + simulator on CPU 1"
+	pin := b.layout.describe()
 	if !b.pinned {
 		pin = "NOT PINNED (needs taskset and 2 CPUs): CPU numbers include contention"
 	}
@@ -362,7 +375,7 @@ func (b *bench) header(w io.Writer) {
 		fmt.Fprintf(w, "uploads: %d clients, forms of %d MiB; both proxies restarted, then per proxy: 1 client for %v, warmup %v, %v measured in %d rounds\n",
 			b.cfg.uploads, uploadSize>>20, b.cfg.uploadDuration/2, b.cfg.warmup, b.cfg.uploadDuration, b.cfg.rounds)
 	}
-	fmt.Fprintf(w, "columns: proxy = proxy process CPU, CPU0 = all of CPU 0, load = bench + simulator CPU, CPU1 = all of CPU 1 (%% of wall time);\n")
+	fmt.Fprintf(w, "columns: proxy = proxy process CPU, CPU0 = all of CPU 0, load = bench + simulator CPU, CPU1 = all of %s (%% of wall time, of one CPU);\n", b.layout.rest())
 	fmt.Fprintf(w, "  CPU µs = proxy process user+system time from %v before the first round to %v after the last, per request\n", settleGrace, settleGrace)
 }
 
@@ -489,9 +502,33 @@ func (b *bench) sample(proc *child) (cpuSample, error) {
 	if b.pg != nil {
 		s.pgCPU, s.pgWait, errs[3] = postgresCPU(b.hz)
 	}
-	s.busy, errs[4] = cpuBusy(b.hz)
+	s.busy, errs[4] = cpuBusy(b.hz, b.layout.busy)
 	s.io = readProcIO(proc.cmd.Process.Pid)
 	return s, errors.Join(errs[:]...)
 }
 
 // Printing. Every table has the same leading columns so the scenarios read alike.
+
+// allocsLine is each proxy's heap allocations per request over profile n's window, as its
+// profiling hook counted them (bench_proc.go).
+func (b *bench) allocsLine(n int, res [2]phaseResult) string {
+	var parts []string
+	for j, name := range proxyNames {
+		var raw []byte
+		var err error
+		// The hook writes the count as it handles the signal that ended the window.
+		for range 20 {
+			if raw, err = os.ReadFile(filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.mallocs", name, n))); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		m, perr := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
+		if err != nil || perr != nil || res[j].requests == 0 {
+			parts = append(parts, name+" not measured")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", name, float64(m)/float64(res[j].requests)))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -143,23 +144,6 @@ func (b *bench) dumpLogs() {
 		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 		fmt.Fprintf(os.Stderr, "--- last lines of %s output ---\n%s\n", c.name, strings.Join(lines[max(0, len(lines)-20):], "\n"))
 	}
-}
-
-// pinSelf moves every thread of this process to CPU 1 (children inherit it until their own
-// taskset); without taskset or a second CPU the bench runs unpinned.
-func (b *bench) pinSelf() bool {
-	if runtime.NumCPU() < 2 {
-		fmt.Fprintln(os.Stderr, "bench: fewer than 2 CPUs, not pinning")
-		return false
-	}
-	out, err := exec.Command("taskset", "-a", "-cp", "1", strconv.Itoa(os.Getpid())).CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench: cannot pin (%v: %s), running unpinned\n", err, bytes.TrimSpace(out))
-		return false
-	}
-	// One CPU now; fix GOMAXPROCS so that the runtime does not run two Ps on it.
-	runtime.GOMAXPROCS(1)
-	return true
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
@@ -335,19 +319,22 @@ func readProcIO(pid int) procIO {
 	return procIO{syscr: max(statusKB(data, "syscr"), 0), syscw: max(statusKB(data, "syscw"), 0)}
 }
 
-// cpuBusy is the non-idle time of CPUs 0 and 1 from /proc/stat.
-func cpuBusy(hz float64) ([2]time.Duration, error) {
+// cpuBusy is the non-idle time of the layout's two groups of CPUs (the proxy's, the others)
+// from /proc/stat.
+func cpuBusy(hz float64, groups [2][]int) ([2]time.Duration, error) {
 	var busy [2]time.Duration
 	data, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return busy, fmt.Errorf("cpu busy: %w", err)
 	}
-	for i := range busy {
-		ticks, err := parseCPUBusy(data, "cpu"+strconv.Itoa(i))
-		if err != nil {
-			return busy, err
+	for i, cpus := range groups {
+		for _, c := range cpus {
+			ticks, err := parseCPUBusy(data, "cpu"+strconv.Itoa(c))
+			if err != nil {
+				return busy, err
+			}
+			busy[i] += time.Duration(float64(ticks) / hz * float64(time.Second))
 		}
-		busy[i] = time.Duration(float64(ticks) / hz * float64(time.Second))
 	}
 	return busy, nil
 }
@@ -398,7 +385,12 @@ func statusKB(status []byte, name string) int64 {
 
 // benchProfileEnv, set by `bench -cpuprofile-dir` in the environment of the proxies it starts,
 // makes SIGUSR1 toggle a CPU profile (gateway-1.pprof, bare-1.pprof, ...): the bench profiles
-// exactly its measured rounds without any code in the gateway proper.
+// exactly its measured rounds without any code in the gateway proper. Each toggle also writes
+// the allocation profile (gateway-1.allocs-base.pprof at the start, gateway-1.allocs.pprof at
+// the end: `go tool pprof -sample_index=alloc_objects -diff_base` gives the rounds' own) and
+// the rounds' heap allocations as counted by the runtime (gateway-1.mallocs, one number),
+// which the bench divides by the requests: allocations per request do not depend on the load
+// of the machine, CPU times do.
 const benchProfileEnv = "GATEWAY_BENCH_CPUPROFILE_DIR"
 
 // benchProfileFirstEnv numbers the first profile of a restarted proxy, which continues its
@@ -428,6 +420,7 @@ func init() {
 			name = "bare"
 		}
 		var f *os.File
+		var mallocs uint64
 		n, _ := strconv.Atoi(os.Getenv(benchProfileFirstEnv))
 		n = max(n-1, 0)
 		for range sig {
@@ -435,9 +428,14 @@ func init() {
 				pprof.StopCPUProfile()
 				f.Close()
 				f = nil
+				writeAllocs(filepath.Join(dir, fmt.Sprintf("%s-%d.allocs.pprof", name, n)))
+				m := totalMallocs() - mallocs
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.mallocs", name, n)), []byte(strconv.FormatUint(m, 10)+"\n"), 0o644)
 				continue
 			}
 			n++
+			writeAllocs(filepath.Join(dir, fmt.Sprintf("%s-%d.allocs-base.pprof", name, n)))
+			mallocs = totalMallocs()
 			var err error
 			if f, err = os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n))); err != nil {
 				fmt.Fprintln(os.Stderr, "bench profile:", err)
@@ -450,4 +448,28 @@ func init() {
 			}
 		}
 	}()
+}
+
+// totalMallocs is the heap allocations of the process so far (runtime/metrics reads it
+// without stopping the world, as runtime.ReadMemStats would).
+func totalMallocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// writeAllocs writes the allocation profile so far (sampled: one per 512 KiB by default).
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench profile:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "bench profile:", err)
+	}
 }

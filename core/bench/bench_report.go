@@ -80,8 +80,12 @@ func (b *bench) printCommon(w io.Writer, extra string, res [2]phaseResult, cols 
 	}
 	if b.pg != nil {
 		// The whole window: the bare proxy never touches PostgreSQL, so it is the gateway's.
-		fmt.Fprintf(w, "  PostgreSQL CPU (on CPU 1, not in the proxy's numbers): %.1f µs per gateway request; runnable but waiting for CPU 1: %.1f µs per request\n",
-			perReq(res[1], res[1].window.pgCPU.Microseconds()), perReq(res[1], res[1].window.pgWait.Microseconds()))
+		on := b.layout.rest()
+		if b.layout.pg != "" {
+			on = "CPUs " + b.layout.pg
+		}
+		fmt.Fprintf(w, "  PostgreSQL CPU (on %s, not in the proxy's numbers): %.1f µs per gateway request; runnable but waiting for a CPU: %.1f µs per request\n",
+			on, perReq(res[1], res[1].window.pgCPU.Microseconds()), perReq(res[1], res[1].window.pgWait.Microseconds()))
 	}
 	for i, r := range res {
 		if r.errors > 0 {
@@ -91,8 +95,8 @@ func (b *bench) printCommon(w io.Writer, extra string, res [2]phaseResult, cols 
 		// CPUs (the kernel's network work on behalf of ours is a few points).
 		other0, other1 := r.pct(r.busy[0]-r.cpu), r.pct(r.busy[1]-r.loadCPU-r.pgCPU)
 		if b.pinned && (other0 > contentionPoints || other1 > contentionPoints) {
-			fmt.Fprintf(w, "  !!! %s: other work used about %.0f%% of CPU 0 and %.0f%% of CPU 1: the machine is not quiet, numbers are unreliable\n",
-				proxyNames[i], other0, other1)
+			fmt.Fprintf(w, "  !!! %s: other work used about %.0f%% of CPU 0 and %.0f%% of %s: the machine is not quiet, numbers are unreliable\n",
+				proxyNames[i], other0, other1, b.layout.rest())
 		}
 	}
 }

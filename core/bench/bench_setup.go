@@ -24,7 +24,7 @@ import (
 func (b *bench) setUp(ctx context.Context) error {
 	b.pinned = b.pinSelf()
 	b.simURL = "http://" + freeAddr()
-	sim, err := b.start("simulator", "1", nil, "simulator", "-addr", strings.TrimPrefix(b.simURL, "http://"),
+	sim, err := b.start("simulator", b.layout.upstream, nil, "simulator", "-addr", strings.TrimPrefix(b.simURL, "http://"),
 		"-first-byte", b.cfg.firstByte.String(), "-chunk-delay", b.cfg.chunkDelay.String(), "-words", strconv.Itoa(b.cfg.words))
 	if err != nil {
 		return err
@@ -33,7 +33,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	b.chatURL = b.simURL
 	if b.cfg.canned {
 		b.chatURL = "http://" + freeAddr()
-		if b.canned, err = b.start("canned-upstream", "1", nil, "simulator", "-canned", "-addr", strings.TrimPrefix(b.chatURL, "http://"),
+		if b.canned, err = b.start("canned-upstream", b.layout.upstream, nil, "simulator", "-canned", "-addr", strings.TrimPrefix(b.chatURL, "http://"),
 			"-words", strconv.Itoa(b.cfg.words)); err != nil {
 			return err
 		}
@@ -46,7 +46,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	if b.cfg.profileDir != "" {
 		bareEnv = append(os.Environ(), benchProfileEnv+"="+b.cfg.profileDir)
 	}
-	if b.bare, err = b.start("bare-proxy", "0", bareEnv, "bare-proxy", "-addr", strings.TrimPrefix(b.bareURL, "http://"),
+	if b.bare, err = b.start("bare-proxy", b.layout.proxy, bareEnv, "bare-proxy", "-addr", strings.TrimPrefix(b.bareURL, "http://"),
 		"-target", b.chatURL, "-paced-target", b.simURL); err != nil {
 		return err
 	}
@@ -62,6 +62,9 @@ func (b *bench) setUp(ctx context.Context) error {
 			return fmt.Errorf("bench PostgreSQL: %w", err)
 		}
 		dbURL = b.pg.URL("postgres")
+		if err := b.pinPostgres(); err != nil {
+			return err
+		}
 	}
 	catalogPath := filepath.Join(b.dir, "catalog.yaml")
 	if err := os.WriteFile(catalogPath, []byte(benchCatalog(b.chatURL, b.simURL)), 0o644); err != nil {
@@ -84,7 +87,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	} else if addr != "" {
 		b.metricsURL = "http://" + addr + "/metrics"
 	}
-	if b.gw, err = b.start("gateway", "0", env, "serve"); err != nil {
+	if b.gw, err = b.start("gateway", b.layout.proxy, env, "serve"); err != nil {
 		return err
 	}
 	if err := b.waitReady(ctx); err != nil {

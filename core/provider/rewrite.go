@@ -6,6 +6,7 @@ package provider
 import (
 	"bytes"
 	"encoding/json"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -17,7 +18,7 @@ func SetModel(body []byte, model string) ([]byte, error) {
 	// The usual case, a top-level "model" string and a plain model id, is one splice: what
 	// sjson writes for it, without parsing the path and the value again.
 	if plainJSONString(model) {
-		if m := gjson.GetBytes(body, "model"); m.Type == gjson.String && m.Index > 0 && m.Index+len(m.Raw) <= len(body) {
+		if m := topModel(body); m.Type == gjson.String && m.Index > 0 && m.Index+len(m.Raw) <= len(body) {
 			return spliceString(body, m, model), nil
 		}
 	}
@@ -55,11 +56,37 @@ func PublicModel(chunk []byte, upstream, public string) []byte {
 // however the upstream spaced its JSON (OpenAI indents whole answers), and leaves every other
 // byte alone.
 func PublicAnswerModel(answer []byte, upstream, public string) []byte {
-	m := gjson.GetBytes(answer, "model")
+	m := topModel(answer)
 	if upstream == public || m.Type != gjson.String || m.Index <= 0 || m.String() == public {
 		return answer
 	}
 	return spliceString(answer, m, public)
+}
+
+// topModel is the top-level "model" of a JSON body, read in place: gjson.GetBytes copies
+// the value's text (an allocation per call, two per passthrough request and answer). The
+// result points into body: its callers read it and let it go before body changes.
+func topModel(body []byte) gjson.Result { return inPlace(body, "model") }
+
+// inPlace is gjson.GetBytes without its copies: the result's Raw and Str point into body.
+func inPlace(body []byte, path string) gjson.Result {
+	if len(body) == 0 {
+		return gjson.Result{}
+	}
+	return gjson.Get(unsafe.String(&body[0], len(body)), path)
+}
+
+// RawField is the JSON text of the value at path in body, a slice of body itself (nil when
+// absent): what json.RawMessage(gjson.GetBytes(body, path).Raw) gives, without its two copies.
+func RawField(body []byte, path string) []byte {
+	r := inPlace(body, path)
+	switch {
+	case !r.Exists():
+		return nil
+	case r.Index > 0 && r.Index+len(r.Raw) <= len(body):
+		return body[r.Index : r.Index+len(r.Raw) : r.Index+len(r.Raw)]
+	}
+	return []byte(r.Raw) // a value gjson built (a modifier's): not in body
 }
 
 // spliceString is body with its value m (found by gjson in body) replaced by s as a JSON

@@ -56,3 +56,43 @@ func TestPublicAnswerModelEncodesAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A passthrough rewrite allocates its output and nothing else: the model is found in place.
+func TestRewritesAllocateOnlyTheirOutput(t *testing.T) {
+	body := []byte(`{"model":"gpt-5","messages":[{"role":"user","content":"hi"}]}`)
+	answer := []byte("{\n  \"id\": \"chatcmpl-1\",\n  \"model\": \"sim-gpt-2025\",\n  \"choices\": []\n}")
+	var out, ans []byte
+	if n := testing.AllocsPerRun(100, func() { out, _ = SetModel(body, "sim-gpt") }); n != 1 {
+		t.Errorf("SetModel: %v allocations, want 1 (the new body)", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { ans = PublicAnswerModel(answer, "sim-gpt", "bench-gpt") }); n != 1 {
+		t.Errorf("PublicAnswerModel: %v allocations, want 1 (the new answer)", n)
+	}
+	if string(out) != `{"model":"sim-gpt","messages":[{"role":"user","content":"hi"}]}` || !json.Valid(ans) || gjson.GetBytes(ans, "model").String() != "bench-gpt" {
+		t.Errorf("rewrites: %s, %s", out, ans)
+	}
+	// Nothing to rewrite: nothing allocated.
+	if n := testing.AllocsPerRun(100, func() { PublicAnswerModel(answer, "sim-gpt", "sim-gpt-2025") }); n != 0 {
+		t.Errorf("PublicAnswerModel of an answer with the public id already: %v allocations, want 0", n)
+	}
+}
+
+// RawField is the value's JSON text as GetBytes gives it, in body itself.
+func TestRawFieldIsGetBytesRawInPlace(t *testing.T) {
+	for _, body := range append(rewriteBodies, `{"usage":{"prompt_tokens":3,"completion_tokens":5}}`, `{"usage":null}`, `[1,2]`, ``, `not json`) {
+		for _, path := range []string{"model", "usage", "messages", "usage.prompt_tokens", "0", "none"} {
+			b := []byte(body)
+			got, want := RawField(b, path), gjson.GetBytes(b, path).Raw
+			if string(got) != want || (want == "") != (got == nil) {
+				t.Errorf("RawField(%s, %s) = %q, want %q", body, path, got, want)
+			}
+			if len(got) > 0 && (&got[0] != &b[gjson.GetBytes(b, path).Index] || cap(got) != len(got)) {
+				t.Errorf("RawField(%s, %s): a copy or an appendable slice, want the value's bytes in body", body, path)
+			}
+		}
+	}
+	usage := []byte(`{"usage":{"prompt_tokens":3}}`)
+	if n := testing.AllocsPerRun(100, func() { RawField(usage, "usage") }); n != 0 {
+		t.Errorf("RawField: %v allocations, want 0", n)
+	}
+}

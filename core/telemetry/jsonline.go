@@ -37,8 +37,9 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // out together (flush): one system call per drain of the telemetry queue rather than one
 // per request. One per goroutine (the telemetry worker has one).
 type lineWriter struct {
-	buf []byte
-	to  *jsonLines // where buf goes
+	buf  []byte
+	to   *jsonLines // where buf goes
+	sink jsonSink   // the line begun (begin), on buf's array
 }
 
 // flushAt is the buffered size at which lines are written out without waiting for flush.
@@ -98,13 +99,7 @@ func (lw *lineWriter) flush() {
 // appendJSONLine is slog.JSONHandler's line for a record without a source, with attributes of
 // the kinds write admits.
 func appendJSONLine(b []byte, t time.Time, level slog.Level, msg string, attrs []slog.Attr) []byte {
-	b = append(b, `{"time":"`...)
-	b = t.Round(0).AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","level":"`...)
-	b = jsontext.AppendSlogEscaped(b, level.String())
-	b = append(b, `","msg":"`...)
-	b = jsontext.AppendSlogEscaped(b, msg)
-	b = append(b, '"')
+	b = appendJSONHead(b, t, level, msg)
 	for _, a := range attrs {
 		b = append(b, `,"`...)
 		b = jsontext.AppendSlogEscaped(b, a.Key)
@@ -123,6 +118,17 @@ func appendJSONLine(b []byte, t time.Time, level slog.Level, msg string, attrs [
 		}
 	}
 	return append(b, "}\n"...)
+}
+
+// appendJSONHead is what slog.JSONHandler writes of a record before its attributes.
+func appendJSONHead(b []byte, t time.Time, level slog.Level, msg string) []byte {
+	b = append(b, `{"time":"`...)
+	b = t.Round(0).AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","level":"`...)
+	b = jsontext.AppendSlogEscaped(b, level.String())
+	b = append(b, `","msg":"`...)
+	b = jsontext.AppendSlogEscaped(b, msg)
+	return append(b, '"')
 }
 
 // appendJSONFloat is encoding/json's form of a finite float64 (which slog uses): like %g,

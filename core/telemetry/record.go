@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"time"
@@ -79,7 +80,7 @@ const drainEvery = 50 * time.Millisecond
 // happens here.
 func (t *Telemetry) run() {
 	defer close(t.done)
-	w := &worker{t: t, sets: map[setKey]attrOpts{}, spanSets: map[spanKey][]attribute.KeyValue{}}
+	w := newWorker(t)
 	tick := time.NewTicker(drainEvery)
 	defer tick.Stop()
 	for range tick.C {
@@ -88,12 +89,12 @@ func (t *Telemetry) run() {
 			select {
 			case it := <-t.queue:
 				if it.stop {
-					w.lines.flush()
+					w.flush()
 					return
 				}
 				w.handle(it)
 			default:
-				w.lines.flush()
+				w.flush()
 				break drain
 			}
 		}
@@ -104,7 +105,7 @@ func (w *worker) handle(it item) {
 	t := w.t
 	switch {
 	case it.barrier != nil:
-		w.lines.flush()
+		w.flush()
 		close(it.barrier)
 	case it.a != nil:
 		w.access(it.a)
@@ -127,13 +128,16 @@ func (w *worker) handle(it item) {
 }
 
 // worker caches attribute sets: after the first request of a kind, recording allocates
-// nothing.
+// nothing. Counters are counted in the sets and added to their instruments once per drain
+// of the queue (flush): the SDK resolves a call's attributes and finds its series on every
+// call, which per request cost more than the counting.
 type worker struct {
 	t        *Telemetry
-	sets     map[setKey]attrOpts
+	sets     map[setKey]*setEntry
 	spanSets map[spanKey][]attribute.KeyValue
+	counted  []*setEntry // sets with counts not yet added
 	// attrs and lines are reused from one access line to the next.
-	attrs []slog.Attr
+	attrs attrSink
 	lines lineWriter
 }
 
@@ -172,26 +176,79 @@ func AttemptOutcome(errType string) string {
 	return "error"
 }
 
-func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) attrOpts {
-	if opts, ok := w.sets[k]; ok {
-		return opts
+func newWorker(t *Telemetry) *worker {
+	return &worker{t: t, sets: map[setKey]*setEntry{}, spanSets: map[spanKey][]attribute.KeyValue{}}
+}
+
+// setEntry is an attribute set resolved once, with what its counters were given since the
+// last flush.
+type setEntry struct {
+	attrOpts
+	kind uint8 // setKey.kind: which counters n, fallbacks and amount are of
+	// n counts requests (setRequests), attempts (setAttempt) or refusals (setFamily);
+	// fallbacks the attempts that failed over (setAttempt); amount the money charged
+	// (setCurrency).
+	n, fallbacks int64
+	amount       float64
+	counted      bool // on worker.counted
+	// tokens are the input and output token sets of a setGenAI set, resolved on its first use.
+	tokens [2]*setEntry
+}
+
+func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) *setEntry {
+	if e, ok := w.sets[k]; ok {
+		return e
 	}
 	o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
-	opts := attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
+	e := &setEntry{attrOpts: attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}, kind: k.kind}
 	if len(w.sets) < 10000 { // bounded, though every part of the key is bounded already
-		w.sets[k] = opts
+		w.sets[k] = e
 	}
-	return opts
+	return e
+}
+
+// count marks e as having counts to add at the next flush.
+func (w *worker) count(e *setEntry) {
+	if !e.counted {
+		e.counted = true
+		w.counted = append(w.counted, e)
+	}
+}
+
+// flush writes the buffered access lines out and adds the counts to the counters: at the
+// end of each drain of the queue, at a barrier (Sync) and at the stop.
+func (w *worker) flush() {
+	w.lines.flush()
+	ctx, in := context.Background(), w.t.inst
+	for i, e := range w.counted {
+		switch e.kind {
+		case setRequests:
+			in.requests.Add(ctx, e.n, e.add...)
+		case setAttempt:
+			in.attempts.Add(ctx, e.n, e.add...)
+			if e.fallbacks > 0 {
+				in.fallbacks.Add(ctx, e.fallbacks, e.add...)
+			}
+		case setCurrency:
+			in.charged.Add(ctx, e.amount, e.add...)
+		case setFamily:
+			in.refusals.Add(ctx, e.n, e.add...)
+		}
+		e.n, e.fallbacks, e.amount, e.counted = 0, 0, 0, false
+		w.counted[i] = nil
+	}
+	w.counted = w.counted[:0]
 }
 
 func (w *worker) requests(family, code string) {
 	if !w.t.metricsOn {
 		return
 	}
-	opts := w.set(setKey{kind: setRequests, a: family, b: code}, func() []attribute.KeyValue {
+	e := w.set(setKey{kind: setRequests, a: family, b: code}, func() []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String("endpoint_family", family), attribute.String("code", code)}
 	})
-	w.t.inst.requests.Add(context.Background(), 1, opts.add...)
+	e.n++
+	w.count(e)
 }
 
 func (w *worker) metrics(o *rpc.Outcome) {
@@ -222,29 +279,34 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		}
 	}
 	if o.Usage.Reliable {
-		for _, tt := range [...]struct {
+		for i, tt := range [...]struct {
 			typ string
 			n   int64
 		}{{"input", o.Usage.TotalInput()}, {"output", o.Usage.Output}} {
-			opts := w.set(setKey{kind: setTokens, a: op, b: prov, c: o.Model, d: tt.typ}, func() []attribute.KeyValue {
-				kvs := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), semconv.GenAIRequestModelKey.String(o.Model), semconv.GenAITokenTypeKey.String(tt.typ)}
-				if prov != "" {
-					kvs = append(kvs, semconv.GenAIProviderNameKey.String(prov))
-				}
-				return kvs
-			})
+			opts := genai.tokens[i]
+			if opts == nil {
+				opts = w.set(setKey{kind: setTokens, a: op, b: prov, c: o.Model, d: tt.typ}, func() []attribute.KeyValue {
+					kvs := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), semconv.GenAIRequestModelKey.String(o.Model), semconv.GenAITokenTypeKey.String(tt.typ)}
+					if prov != "" {
+						kvs = append(kvs, semconv.GenAIProviderNameKey.String(prov))
+					}
+					return kvs
+				})
+				genai.tokens[i] = opts
+			}
 			in.tokens.Record(ctx, tt.n, opts.rec...)
 		}
 	}
 	for i, at := range o.Attempts {
 		outcome := AttemptOutcome(at.Error)
-		opts := w.set(setKey{kind: setAttempt, a: at.Provider, b: outcome}, func() []attribute.KeyValue {
+		e := w.set(setKey{kind: setAttempt, a: at.Provider, b: outcome}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("provider", at.Provider), attribute.String("outcome", outcome)}
 		})
-		in.attempts.Add(ctx, 1, opts.add...)
+		e.n++
 		if at.Error != "" && i < len(o.Attempts)-1 {
-			in.fallbacks.Add(ctx, 1, opts.add...)
+			e.fallbacks++
 		}
+		w.count(e)
 		// The client-side duration of the call (OpenTelemetry GenAI conventions), by the
 		// provider's semantic-convention name; error.type as the attempt's outcome.
 		pname := ProviderName(at.Kind)
@@ -258,16 +320,18 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		in.clientDuration.Record(ctx, at.End.Sub(at.Start).Seconds(), copts.rec...)
 	}
 	if o.Cost.Valid {
-		opts := w.set(setKey{kind: setCurrency, a: o.Currency}, func() []attribute.KeyValue {
+		e := w.set(setKey{kind: setCurrency, a: o.Currency}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("currency", o.Currency)}
 		})
-		in.charged.Add(ctx, o.Cost.Decimal.InexactFloat64(), opts.add...)
+		e.amount += o.Cost.Decimal.InexactFloat64()
+		w.count(e)
 	}
 	if o.Status == apierror.InsufficientBalance {
-		opts := w.set(setKey{kind: setFamily, a: o.EndpointFamily}, func() []attribute.KeyValue {
+		e := w.set(setKey{kind: setFamily, a: o.EndpointFamily}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("endpoint_family", o.EndpointFamily)}
 		})
-		in.refusals.Add(ctx, 1, opts.add...)
+		e.n++
+		w.count(e)
 	}
 }
 
@@ -315,58 +379,85 @@ type accessLine struct {
 }
 
 // line writes the access line: who (key prefix, never the key), what (model, family), how it
-// went (status, code, upstream, attempts), what it used and cost, and how long it took.
+// went (status, code, upstream, attempts), what it used and cost, and how long it took. The
+// JSON process logger's line is formatted straight into the worker's buffer, written out
+// with the others of the same drain of the queue (accessline.go).
 func (w *worker) line(o *rpc.Outcome, h *accessLine) {
-	log := w.t.log
-	if !log.Enabled(context.Background(), slog.LevelInfo) {
+	log, ctx := w.t.log, context.Background()
+	if !log.Enabled(ctx, slog.LevelInfo) {
 		return
-	}
-	attrs := w.attrs[:0]
-	defer func() { w.attrs = attrs[:0] }()
-	if h != nil {
-		a := h.a
-		if a.requestID == "" && o != nil {
-			a.requestID = o.RequestID
-		}
-		attrs = append(attrs, slog.String("request_id", a.requestID))
-		if a.span.IsValid() {
-			attrs = append(attrs, slog.String("trace_id", a.span.TraceID().String()), slog.String("span_id", a.span.SpanID().String()))
-		}
-		attrs = append(attrs, slog.String("method", a.method), slog.String("path", a.path), slog.String("family", h.family),
-			slog.Int("status", a.status), slog.String("code", h.code))
-	} else {
-		attrs = append(attrs, slog.String("request_id", o.RequestID), slog.String("transport", "grpc"),
-			slog.String("family", o.EndpointFamily), slog.String("code", o.Status))
-	}
-	var start, firstByte, end time.Time
-	if o != nil {
-		attrs = append(attrs, slog.String("key_prefix", o.KeyPrefix), slog.String("model", o.Model),
-			slog.String("upstream", o.Provider), slog.Int("attempts", len(o.Attempts)))
-		u := o.Usage
-		attrs = append(attrs, slog.Bool("usage_reliable", u.Reliable),
-			slog.Int64("input_tokens", u.Input), slog.Int64("cached_input_tokens", u.CachedInput),
-			slog.Int64("cache_write_tokens", u.CacheWrite), slog.Int64("output_tokens", u.Output),
-			slog.Int64("reasoning_tokens", u.Reasoning), slog.Int64("audio_input_tokens", u.AudioInput),
-			slog.Int64("audio_output_tokens", u.AudioOutput))
-		if o.Cost.Valid {
-			attrs = append(attrs, slog.String("cost", o.Cost.Decimal.String()), slog.String("currency", o.Currency))
-		}
-		start, firstByte, end = o.StartTime, o.FirstByteTime, o.EndTime
-	}
-	if h != nil {
-		start, firstByte, end = h.a.start, h.a.firstByte, h.a.end
-		attrs = append(attrs, slog.Int64("bytes", h.a.bytes))
-	}
-	attrs = append(attrs, slog.Float64("latency_ms", ms(end.Sub(start))))
-	if !firstByte.IsZero() {
-		attrs = append(attrs, slog.Float64("ttfb_ms", ms(firstByte.Sub(start))))
 	}
 	level := slog.LevelInfo
 	if h != nil && h.a.status >= http.StatusInternalServerError {
 		level = slog.LevelWarn
 	}
-	if !w.lines.write(log, level, "request", attrs) {
-		log.LogAttrs(context.Background(), level, "request", attrs...)
+	if th, ok := log.Handler().(traceHandler); ok && th.json != nil {
+		lineFields(w.lines.begin(th.json, time.Now(), level, "request"), o, h)
+		w.lines.end()
+		return
+	}
+	w.attrs.attrs = w.attrs.attrs[:0]
+	lineFields(&w.attrs, o, h)
+	log.LogAttrs(ctx, level, "request", w.attrs.attrs...)
+}
+
+// lineFields are the access line's fields, in their order.
+func lineFields(s fieldSink, o *rpc.Outcome, h *accessLine) {
+	if h != nil {
+		a := h.a
+		if a.requestID == "" && o != nil {
+			a.requestID = o.RequestID
+		}
+		s.str("request_id", a.requestID)
+		if a.span.IsValid() {
+			var tid [32]byte
+			var sid [16]byte
+			// The ids' hex, as their String methods give it, without the strings.
+			tr, sp := a.span.TraceID(), a.span.SpanID()
+			hex.Encode(tid[:], tr[:])
+			hex.Encode(sid[:], sp[:])
+			s.str("trace_id", string(tid[:]))
+			s.str("span_id", string(sid[:]))
+		}
+		s.str("method", a.method)
+		s.str("path", a.path)
+		s.str("family", h.family)
+		s.i64("status", int64(a.status))
+		s.str("code", h.code)
+	} else {
+		s.str("request_id", o.RequestID)
+		s.str("transport", "grpc")
+		s.str("family", o.EndpointFamily)
+		s.str("code", o.Status)
+	}
+	var start, firstByte, end time.Time
+	if o != nil {
+		s.str("key_prefix", o.KeyPrefix)
+		s.str("model", o.Model)
+		s.str("upstream", o.Provider)
+		s.i64("attempts", int64(len(o.Attempts)))
+		u := &o.Usage
+		s.boolean("usage_reliable", u.Reliable)
+		s.i64("input_tokens", u.Input)
+		s.i64("cached_input_tokens", u.CachedInput)
+		s.i64("cache_write_tokens", u.CacheWrite)
+		s.i64("output_tokens", u.Output)
+		s.i64("reasoning_tokens", u.Reasoning)
+		s.i64("audio_input_tokens", u.AudioInput)
+		s.i64("audio_output_tokens", u.AudioOutput)
+		if o.Cost.Valid {
+			s.str("cost", o.Cost.Decimal.String())
+			s.str("currency", o.Currency)
+		}
+		start, firstByte, end = o.StartTime, o.FirstByteTime, o.EndTime
+	}
+	if h != nil {
+		start, firstByte, end = h.a.start, h.a.firstByte, h.a.end
+		s.i64("bytes", h.a.bytes)
+	}
+	s.f64("latency_ms", ms(end.Sub(start)))
+	if !firstByte.IsZero() {
+		s.f64("ttfb_ms", ms(firstByte.Sub(start)))
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 )
 
 // Options configure New.
@@ -120,7 +121,10 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		readers = append(readers, sdkmetric.WithReader(o.Reader))
 	}
 	t.metricsOn = len(readers) > 0
-	t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+	// Every measurement is taken with a context without a span (the worker's, the ledger's
+	// observers'), so there are never exemplars to keep; the default trace-based filter would
+	// still look for a span on every call.
+	t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res), sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))...)
 	if t.inst, err = newInstruments(t.mp.Meter("modelgateway"), o.Gauges, &t.dropped); err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 	start.Id = gjson.GetBytes(answer, "id").String()
 	native := provider.NativeEvent("", provider.PublicAnswerModel(answer, call.UpstreamModel, call.PublicModel))
 	return provider.NewStaticStream(start, []*corev1.GenerateEvent{native},
-		metering.FromOpenAIChat(json.RawMessage(gjson.GetBytes(answer, "usage").Raw))), nil
+		metering.FromOpenAIChat(provider.RawField(answer, "usage"))), nil
 }
 
 // post sends body to the upstream route with the gateway's own headers and the provider

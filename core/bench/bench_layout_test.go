@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"modelgateway/core/store/pgcluster"
+)
+
+func TestLayout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		ncpu int
+		want layout
+		err  bool
+	}{
+		{"two", 2, layout{name: "two", proxy: "0", load: "1", upstream: "1", loadCPUs: 1, busy: [2][]int{{0}, {1}}}, false},
+		// The default keeps the 2-CPU layout on any machine.
+		{"", 16, layout{name: "two", proxy: "0", load: "1", upstream: "1", loadCPUs: 1, busy: [2][]int{{0}, {1}}}, false},
+		{"many", 16, layout{name: "many", proxy: "0", pg: "1-3", upstream: "4-6", load: "7-15", loadCPUs: 9,
+			busy: [2][]int{{0}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}}}, false},
+		{"many", 4, layout{name: "many", proxy: "0", pg: "1", upstream: "2", load: "3", loadCPUs: 1, busy: [2][]int{{0}, {1, 2, 3}}}, false},
+		{"many", 3, layout{}, true},
+		{"many", 2, layout{}, true},
+		{"spread", 16, layout{}, true},
+	} {
+		got, err := newLayout(tc.name, tc.ncpu)
+		if (err != nil) != tc.err {
+			t.Errorf("%q on %d CPUs: error %v, want error %v", tc.name, tc.ncpu, err, tc.err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q on %d CPUs:\n got %+v\nwant %+v", tc.name, tc.ncpu, got, tc.want)
+		}
+	}
+}
+
+// cpusAllowed is /proc/<pid>/status's Cpus_allowed_list.
+func cpusAllowed(t *testing.T, pid int) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("pid %d: no Cpus_allowed_list", pid)
+	return ""
+}
+
+// pinPostgres moves the postmaster and its running processes to PostgreSQL's CPUs, and the
+// backends it starts afterwards (one per new connection) are born there.
+func TestPinPostgresMovesThePostmasterAndLaterBackends(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil || runtime.NumCPU() < 2 {
+		t.Skip("needs taskset and 2 CPUs")
+	}
+	ctx := context.Background()
+	pg, err := pgcluster.Start(ctx, pgcluster.Options{})
+	if err != nil {
+		t.Skipf("no PostgreSQL here: %v", err)
+	}
+	defer pg.Stop()
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var before int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	all := cpusAllowed(t, before)
+	if all == "1" {
+		t.Skip("this test process is pinned to CPU 1 already")
+	}
+	b := &bench{pinned: true, pg: pg, layout: layout{pg: "1"}}
+	if err := b.pinPostgres(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpusAllowed(t, before); got != "1" {
+		t.Errorf("a running backend: CPUs %q after pinning, want 1 (was %q)", got, all)
+	}
+	later, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close(ctx)
+	var pid int
+	if err := later.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpusAllowed(t, pid); got != "1" {
+		t.Errorf("a backend started after pinning: CPUs %q, want 1", got)
+	}
+	// The two-CPU layout leaves PostgreSQL where the load generator is.
+	b.layout.pg = ""
+	if err := b.pinPostgres(); err != nil {
+		t.Errorf("layout without PostgreSQL CPUs: %v", err)
+	}
+}

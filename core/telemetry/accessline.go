@@ -1,0 +1,83 @@
+package telemetry
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+
+	"modelgateway/core/wire/jsontext"
+)
+
+// The access line's fields are listed once (worker.fields) and go to one of two sinks: the
+// JSON process logger's bytes, formatted straight into the worker's line buffer with the
+// keys as constants (no slog.Attr per field, no escaping of keys that need none: a third of
+// the line's formatting before), or slog attributes for any other logger (text, tests').
+// TestAccessLineIsSlogsLine holds the two to the same bytes.
+
+// fieldSink takes the access line's fields in order. Keys are the constants of fields, none
+// of which JSON escapes (TestAccessLineKeysNeedNoEscaping).
+type fieldSink interface {
+	str(key, v string)
+	i64(key string, v int64)
+	boolean(key string, v bool)
+	// f64 takes finite values only: the line's floats are milliseconds of durations.
+	f64(key string, v float64)
+}
+
+// jsonSink appends fields to a line as slog's JSON handler writes them.
+type jsonSink struct{ b []byte }
+
+func (s *jsonSink) key(k string) {
+	s.b = append(s.b, ',', '"')
+	s.b = append(s.b, k...)
+	s.b = append(s.b, '"', ':')
+}
+
+func (s *jsonSink) str(k, v string) {
+	s.key(k)
+	s.b = append(s.b, '"')
+	s.b = jsontext.AppendSlogEscaped(s.b, v)
+	s.b = append(s.b, '"')
+}
+
+func (s *jsonSink) i64(k string, v int64) {
+	s.key(k)
+	s.b = strconv.AppendInt(s.b, v, 10)
+}
+
+func (s *jsonSink) boolean(k string, v bool) {
+	s.key(k)
+	s.b = strconv.AppendBool(s.b, v)
+}
+
+func (s *jsonSink) f64(k string, v float64) {
+	s.key(k)
+	s.b = appendJSONFloat(s.b, v)
+}
+
+// attrSink collects the fields as slog attributes.
+type attrSink struct{ attrs []slog.Attr }
+
+func (s *attrSink) str(k, v string)          { s.attrs = append(s.attrs, slog.String(k, v)) }
+func (s *attrSink) i64(k string, v int64)    { s.attrs = append(s.attrs, slog.Int64(k, v)) }
+func (s *attrSink) boolean(k string, v bool) { s.attrs = append(s.attrs, slog.Bool(k, v)) }
+func (s *attrSink) f64(k string, v float64)  { s.attrs = append(s.attrs, slog.Float64(k, v)) }
+
+// begin starts a line in the buffer: what slog writes before a record's attributes.
+func (lw *lineWriter) begin(to *jsonLines, t time.Time, level slog.Level, msg string) *jsonSink {
+	if lw.to != to {
+		lw.flush()
+		lw.to = to
+	}
+	lw.sink.b = appendJSONHead(lw.buf, t, level, msg)
+	return &lw.sink
+}
+
+// end closes the line begun and writes the buffer out once it holds flushAt bytes.
+func (lw *lineWriter) end() {
+	lw.buf = append(lw.sink.b, "}\n"...)
+	lw.sink.b = nil
+	if len(lw.buf) >= flushAt {
+		lw.flush()
+	}
+}
