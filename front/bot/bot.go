@@ -20,18 +20,22 @@ import (
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+	"github.com/shopspring/decimal"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // Config is the bot's environment (contract.md); FromEnv reads it.
 type Config struct {
-	Token         string // TELEGRAM_BOT_TOKEN
-	APIURL        string // TELEGRAM_API_URL
-	AdminAddr     string // GATEWAY_ADMIN_ADDR
-	AdminToken    string // GATEWAY_ADMIN_TOKEN
-	Operators     map[int64]bool
-	PaymentToken  string // TELEGRAM_PAYMENT_PROVIDER_TOKEN
+	Token        string // TELEGRAM_BOT_TOKEN
+	APIURL       string // TELEGRAM_API_URL
+	AdminAddr    string // GATEWAY_ADMIN_ADDR
+	AdminToken   string // GATEWAY_ADMIN_TOKEN
+	Operators    map[int64]bool
+	PaymentToken string // TELEGRAM_PAYMENT_PROVIDER_TOKEN
+	// StarsRate is the billing currency per Telegram Star (GATEWAY_BOT_STARS_RATE); when set,
+	// top-ups are invoiced in Stars (XTR) whatever PaymentToken says. Zero: off.
+	StarsRate     decimal.Decimal
 	PublicBaseURL string // GATEWAY_PUBLIC_BASE_URL
 	// SecretTTL is how long a message holding a secret stays (GATEWAY_BOT_SECRET_TTL, 10m).
 	SecretTTL time.Duration
@@ -85,6 +89,13 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.KeyLimits = limits
+	if v := strings.TrimSpace(getenv("GATEWAY_BOT_STARS_RATE")); v != "" {
+		r, err := decimal.NewFromString(v)
+		if err != nil || !r.IsPositive() {
+			return nil, fmt.Errorf("GATEWAY_BOT_STARS_RATE: %q is not a positive decimal (billing currency per Telegram Star)", v)
+		}
+		c.StarsRate = r
+	}
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
@@ -323,8 +334,10 @@ Runs the Telegram bot. It takes no flags; it reads its environment:
   TELEGRAM_API_URL                 Bot API base URL (default https://api.telegram.org)
   GATEWAY_ADMIN_ADDR               the gateway's gRPC address (default 127.0.0.1:9090)
   GATEWAY_ADMIN_TOKEN              the gateway's admin token
-  GATEWAY_BOT_OPERATORS            comma-separated Telegram user ids allowed /credit and /find
-  TELEGRAM_PAYMENT_PROVIDER_TOKEN  Bot Payments provider token; /topup sends invoices only with it
+  GATEWAY_BOT_OPERATORS            comma-separated Telegram user ids allowed /credit, /find, /refund
+  TELEGRAM_PAYMENT_PROVIDER_TOKEN  Bot Payments provider token: /topup invoices in the billing
+                                   currency through it (when GATEWAY_BOT_STARS_RATE is not set)
+  GATEWAY_BOT_STARS_RATE           billing currency per Telegram Star: /topup invoices in Stars (XTR)
   GATEWAY_PUBLIC_BASE_URL          base URL shown in /help and with new keys
                                    (default http://$GATEWAY_HTTP_ADDR)
   GATEWAY_HTTP_ADDR                the gateway's HTTP address (default 127.0.0.1:8080)
@@ -358,7 +371,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	level := slog.LevelInfo
 	_ = level.UnmarshalText([]byte(os.Getenv("GATEWAY_LOG_LEVEL")))
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "bot")
-	log.Info("bot starting", "api", redactURL(cfg.APIURL), "gateway", cfg.AdminAddr, "payments", cfg.PaymentToken != "", "operators", len(cfg.Operators))
+	log.Info("bot starting", "api", redactURL(cfg.APIURL), "gateway", cfg.AdminAddr, "payments", cfg.PaymentToken != "", "stars", !cfg.StarsRate.IsZero(), "operators", len(cfg.Operators))
 	return Run(ctx, cfg, log)
 }
 

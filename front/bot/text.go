@@ -39,7 +39,11 @@ func (b *Bot) helpText(operator bool) string {
 	s.WriteString("/models — the models you can use and their prices\n")
 	s.WriteString("/balance — balance and what is available now\n")
 	s.WriteString("/usage [key] — the last 7 days by day and model: requests, tokens, cost\n")
-	s.WriteString("/topup &lt;amount&gt; — add funds\n")
+	if b.cfg.StarsRate.IsZero() {
+		s.WriteString("/topup &lt;amount&gt; — add funds\n")
+	} else {
+		s.WriteString("/topup &lt;amount&gt; — add funds, paid in Telegram Stars ⭐\n")
+	}
 	if operator {
 		s.WriteString("\n<b>Operator</b>\n/credit &lt;tg user id or profile id&gt; &lt;amount&gt; — credit (negative: adjust) a balance\n/find &lt;tg user id&gt; — a user's balance and keys\n")
 	}
