@@ -215,6 +215,16 @@ func paymentKey(charge string) string {
 	return prefixPayment + hex.EncodeToString(s[:16])
 }
 
+// savePayment writes a payment's record; it never expires.
+func (g *gateway) savePayment(ctx context.Context, key string, rec *paymentRecord) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, err = g.admin.PutBotState(ctx, &adminv1.PutBotStateRequest{Key: key, Value: string(raw)})
+	return err
+}
+
 // payment credits a successful payment, exactly once per Telegram charge id. Every failure is
 // returned for a retry except a definitive refusal, which leaves the payment pending and tells
 // the operators: the update counts as handled only when the credit, or the pending record, is

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -135,4 +136,125 @@ func TestBotStarsTopUpInvoicePreCheckoutAndPayment(t *testing.T) {
 	}
 	h.stop()
 	mustContain(t, "bot log", h.out.String(), `"stars":true`)
+}
+
+// payStars pays a Stars invoice of the user at the test's rate and waits for the credit.
+func (m *botMoney) payStars(t *testing.T, u *tgUser, pid, charge string, stars int) {
+	t.Helper()
+	mark := m.h.tg.mark()
+	id := m.h.tg.push(u.starsPaymentUpdate("topup:"+pid+":xtr:"+starsRate, charge, stars))
+	mustContain(t, "payment reply", m.h.tg.waitCall(mark, "sendMessage", u.toMe).Fields["text"], "Payment received")
+	m.h.tg.waitConfirmed(id)
+}
+
+// /refund: the profile is debited first, then refundStarPayment is called; a balance that no
+// longer covers the payment refuses the refund with nothing moved; a second /refund changes
+// nothing and says so; a refund Telegram refuses is credited back and may be tried again; a
+// refund whose answer was lost is asked again, and Telegram's "already refunded" ends it with
+// one debit.
+func TestBotStarsRefund(t *testing.T) {
+	t.Parallel()
+	m := newBotMoney(t, "GATEWAY_BOT_STARS_RATE="+starsRate)
+	h := m.h
+	h.start()
+	ann, op := h.user(101, "Ann"), h.user(777, "Op")
+	ann.say("/start")
+	pid := profileByRef(m.e, "tg:101")["id"].(string)
+	m.payStars(t, ann, pid, "ch-a", 77) // 100.1
+	m.payStars(t, ann, pid, "ch-b", 10) // 13
+	bal := func(want string) {
+		t.Helper()
+		if b := m.balance(t, pid); !b.Equal(decimal.RequireFromString(want)) {
+			t.Fatalf("balance %s, want %s", b, want)
+		}
+	}
+	bal("113.1")
+
+	// Only operators may refund; unknown charges and usage are answered.
+	mustContain(t, "/refund by a user", ann.say("/refund ch-a").Fields["text"], "Unknown command")
+	mustContain(t, "/refund without a charge", op.say("/refund").Fields["text"], "Usage: /refund")
+	mustContain(t, "/refund of no payment", op.say("/refund nosuch").Fields["text"], "No payment with that charge id")
+
+	// Ann spent most of it: the refund of ch-a (100.1) is refused, nothing moves.
+	op.say("/credit 101 -60")
+	bal("53.1")
+	mark := h.tg.mark()
+	mustContain(t, "refused refund", op.say("/refund ch-a").Fields["text"], "Refused", "no longer covers", "100.1 RUB", "53.1 RUB", "Nothing was debited or refunded")
+	if n := len(h.tg.callsSince(mark, "refundStarPayment")); n != 0 {
+		t.Fatalf("%d refundStarPayment calls for a refused refund", n)
+	}
+	bal("53.1")
+	if st := m.paymentState("ch-a"); !strings.Contains(st, `"state":"credited"`) {
+		t.Fatalf("record after a refused refund: %s", st)
+	}
+
+	// Covered again: debit, then refundStarPayment to the payer.
+	op.say("/credit 101 60")
+	mark = h.tg.mark()
+	mustContain(t, "refund", op.say("/refund ch-a").Fields["text"], "Refunded 77 ⭐ to <code>101</code>", "debited 100.1 RUB")
+	calls := h.tg.callsSince(mark, "refundStarPayment")
+	if len(calls) != 1 || calls[0].Fields["user_id"] != "101" || calls[0].Fields["telegram_payment_charge_id"] != "ch-a" {
+		t.Fatalf("refundStarPayment calls: %v", calls)
+	}
+	var debited bool
+	for _, c := range m.faults.callsOf("CreditProfile") {
+		debited = debited || c.Forwarded && c.At.Before(calls[0].At) && c.At.After(mark0(h, mark))
+	}
+	if got := m.credits(t, pid, "tg-refund:ch-a:0"); len(got) != 1 || !got[0].Equal(decimal.RequireFromString("-100.1")) || !debited {
+		t.Fatalf("refund debit entries %v (debited before the refund call: %v), want one of -100.1 first", got, debited)
+	}
+	bal("13")
+
+	// Again: nothing changes, and the operator is told.
+	mark = h.tg.mark()
+	mustContain(t, "second refund", op.say("/refund ch-a").Fields["text"], "already refunded", "nothing changed")
+	if n := len(h.tg.callsSince(mark, "refundStarPayment")); n != 0 {
+		t.Fatalf("a second /refund called refundStarPayment %d times", n)
+	}
+	bal("13")
+
+	// Telegram refuses the refund of ch-b: the debit is credited back; a new /refund goes through.
+	h.tg.failNext("refundStarPayment", 400, 0)
+	mustContain(t, "refund refused by Telegram", op.say("/refund ch-b").Fields["text"], "did not go through", "credited back")
+	bal("13")
+	if st := m.paymentState("ch-b"); !strings.Contains(st, `"state":"credited"`) || !strings.Contains(st, `"refund_try":1`) {
+		t.Fatalf("record after a refund refused by Telegram: %s", st)
+	}
+	if d, back := m.credits(t, pid, "tg-refund:ch-b:0"), m.credits(t, pid, "tg-refund-back:ch-b:0"); len(d) != 1 || len(back) != 1 || !d[0].Neg().Equal(back[0]) {
+		t.Fatalf("debit %v and credit back %v of the refused refund", d, back)
+	}
+	// This time the answer is lost after Telegram refunded: asked again, Telegram says it
+	// was refunded already, and the refund ends with one debit under the new attempt's key.
+	h.tg.loseNext("refundStarPayment")
+	mark = h.tg.mark()
+	h.tg.push(op.messageUpdate("/refund ch-b"))
+	h.tg.waitCall(mark, "sendMessage", func(c tgCall) bool { return op.toMe(c) && strings.Contains(c.Fields["text"], "Refunded 10 ⭐") })
+	if calls := h.tg.callsSince(mark, "refundStarPayment"); len(calls) != 2 || calls[1].ErrorCode != 400 {
+		t.Fatalf("refundStarPayment calls after a lost answer: %v, want the lost one, then one answered CHARGE_ALREADY_REFUNDED", calls)
+	}
+	if got := m.credits(t, pid, "tg-refund:ch-b:1"); len(got) != 1 || !got[0].Equal(decimal.RequireFromString("-13")) {
+		t.Fatalf("second attempt's debit: %v", got)
+	}
+	bal("0")
+	if st := m.paymentState("ch-b"); !strings.Contains(st, `"state":"refunded"`) {
+		t.Fatalf("record: %s", st)
+	}
+	// The payment delivered again after its refund credits nothing and keeps the record.
+	mark = h.tg.mark()
+	h.tg.push(ann.starsPaymentUpdate("topup:"+pid+":xtr:"+starsRate, "ch-a", 77))
+	ann.say("/balance")
+	bal("0")
+	if st := m.paymentState("ch-a"); !strings.Contains(st, `"state":"refunded"`) {
+		t.Fatalf("record after the refunded payment came again: %s", st)
+	}
+}
+
+// mark0 is the time of the call at mark (the start of a step).
+func mark0(h *botHarness, mark int) time.Time {
+	h.tg.mu.Lock()
+	defer h.tg.mu.Unlock()
+	if mark < len(h.tg.calls) {
+		return h.tg.calls[mark].At
+	}
+	return time.Time{}
 }

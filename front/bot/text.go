@@ -45,7 +45,7 @@ func (b *Bot) helpText(operator bool) string {
 		s.WriteString("/topup &lt;amount&gt; — add funds, paid in Telegram Stars ⭐\n")
 	}
 	if operator {
-		s.WriteString("\n<b>Operator</b>\n/credit &lt;tg user id or profile id&gt; &lt;amount&gt; — credit (negative: adjust) a balance\n/find &lt;tg user id&gt; — a user's balance and keys\n")
+		s.WriteString("\n<b>Operator</b>\n/credit &lt;tg user id or profile id&gt; &lt;amount&gt; — credit (negative: adjust) a balance\n/find &lt;tg user id&gt; — a user's balance and keys\n/refund &lt;telegram_payment_charge_id&gt; — refund a Stars payment: debits the balance first, refused when it no longer covers the payment\n")
 	}
 	fmt.Fprintf(&s, "\n<b>Base URLs</b>\nOpenAI-compatible (chat completions, responses, embeddings…): <code>%s/v1</code>\n", esc(base))
 	fmt.Fprintf(&s, "Anthropic messages: <code>%s</code>\n", esc(base))
