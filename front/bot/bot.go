@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -49,6 +50,10 @@ type Config struct {
 	WebhookAddr string
 	// KeyLimits are given to every key made through the bot (GATEWAY_BOT_KEY_LIMITS).
 	KeyLimits KeyLimits
+	// WebAppAddr serves the Mini App (GATEWAY_BOT_WEBAPP_ADDR; off when empty); WebAppURL is
+	// its public https address, set as the chats' menu button (GATEWAY_BOT_WEBAPP_URL).
+	WebAppAddr string
+	WebAppURL  string
 }
 
 // FromEnv reads the configuration; getenv is os.Getenv outside tests.
@@ -70,6 +75,8 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		HealthEvery:   30 * time.Second,
 		WebhookURL:    strings.TrimSpace(getenv("GATEWAY_BOT_WEBHOOK_URL")),
 		WebhookAddr:   or("GATEWAY_BOT_WEBHOOK_ADDR", "127.0.0.1:8081"),
+		WebAppAddr:    strings.TrimSpace(getenv("GATEWAY_BOT_WEBAPP_ADDR")),
+		WebAppURL:     strings.TrimSpace(getenv("GATEWAY_BOT_WEBAPP_URL")),
 	}
 	if c.Token == "" {
 		return nil, errors.New("TELEGRAM_BOT_TOKEN is not set: create a bot with @BotFather and export its token")
@@ -89,6 +96,13 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.KeyLimits = limits
+	if c.WebAppURL != "" {
+		u, err := url.Parse(c.WebAppURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			// Telegram opens Mini Apps over https only.
+			return nil, fmt.Errorf("GATEWAY_BOT_WEBAPP_URL: %q is not an https URL", c.WebAppURL)
+		}
+	}
 	if v := strings.TrimSpace(getenv("GATEWAY_BOT_STARS_RATE")); v != "" {
 		r, err := decimal.NewFromString(v)
 		if err != nil || !r.IsPositive() {
@@ -146,13 +160,31 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	defer gw.conn.Close()
 	b := &Bot{cfg: cfg, log: log, tg: tg, gw: gw, limits: newLimiter(), told: map[int64]bool{}}
-	// The deletion loop ends with the bot, also when the bot stops on an error.
+	// The deletion loop, the Mini App and the menu button end with the bot, also when the
+	// bot stops on an error.
 	loopCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); b.deleteLoop(loopCtx) }()
 	defer wg.Wait()
 	defer stop()
+	if cfg.WebAppAddr != "" {
+		ln, err := net.Listen("tcp", cfg.WebAppAddr)
+		if err != nil {
+			return fmt.Errorf("GATEWAY_BOT_WEBAPP_ADDR: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.webApp(loopCtx, ln); err != nil {
+				log.Error("mini app stopped", "error", err.Error())
+			}
+		}()
+	}
+	if cfg.WebAppURL != "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); b.setMenuButton(loopCtx) }()
+	}
 	if cfg.WebhookURL != "" {
 		return b.webhook(ctx)
 	}
@@ -343,6 +375,8 @@ Runs the Telegram bot. It takes no flags; it reads its environment:
   GATEWAY_HTTP_ADDR                the gateway's HTTP address (default 127.0.0.1:8080)
   GATEWAY_BOT_WEBHOOK_URL          receive updates on this public URL instead of long polling
   GATEWAY_BOT_WEBHOOK_ADDR         local listener of the webhook (default 127.0.0.1:8081)
+  GATEWAY_BOT_WEBAPP_ADDR          serve the Mini App (page and API) on this address (default off)
+  GATEWAY_BOT_WEBAPP_URL           the Mini App's public https URL: set as the chats' menu button
   GATEWAY_BOT_SECRET_TTL           how long a message holding a secret stays (default 10m)
   GATEWAY_BOT_POLL_TIMEOUT         getUpdates long-polling timeout (default 50s)
   GATEWAY_BOT_KEY_LIMITS           limits of the keys the bot makes, e.g.

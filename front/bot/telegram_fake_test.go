@@ -209,6 +209,27 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.refunded[charge] = true
+	case "setChatMenuButton":
+		var mb struct {
+			Type   string `json:"type"`
+			Text   string `json:"text"`
+			WebApp struct {
+				URL string `json:"url"`
+			} `json:"web_app"`
+		}
+		if err := json.Unmarshal([]byte(fields["menu_button"]), &mb); err != nil || mb.Type == "" || (mb.Type == "web_app" && (mb.Text == "" || mb.WebApp.URL == "")) {
+			f.mu.Unlock()
+			f.apiError(w, 400, "Bad Request: can't parse menu button", 0)
+			return
+		}
+	case "createInvoiceLink":
+		if fields["title"] == "" || fields["payload"] == "" || fields["currency"] == "" || fields["prices"] == "" {
+			f.mu.Unlock()
+			f.apiError(w, 400, "Bad Request: invoice fields missing", 0)
+			return
+		}
+		f.nextMsg++
+		result = fmt.Sprintf("https://t.me/$invoice-%d", f.nextMsg)
 	case "setWebhook":
 		f.hookURL, f.hookSecret = fields["url"], fields["secret_token"]
 	case "getWebhookInfo":
