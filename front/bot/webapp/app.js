@@ -320,11 +320,20 @@
         }
       }, function (e) { say(e.message, true); });
     };
-    var resized = null;
-    window.addEventListener('resize', function () {
-      clearTimeout(resized);
-      resized = setTimeout(function () { if (lastUsage) { barsByDay($('chart-days'), lastUsage); barsByModel($('chart-models'), lastUsage); } }, 150);
-    });
+    // The charts are drawn in pixels to their box's width: redrawn when it changes (a phone
+    // turned, a desktop window resized). A ResizeObserver runs before the next paint, so no
+    // frame shows a chart of the old width.
+    var drawnWidth = 0;
+    var redraw = function () {
+      var w = $('chart-days').clientWidth;
+      if (lastUsage && w && w !== drawnWidth) {
+        drawnWidth = w;
+        barsByDay($('chart-days'), lastUsage);
+        barsByModel($('chart-models'), lastUsage);
+      }
+    };
+    if (window.ResizeObserver) new ResizeObserver(redraw).observe($('chart-days'));
+    else window.addEventListener('resize', redraw);
     Promise.all([load(), loadModels()]).then(function () { say(''); }, function (e) {
       say(e.status === 401 ? 'Telegram\'s sign-in is invalid or expired: close and reopen the app from the bot.' : e.message, true);
     });
