@@ -47,6 +47,9 @@ func (b *Bot) helpText(operator bool) string {
 	if operator {
 		s.WriteString("\n<b>Operator</b>\n/credit &lt;tg user id or profile id&gt; &lt;amount&gt; — credit (negative: adjust) a balance\n/find &lt;tg user id&gt; — a user's balance and keys\n/refund &lt;telegram_payment_charge_id&gt; — refund a Stars payment: debits the balance first, refused when it no longer covers the payment\n")
 	}
+	if b.cfg.WebAppURL != "" {
+		s.WriteString("\nThe menu button opens a page with your keys, charts of your spending, budgets, top-ups and prices.\n")
+	}
 	fmt.Fprintf(&s, "\n<b>Base URLs</b>\nOpenAI-compatible (chat completions, responses, embeddings…): <code>%s/v1</code>\n", esc(base))
 	fmt.Fprintf(&s, "Anthropic messages: <code>%s</code>\n", esc(base))
 	fmt.Fprintf(&s, "Gemini generateContent: <code>%s/v1beta</code> (SDK base URL <code>%s</code>)\n", esc(base), esc(base))

@@ -178,7 +178,11 @@ func (b *Bot) serveAPI(w http.ResponseWriter, r *http.Request, now func() time.T
 		}
 	}
 	if code >= 500 || code == http.StatusUnauthorized {
-		b.log.Warn("mini app", "route", route, "status", code, "error", grpcCode(err))
+		why := grpcCode(err)
+		if ae := (*apiErr)(nil); errors.As(err, &ae) {
+			why = "refused"
+		}
+		b.log.Warn("mini app", "route", route, "status", code, "error", why)
 	} else {
 		b.log.Info("mini app", "route", route, "status", code)
 	}

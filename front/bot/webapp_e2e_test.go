@@ -193,6 +193,8 @@ func TestBotMiniAppAPI(t *testing.T) {
 		t.Fatalf("setChatMenuButton %v", mb.Fields)
 	}
 
+	mustContain(t, "/help with the Mini App", m.h.user(303, "Cy").say("/help").Fields["text"], "The menu button opens a page")
+
 	// The page: plain HTML under a CSP that allows only itself and Telegram's script.
 	resp, err := http.Get(m.base + "/")
 	if err != nil {
@@ -340,5 +342,5 @@ func TestBotMiniAppAPI(t *testing.T) {
 	if strings.Contains(m.h.out.String(), valid) || strings.Contains(m.h.out.String(), rot["secret"].(string)) {
 		t.Fatal("the bot log holds an initData or a secret")
 	}
-	mustContain(t, "bot log", m.h.out.String(), `"route":"GET /api/me","status":401`, `"menu button set to the mini app"`)
+	mustContain(t, "bot log", m.h.out.String(), `"route":"GET /api/me","status":401,"error":"refused"`, `"menu button set to the mini app"`)
 }
