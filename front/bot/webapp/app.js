@@ -224,9 +224,13 @@
   }
 
   // act runs a change, then reloads the account and says how it went.
+  // Buttons are disabled meanwhile, so a double tap does not create or rotate twice.
   function act(p, done) {
     say('Working…');
-    return p.then(function () { return load(); }).then(function () { say(done); }, function (e) { say(e.message, true); });
+    var off = Array.prototype.filter.call(document.querySelectorAll('button'), function (b) { return !b.disabled; });
+    off.forEach(function (b) { b.disabled = true; });
+    var again = function () { off.forEach(function (b) { b.disabled = false; }); };
+    return p.then(function () { return load(); }).then(function () { again(); say(done); }, function (e) { again(); say(e.message, true); });
   }
 
   function render() {
