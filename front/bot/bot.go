@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -20,18 +21,22 @@ import (
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+	"github.com/shopspring/decimal"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // Config is the bot's environment (contract.md); FromEnv reads it.
 type Config struct {
-	Token         string // TELEGRAM_BOT_TOKEN
-	APIURL        string // TELEGRAM_API_URL
-	AdminAddr     string // GATEWAY_ADMIN_ADDR
-	AdminToken    string // GATEWAY_ADMIN_TOKEN
-	Operators     map[int64]bool
-	PaymentToken  string // TELEGRAM_PAYMENT_PROVIDER_TOKEN
+	Token        string // TELEGRAM_BOT_TOKEN
+	APIURL       string // TELEGRAM_API_URL
+	AdminAddr    string // GATEWAY_ADMIN_ADDR
+	AdminToken   string // GATEWAY_ADMIN_TOKEN
+	Operators    map[int64]bool
+	PaymentToken string // TELEGRAM_PAYMENT_PROVIDER_TOKEN
+	// StarsRate is the billing currency per Telegram Star (GATEWAY_BOT_STARS_RATE); when set,
+	// top-ups are invoiced in Stars (XTR) whatever PaymentToken says. Zero: off.
+	StarsRate     decimal.Decimal
 	PublicBaseURL string // GATEWAY_PUBLIC_BASE_URL
 	// SecretTTL is how long a message holding a secret stays (GATEWAY_BOT_SECRET_TTL, 10m).
 	SecretTTL time.Duration
@@ -45,6 +50,10 @@ type Config struct {
 	WebhookAddr string
 	// KeyLimits are given to every key made through the bot (GATEWAY_BOT_KEY_LIMITS).
 	KeyLimits KeyLimits
+	// WebAppAddr serves the Mini App (GATEWAY_BOT_WEBAPP_ADDR; off when empty); WebAppURL is
+	// its public https address, set as the chats' menu button (GATEWAY_BOT_WEBAPP_URL).
+	WebAppAddr string
+	WebAppURL  string
 }
 
 // FromEnv reads the configuration; getenv is os.Getenv outside tests.
@@ -66,6 +75,8 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		HealthEvery:   30 * time.Second,
 		WebhookURL:    strings.TrimSpace(getenv("GATEWAY_BOT_WEBHOOK_URL")),
 		WebhookAddr:   or("GATEWAY_BOT_WEBHOOK_ADDR", "127.0.0.1:8081"),
+		WebAppAddr:    strings.TrimSpace(getenv("GATEWAY_BOT_WEBAPP_ADDR")),
+		WebAppURL:     strings.TrimSpace(getenv("GATEWAY_BOT_WEBAPP_URL")),
 	}
 	if c.Token == "" {
 		return nil, errors.New("TELEGRAM_BOT_TOKEN is not set: create a bot with @BotFather and export its token")
@@ -85,6 +96,20 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.KeyLimits = limits
+	if c.WebAppURL != "" {
+		u, err := url.Parse(c.WebAppURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			// Telegram opens Mini Apps over https only.
+			return nil, fmt.Errorf("GATEWAY_BOT_WEBAPP_URL: %q is not an https URL", c.WebAppURL)
+		}
+	}
+	if v := strings.TrimSpace(getenv("GATEWAY_BOT_STARS_RATE")); v != "" {
+		r, err := decimal.NewFromString(v)
+		if err != nil || !r.IsPositive() {
+			return nil, fmt.Errorf("GATEWAY_BOT_STARS_RATE: %q is not a positive decimal (billing currency per Telegram Star)", v)
+		}
+		c.StarsRate = r
+	}
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
@@ -135,13 +160,31 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	defer gw.conn.Close()
 	b := &Bot{cfg: cfg, log: log, tg: tg, gw: gw, limits: newLimiter(), told: map[int64]bool{}}
-	// The deletion loop ends with the bot, also when the bot stops on an error.
+	// The deletion loop, the Mini App and the menu button end with the bot, also when the
+	// bot stops on an error.
 	loopCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); b.deleteLoop(loopCtx) }()
 	defer wg.Wait()
 	defer stop()
+	if cfg.WebAppAddr != "" {
+		ln, err := net.Listen("tcp", cfg.WebAppAddr)
+		if err != nil {
+			return fmt.Errorf("GATEWAY_BOT_WEBAPP_ADDR: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.webApp(loopCtx, ln); err != nil {
+				log.Error("mini app stopped", "error", err.Error())
+			}
+		}()
+	}
+	if cfg.WebAppURL != "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); b.setMenuButton(loopCtx) }()
+	}
 	if cfg.WebhookURL != "" {
 		return b.webhook(ctx)
 	}
@@ -323,13 +366,17 @@ Runs the Telegram bot. It takes no flags; it reads its environment:
   TELEGRAM_API_URL                 Bot API base URL (default https://api.telegram.org)
   GATEWAY_ADMIN_ADDR               the gateway's gRPC address (default 127.0.0.1:9090)
   GATEWAY_ADMIN_TOKEN              the gateway's admin token
-  GATEWAY_BOT_OPERATORS            comma-separated Telegram user ids allowed /credit and /find
-  TELEGRAM_PAYMENT_PROVIDER_TOKEN  Bot Payments provider token; /topup sends invoices only with it
+  GATEWAY_BOT_OPERATORS            comma-separated Telegram user ids allowed /credit, /find, /refund
+  TELEGRAM_PAYMENT_PROVIDER_TOKEN  Bot Payments provider token: /topup invoices in the billing
+                                   currency through it (when GATEWAY_BOT_STARS_RATE is not set)
+  GATEWAY_BOT_STARS_RATE           billing currency per Telegram Star: /topup invoices in Stars (XTR)
   GATEWAY_PUBLIC_BASE_URL          base URL shown in /help and with new keys
                                    (default http://$GATEWAY_HTTP_ADDR)
   GATEWAY_HTTP_ADDR                the gateway's HTTP address (default 127.0.0.1:8080)
   GATEWAY_BOT_WEBHOOK_URL          receive updates on this public URL instead of long polling
   GATEWAY_BOT_WEBHOOK_ADDR         local listener of the webhook (default 127.0.0.1:8081)
+  GATEWAY_BOT_WEBAPP_ADDR          serve the Mini App (page and API) on this address (default off)
+  GATEWAY_BOT_WEBAPP_URL           the Mini App's public https URL: set as the chats' menu button
   GATEWAY_BOT_SECRET_TTL           how long a message holding a secret stays (default 10m)
   GATEWAY_BOT_POLL_TIMEOUT         getUpdates long-polling timeout (default 50s)
   GATEWAY_BOT_KEY_LIMITS           limits of the keys the bot makes, e.g.
@@ -358,7 +405,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	level := slog.LevelInfo
 	_ = level.UnmarshalText([]byte(os.Getenv("GATEWAY_LOG_LEVEL")))
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "bot")
-	log.Info("bot starting", "api", redactURL(cfg.APIURL), "gateway", cfg.AdminAddr, "payments", cfg.PaymentToken != "", "operators", len(cfg.Operators))
+	log.Info("bot starting", "api", redactURL(cfg.APIURL), "gateway", cfg.AdminAddr, "payments", cfg.PaymentToken != "", "stars", !cfg.StarsRate.IsZero(), "operators", len(cfg.Operators))
 	return Run(ctx, cfg, log)
 }
 

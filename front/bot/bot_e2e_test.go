@@ -728,6 +728,7 @@ func TestBotRefusesToStartMisconfigured(t *testing.T) {
 		{"without a bot token", []string{"GATEWAY_ADMIN_TOKEN=" + gatewaytest.AdminToken}, "TELEGRAM_BOT_TOKEN is not set"},
 		{"with a wrong admin token", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=wrong-admin-token"}, "the gateway rejects GATEWAY_ADMIN_TOKEN"},
 		{"with malformed key limits", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=" + gatewaytest.AdminToken, "GATEWAY_BOT_KEY_LIMITS=max_rps=5"}, `GATEWAY_BOT_KEY_LIMITS: unknown limit "max_rps"`},
+		{"with a Stars rate of zero", []string{"TELEGRAM_BOT_TOKEN=" + botToken, "GATEWAY_ADMIN_TOKEN=" + gatewaytest.AdminToken, "GATEWAY_BOT_STARS_RATE=0"}, `GATEWAY_BOT_STARS_RATE: "0" is not a positive decimal`},
 		{"with a bot token Telegram rejects", []string{"TELEGRAM_BOT_TOKEN=999:WRONG-bot-token", "GATEWAY_ADMIN_TOKEN=" + gatewaytest.AdminToken}, "Telegram rejects TELEGRAM_BOT_TOKEN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

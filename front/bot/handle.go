@@ -63,7 +63,7 @@ var commands = map[string]func(*Bot, context.Context, *call) error{
 }
 
 var operatorCommands = map[string]func(*Bot, context.Context, *call) error{
-	"credit": (*Bot).cmdCredit, "find": (*Bot).cmdFind,
+	"credit": (*Bot).cmdCredit, "find": (*Bot).cmdFind, "refund": (*Bot).cmdRefund,
 }
 
 func (b *Bot) message(ctx context.Context, c *call) error {

@@ -32,31 +32,109 @@ const minorDigits = 2
 
 func topUpPayload(profileID string) string { return "topup:" + profileID }
 
+// starsCurrency is Telegram Stars' currency code; its amounts are whole stars.
+const starsCurrency = "XTR"
+
+// maxStars bounds one Stars invoice: Telegram refuses larger ones.
+const maxStars = 10000
+
+// starsPayload is the payload of a Stars invoice: the profile and the rate it was priced at,
+// so that the credit is the one the invoice promised even when the operator changes the rate
+// between the invoice and the payment (pre-checkout declines an invoice of an earlier rate).
+func starsPayload(profileID string, rate decimal.Decimal) string {
+	return "topup:" + profileID + ":xtr:" + rate.String()
+}
+
+// payloadRate is the rate a Stars invoice's payload carries.
+func payloadRate(payload string) (decimal.Decimal, bool) {
+	_, r, ok := strings.Cut(payload, ":xtr:")
+	if !ok {
+		return decimal.Zero, false
+	}
+	rate, err := decimal.NewFromString(r)
+	return rate, err == nil && rate.IsPositive()
+}
+
+// starsFor is the number of stars an amount costs at rate: rounded up, so the credit
+// (stars × rate) is at least the amount asked. QuoRem keeps it exact: a rate that does not
+// divide the amount evenly costs one star more, never one less.
+func starsFor(amount, rate decimal.Decimal) int64 {
+	q, r := amount.QuoRem(rate, 0)
+	if !r.IsZero() {
+		q = q.Add(decimal.NewFromInt(1))
+	}
+	return q.IntPart()
+}
+
+// topUp is an invoice for amount in the billing currency: in Stars when a rate is set, else
+// in the billing currency through the provider. A refusal (bad amount) is a message for the
+// user; ok is false when top-ups are off.
+type topUpInvoice struct {
+	Title, Description, Payload, Currency, ProviderToken string
+	Price                                                int
+	// Credit is what the payment will credit, in the billing currency.
+	Credit decimal.Decimal
+}
+
+// topUpsOn says whether the bot sells top-ups at all.
+func (b *Bot) topUpsOn() bool { return !b.cfg.StarsRate.IsZero() || b.cfg.PaymentToken != "" }
+
+// topUpBounds are the smallest and largest amounts one top-up may ask, in the billing currency.
+func (b *Bot) topUpBounds() (lo, hi decimal.Decimal) {
+	hi = maxTopUp
+	if r := b.cfg.StarsRate; !r.IsZero() {
+		if m := r.Mul(decimal.NewFromInt(maxStars)); m.LessThan(hi) {
+			hi = m
+		}
+	}
+	return minTopUp, hi
+}
+
+// invoiceFor prices a top-up of amount for the profile; why is the refusal of a bad amount.
+func (b *Bot) invoiceFor(p *adminv1.Profile, amountText string) (inv *topUpInvoice, why string) {
+	lo, hi := b.topUpBounds()
+	amount, err := decimal.NewFromString(strings.TrimSpace(amountText))
+	if err != nil || amount.LessThan(lo) || amount.GreaterThan(hi) || !amount.Equal(amount.Truncate(minorDigits)) {
+		return nil, fmt.Sprintf("from %s to %s %s, at most two decimals", lo, hi, p.GetCurrency())
+	}
+	if rate := b.cfg.StarsRate; !rate.IsZero() {
+		stars := starsFor(amount, rate)
+		credit := rate.Mul(decimal.NewFromInt(stars))
+		return &topUpInvoice{
+			Title: "Balance top-up", Payload: starsPayload(p.GetId(), rate), Currency: starsCurrency, Price: int(stars), Credit: credit,
+			Description: fmt.Sprintf("Adds %s %s to your gateway balance (%d ⭐ at %s %s per star).", credit, p.GetCurrency(), stars, rate, p.GetCurrency()),
+		}, ""
+	}
+	return &topUpInvoice{
+		Title: "Balance top-up", Payload: topUpPayload(p.GetId()), Currency: p.GetCurrency(), ProviderToken: b.cfg.PaymentToken,
+		Price: int(amount.Shift(minorDigits).IntPart()), Credit: amount,
+		Description: fmt.Sprintf("Adds %s %s to your gateway balance.", amount, p.GetCurrency()),
+	}, ""
+}
+
 // cmdTopUp sends an invoice when payments are configured.
 func (b *Bot) cmdTopUp(ctx context.Context, c *call) error {
-	if b.cfg.PaymentToken == "" {
+	if !b.topUpsOn() {
 		c.outcome = "payments_off"
 		return b.reply(ctx, c, "Top-ups through the bot are not enabled here. Balances are topped up by the operator of this gateway: send them your Telegram user id, "+
 			fmt.Sprintf("<code>%d</code>, and the amount.", c.from.ID))
-	}
-	amount, err := decimal.NewFromString(strings.TrimSpace(c.args))
-	if err != nil || amount.LessThan(minTopUp) || amount.GreaterThan(maxTopUp) || !amount.Equal(amount.Truncate(minorDigits)) {
-		c.outcome = "bad_amount"
-		return b.reply(ctx, c, fmt.Sprintf("Usage: /topup &lt;amount&gt;, from %s to %s, at most two decimals.", minTopUp, maxTopUp))
 	}
 	p, err := b.profile(ctx, c)
 	if err != nil {
 		return b.failed(ctx, c, err)
 	}
+	inv, why := b.invoiceFor(p, c.args)
+	if inv == nil {
+		c.outcome = "bad_amount"
+		return b.reply(ctx, c, "Usage: /topup &lt;amount&gt;, "+esc(why)+".")
+	}
 	if !b.limits.allow(c.from.ID, "topup") {
 		c.outcome = "rate_limited"
 		return b.reply(ctx, c, msgLimited)
 	}
-	minor := amount.Shift(minorDigits).IntPart()
 	err = b.tg.sendInvoice(ctx, &tgbot.SendInvoiceParams{
-		ChatID: c.chat, Title: "Balance top-up", Description: fmt.Sprintf("Adds %s %s to your gateway balance.", amount, p.GetCurrency()),
-		Payload: topUpPayload(p.GetId()), ProviderToken: b.cfg.PaymentToken, Currency: p.GetCurrency(),
-		Prices: []models.LabeledPrice{{Label: "Top-up", Amount: int(minor)}},
+		ChatID: c.chat, Title: inv.Title, Description: inv.Description, Payload: inv.Payload, ProviderToken: inv.ProviderToken,
+		Currency: inv.Currency, Prices: []models.LabeledPrice{{Label: "Top-up", Amount: inv.Price}},
 	})
 	if err != nil {
 		c.outcome = "invoice_failed: " + err.Error()
@@ -68,6 +146,7 @@ func (b *Bot) cmdTopUp(ctx context.Context, c *call) error {
 
 // preCheckout answers Telegram's last check before a payment. It must be answered within
 // 10 s, so nothing here is retried: an unreachable gateway declines with a "try again".
+// A Stars invoice must carry the rate in force now; a fiat one the billing currency.
 func (b *Bot) preCheckout(ctx context.Context, c *call) error {
 	q := c.u.PreCheckoutQuery
 	ok, why := false, ""
@@ -75,15 +154,19 @@ func (b *Bot) preCheckout(ctx context.Context, c *call) error {
 		why = "Unknown payer."
 	} else {
 		p, err := b.gw.admin.LookupProfile(ctx, &adminv1.LookupProfileRequest{ExternalRef: externalRef(q.From.ID)})
+		stars := q.Currency == starsCurrency
 		switch {
 		case err != nil && unavailable(err):
 			why = "The service is briefly unavailable; please try again in a minute."
 		case err != nil:
 			why = "No account found for you; send /start first."
-		case q.InvoicePayload != topUpPayload(p.GetId()):
+		case !strings.HasPrefix(q.InvoicePayload, topUpPayload(p.GetId())):
 			why = "This invoice is not for your account."
-		case q.Currency != p.GetCurrency() || q.TotalAmount <= 0:
-			why = "This invoice no longer matches the billing currency; request a new one with /topup."
+		case q.TotalAmount <= 0,
+			stars && (b.cfg.StarsRate.IsZero() || q.InvoicePayload != starsPayload(p.GetId(), b.cfg.StarsRate)),
+			// With a Stars rate set, the fiat path is closed: only Stars invoices are paid.
+			!stars && (!b.cfg.StarsRate.IsZero() || q.Currency != p.GetCurrency() || q.InvoicePayload != topUpPayload(p.GetId())):
+			why = "This invoice no longer matches the current prices; request a new one with /topup."
 		default:
 			ok = true
 		}
@@ -108,12 +191,21 @@ type paymentRecord struct {
 	ProviderCharge string `json:"provider_charge"`
 	User           int64  `json:"user"`
 	Profile        string `json:"profile"`
-	Currency       string `json:"currency"`
-	Amount         string `json:"amount"`
-	// State is "crediting" (recorded, credit not known to be done), "credited" or "pending"
-	// (refused for good; Why says by what).
+	// Currency and Amount are the credit, in the billing currency for a Stars payment.
+	Currency string `json:"currency"`
+	Amount   string `json:"amount"`
+	// Stars is what a Stars payment paid, at Rate billing currency per star.
+	Stars int    `json:"stars,omitempty"`
+	Rate  string `json:"rate,omitempty"`
+	// State is "crediting" (recorded, credit not known to be done), "credited", "pending"
+	// (refused for good; Why says by what), or a refund's: "refunding" (debited, refund not
+	// known to be done), "unrefunding" (Telegram refused the refund; the debit is being
+	// credited back) and "refunded".
 	State string `json:"state"`
 	Why   string `json:"why,omitempty"`
+	// RefundTry numbers the refund attempts: each attempt debits under its own key, so a
+	// refund tried again after one that was credited back debits again.
+	RefundTry int `json:"refund_try,omitempty"`
 }
 
 // paymentKey names a payment's record. Charge ids are Telegram's strings, not bound to the
@@ -121,6 +213,16 @@ type paymentRecord struct {
 func paymentKey(charge string) string {
 	s := sha256.Sum256([]byte(charge))
 	return prefixPayment + hex.EncodeToString(s[:16])
+}
+
+// savePayment writes a payment's record; it never expires.
+func (g *gateway) savePayment(ctx context.Context, key string, rec *paymentRecord) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, err = g.admin.PutBotState(ctx, &adminv1.PutBotStateRequest{Key: key, Value: string(raw)})
+	return err
 }
 
 // payment credits a successful payment, exactly once per Telegram charge id. Every failure is
@@ -143,6 +245,15 @@ func (b *Bot) payment(ctx context.Context, c *call) error {
 		Charge: sp.TelegramPaymentChargeID, ProviderCharge: sp.ProviderPaymentChargeID, User: c.from.ID, Profile: p.GetId(),
 		Currency: sp.Currency, Amount: decimal.New(int64(sp.TotalAmount), -minorDigits).String(), State: "crediting",
 	}
+	if sp.Currency == starsCurrency {
+		// Whole stars, credited at the rate the invoice was priced at (pre-checkout saw it was
+		// the rate in force). Without a rate the currency stays XTR, which pends the payment.
+		rec.Stars, rec.Amount = sp.TotalAmount, strconv.Itoa(sp.TotalAmount)
+		if rate, ok := payloadRate(sp.InvoicePayload); ok {
+			rec.Currency, rec.Rate = p.GetCurrency(), rate.String()
+			rec.Amount = rate.Mul(decimal.NewFromInt(int64(sp.TotalAmount))).String()
+		}
+	}
 	raw, _ := json.Marshal(rec)
 	key := paymentKey(rec.Charge)
 	put, err := b.gw.admin.PutBotState(ctx, &adminv1.PutBotStateRequest{Key: key, Value: string(raw), OnlyIfAbsent: true})
@@ -159,6 +270,11 @@ func (b *Bot) payment(ctx context.Context, c *call) error {
 	case rec.State == "pending":
 		c.outcome = "payment_pending"
 		return b.reply(ctx, c, msgPaymentPending)
+	case rec.State == "refunding" || rec.State == "unrefunding" || rec.State == "refunded":
+		// Credited before, and since in a refund's hands: the record must not go back to
+		// "credited".
+		c.outcome = "payment_refunded"
+		return nil
 	case rec.Currency != p.GetCurrency():
 		return b.pendPayment(ctx, c, key, rec, "currency "+rec.Currency+" is not the balance's "+p.GetCurrency())
 	}

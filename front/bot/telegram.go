@@ -195,6 +195,33 @@ func (t *telegram) answerPreCheckout(ctx context.Context, id string, ok bool, er
 	})
 }
 
+// errAlreadyRefunded is Telegram's answer to a refund of a charge it refunded before: for a
+// refund retried after its answer was lost, the refund is done.
+var errAlreadyRefunded = errors.New("telegram refundStarPayment: charge already refunded")
+
+// refundStarPayment returns a Stars payment to its payer.
+func (t *telegram) refundStarPayment(ctx context.Context, user int64, charge string) error {
+	var already bool
+	err := t.call(ctx, "refundStarPayment", func(ctx context.Context) error {
+		_, err := t.api.RefundStarPayment(ctx, &tgbot.RefundStarPaymentParams{UserID: user, TelegramPaymentChargeID: charge})
+		// Telegram's description is the only place that says so; nothing else of it is kept.
+		already = err != nil && strings.Contains(err.Error(), "CHARGE_ALREADY_REFUNDED")
+		return err
+	})
+	if already {
+		return errAlreadyRefunded
+	}
+	return err
+}
+
+// refused says whether Telegram answered a call with a refusal (a 4xx other than 429): the
+// same call would be refused again. Anything else (network, timeout, 5xx, 429 after its
+// retries) may have taken effect or may work later.
+func refused(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Code >= 400 && ae.Code < 500 && ae.Code != 429
+}
+
 // allowedUpdates are the update kinds the bot handles.
 var allowedUpdates = []string{"message", "callback_query", "pre_checkout_query"}
 

@@ -36,6 +36,12 @@ type fakeTelegram struct {
 	fail    map[string][]tgFailure
 	// hookURL and hookSecret are the webhook set with setWebhook.
 	hookURL, hookSecret string
+	// refunded are the charge ids refundStarPayment returned: a second refund of one is
+	// refused with CHARGE_ALREADY_REFUNDED, as Telegram does.
+	refunded map[string]bool
+	// lose counts calls per method that take effect and then lose their answer (the
+	// connection is closed before the response).
+	lose map[string]int
 }
 
 // tgCall is one Bot API request as received.
@@ -55,7 +61,7 @@ type tgFailure struct {
 }
 
 func newFakeTelegram(t testing.TB, token string) *fakeTelegram {
-	f := &fakeTelegram{t: t, token: token, changed: make(chan struct{}), nextID: 1000, nextMsg: 500, fail: map[string][]tgFailure{}}
+	f := &fakeTelegram{t: t, token: token, changed: make(chan struct{}), nextID: 1000, nextMsg: 500, fail: map[string][]tgFailure{}, refunded: map[string]bool{}, lose: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -160,7 +166,7 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 		f.calls = append(f.calls, c)
 		f.notify()
 		f.mu.Unlock()
-		desc := map[int]string{429: fmt.Sprintf("Too Many Requests: retry after %d", fl[0].retryAfter), 403: "Forbidden: bot was blocked by the user"}[fl[0].code]
+		desc := map[int]string{429: fmt.Sprintf("Too Many Requests: retry after %d", fl[0].retryAfter), 403: "Forbidden: bot was blocked by the user", 400: "Bad Request: PAYMENT_REFUND_FAILED"}[fl[0].code]
 		f.apiError(w, fl[0].code, desc, fl[0].retryAfter)
 		return
 	}
@@ -187,6 +193,43 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 	case "deleteMessage":
 		fmt.Sscan(fields["message_id"], &c.MessageID)
 	case "answerCallbackQuery", "answerPreCheckoutQuery":
+	case "refundStarPayment":
+		charge := fields["telegram_payment_charge_id"]
+		if fields["user_id"] == "" || charge == "" {
+			f.mu.Unlock()
+			f.apiError(w, 400, "Bad Request: user_id and telegram_payment_charge_id are required", 0)
+			return
+		}
+		if f.refunded[charge] {
+			c.ErrorCode = 400
+			f.calls = append(f.calls, c)
+			f.notify()
+			f.mu.Unlock()
+			f.apiError(w, 400, "Bad Request: CHARGE_ALREADY_REFUNDED", 0)
+			return
+		}
+		f.refunded[charge] = true
+	case "setChatMenuButton":
+		var mb struct {
+			Type   string `json:"type"`
+			Text   string `json:"text"`
+			WebApp struct {
+				URL string `json:"url"`
+			} `json:"web_app"`
+		}
+		if err := json.Unmarshal([]byte(fields["menu_button"]), &mb); err != nil || mb.Type == "" || (mb.Type == "web_app" && (mb.Text == "" || mb.WebApp.URL == "")) {
+			f.mu.Unlock()
+			f.apiError(w, 400, "Bad Request: can't parse menu button", 0)
+			return
+		}
+	case "createInvoiceLink":
+		if fields["title"] == "" || fields["payload"] == "" || fields["currency"] == "" || fields["prices"] == "" {
+			f.mu.Unlock()
+			f.apiError(w, 400, "Bad Request: invoice fields missing", 0)
+			return
+		}
+		f.nextMsg++
+		result = fmt.Sprintf("https://t.me/$invoice-%d", f.nextMsg)
 	case "setWebhook":
 		f.hookURL, f.hookSecret = fields["url"], fields["secret_token"]
 	case "getWebhookInfo":
@@ -198,9 +241,27 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.calls = append(f.calls, c)
 	f.notify()
+	lost := f.lose[method] > 0
+	if lost {
+		f.lose[method]--
+	}
 	f.mu.Unlock()
+	if lost {
+		// The call took effect; its answer never arrives.
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+// loseNext makes the next call of a method take effect and lose its answer.
+func (f *fakeTelegram) loseNext(method string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lose[method]++
 }
 
 // readFields decodes a Bot API request body the two ways the Bot API accepts: JSON, and

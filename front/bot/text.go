@@ -39,9 +39,16 @@ func (b *Bot) helpText(operator bool) string {
 	s.WriteString("/models — the models you can use and their prices\n")
 	s.WriteString("/balance — balance and what is available now\n")
 	s.WriteString("/usage [key] — the last 7 days by day and model: requests, tokens, cost\n")
-	s.WriteString("/topup &lt;amount&gt; — add funds\n")
+	if b.cfg.StarsRate.IsZero() {
+		s.WriteString("/topup &lt;amount&gt; — add funds\n")
+	} else {
+		s.WriteString("/topup &lt;amount&gt; — add funds, paid in Telegram Stars ⭐\n")
+	}
 	if operator {
-		s.WriteString("\n<b>Operator</b>\n/credit &lt;tg user id or profile id&gt; &lt;amount&gt; — credit (negative: adjust) a balance\n/find &lt;tg user id&gt; — a user's balance and keys\n")
+		s.WriteString("\n<b>Operator</b>\n/credit &lt;tg user id or profile id&gt; &lt;amount&gt; — credit (negative: adjust) a balance\n/find &lt;tg user id&gt; — a user's balance and keys\n/refund &lt;telegram_payment_charge_id&gt; — refund a Stars payment: debits the balance first, refused when it no longer covers the payment\n")
+	}
+	if b.cfg.WebAppURL != "" {
+		s.WriteString("\nThe menu button opens a page with your keys, charts of your spending, budgets, top-ups and prices.\n")
 	}
 	fmt.Fprintf(&s, "\n<b>Base URLs</b>\nOpenAI-compatible (chat completions, responses, embeddings…): <code>%s/v1</code>\n", esc(base))
 	fmt.Fprintf(&s, "Anthropic messages: <code>%s</code>\n", esc(base))
