@@ -196,7 +196,8 @@ func (w *wiring) startCore(ctx context.Context) error {
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Deps: &rpc.Deps{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
 		RealtimeMaxSession: cfg.RealtimeMaxSession, ResponsesTTL: cfg.ResponsesTTL,
-		Health: routing.NewHealth(), // this replica's memory of its upstreams
+		Batches: cfg.Batches,
+		Health:  routing.NewHealth(), // this replica's memory of its upstreams
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
 	probeInterval, err := statusdata.ProbeIntervalFromEnv(os.Getenv)
@@ -300,6 +301,7 @@ func (w *wiring) frontConfig() front.Config {
 			return st.Pool.Ping(ctx)
 		},
 		Log: w.log, Limits: cfg.Limits, AdminSeparate: cfg.AdminHTTPAddr != "",
+		FilesMaxBytes: cfg.Batches.FilesMaxBytes,
 	}
 	if cfg.AdminToken != "" {
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)

@@ -1,0 +1,4 @@
+DROP TABLE IF EXISTS batch_items;
+DROP TABLE IF EXISTS batches;
+DROP TABLE IF EXISTS batch_file_chunks;
+DROP TABLE IF EXISTS batch_files;
