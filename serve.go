@@ -102,6 +102,10 @@ type Gateway struct {
 	// streams are the calls core runs in HTTP handlers: after the drain bound they are cut,
 	// and the ledger closes only once they have queued their records.
 	streams *rpc.InProcess
+	// batchStop stops the batch runner claiming items; batchDone closes when its items have
+	// ended.
+	batchStop func()
+	batchDone chan struct{}
 	// the bound listeners, served from the end of Start
 	httpLn, grpcLn net.Listener
 	log            *slog.Logger
@@ -365,6 +369,7 @@ func (w *wiring) run(runCtx context.Context, g *Gateway) {
 	}
 	g.ledger, g.ledgerDone = w.ledger, ledgerDone
 	go rpc.PurgeStoredResponses(runCtx, w.st, rpc.DefaultResponsesPurgeEvery, log.With("component", "stored_responses"))
+	w.runBatches(g)
 	go func() { _ = g.grpcSrv.Serve(g.grpcLn) }()
 	go func() {
 		defer close(g.done)
@@ -395,6 +400,7 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 func (g *Gateway) shutdown(drain time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
+	g.batchStop() // no new batch item starts; those running finish below
 	// Upgraded realtime connections are not the HTTP server's to drain: close them alongside.
 	realtimeDone := make(chan error, 1)
 	go func() { realtimeDone <- g.front.Shutdown(ctx) }()
@@ -421,6 +427,10 @@ func (g *Gateway) shutdown(drain time.Duration) error {
 	case <-stopped:
 	case <-ctx.Done():
 		g.grpcSrv.Stop()
+	}
+	select {
+	case <-g.batchDone: // every batch item running has recorded its result
+	case <-ctx.Done():
 	}
 	g.stop()
 	<-g.done

@@ -158,6 +158,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.route(w, r)
 }
 
+// ServeInternal serves a request the gateway makes itself - a batch item (core/batchrun) -
+// under a request id of the gateway's own making, through the same routes as a client's.
+func (s *Server) ServeInternal(w http.ResponseWriter, r *http.Request, requestID string) {
+	r = relay.Begin(r, true)
+	relay.SetRequestID(r.Header, w.Header(), requestID)
+	s.route(w, r)
+}
+
 // route is the dispatch table. Unknown paths and wrong methods get the envelope too.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	googleV1(r) // googlev1.go

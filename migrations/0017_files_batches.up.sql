@@ -87,3 +87,9 @@ CREATE TABLE batch_items (
     PRIMARY KEY (batch_id, idx)
 );
 CREATE INDEX batch_items_open ON batch_items (claimed_at NULLS FIRST) WHERE state <> 'done';
+
+-- A model's factor on its prices for batch items (catalog document's batch_price_factor).
+ALTER TABLE models ADD COLUMN batch_price_factor numeric(38, 9) NOT NULL DEFAULT 1 CHECK (batch_price_factor >= 0);
+
+-- A request record names its batch item through the item's request id (ListUsage).
+CREATE INDEX batch_items_request ON batch_items (request_id) WHERE request_id IS NOT NULL;

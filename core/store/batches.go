@@ -251,10 +251,11 @@ func finalize(ctx context.Context, tx pgx.Tx, id string) error {
 	var open bool
 	var profileID uuid.UUID
 	var nResp, nOther int
+	var expired bool
 	err := tx.QueryRow(ctx, `SELECT b.status, b.profile_id,
 			EXISTS (SELECT 1 FROM batch_items WHERE batch_id = b.id AND state <> 'done'),
-			b.completed, b.failed + b.canceled + b.expired
-		FROM batches b WHERE b.id = $1`, id).Scan(&status, &profileID, &open, &nResp, &nOther)
+			b.completed, b.failed + b.canceled + b.expired, b.expired > 0
+		FROM batches b WHERE b.id = $1`, id).Scan(&status, &profileID, &open, &nResp, &nOther, &expired)
 	if err != nil {
 		return fmt.Errorf("read batch %s: %w", id, interpretError(err))
 	}
@@ -262,8 +263,11 @@ func finalize(ctx context.Context, tx pgx.Tx, id string) error {
 		return nil
 	}
 	final, at := BatchCompleted, "completed_at"
-	if status == BatchCancelling {
+	switch {
+	case status == BatchCancelling:
 		final, at = BatchCancelled, "cancelled_at"
+	case expired:
+		final, at = BatchExpired, "expired_at"
 	}
 	return endBatch(ctx, tx, id, profileID, final, at, nResp, nOther)
 }
@@ -359,4 +363,177 @@ func (s *Store) CountNon2xx(ctx context.Context, batchID string) (int, error) {
 		return 0, fmt.Errorf("count items of batch %s: %w", batchID, interpretError(err))
 	}
 	return n, nil
+}
+
+// ClaimedItem is an item a replica has taken to run.
+type ClaimedItem struct {
+	BatchID   string
+	Idx       int
+	CustomID  string
+	Body      []byte
+	Attempts  int
+	RequestID string
+	// PreviousRequestID is the request id of an earlier attempt whose replica died; empty on
+	// the first attempt.
+	PreviousRequestID string
+	ProfileID, KeyID  uuid.UUID
+	API, Endpoint     string
+}
+
+// ClaimBatchItems takes up to n items to run: unstarted items of batches in progress within
+// their window, oldest batch first, and items whose claim is older than lease (their replica
+// stopped renewing it: it died). FOR UPDATE SKIP LOCKED: replicas claiming at once never
+// take one item twice, and never wait for each other. Each attempt gets a request id of its
+// own ("gw-" batch "-" index "-" attempt), so a new attempt never meets the record of an
+// old one.
+func (s *Store) ClaimBatchItems(ctx context.Context, n int, lease time.Duration) ([]*ClaimedItem, error) {
+	rows, err := s.Pool.Query(ctx, `
+		WITH c AS (
+			SELECT bi.batch_id, bi.idx, bi.request_id AS previous FROM batch_items bi JOIN batches b ON b.id = bi.batch_id
+			WHERE b.status = 'in_progress' AND b.expires_at > now()
+			  AND (bi.state = 'pending' OR (bi.state = 'running' AND bi.claimed_at < now() - $2 * interval '1 millisecond'))
+			ORDER BY b.created_at, bi.batch_id, bi.idx LIMIT $1
+			FOR UPDATE OF bi SKIP LOCKED),
+		u AS (
+			UPDATE batch_items i SET state = 'running', claimed_at = now(), attempts = i.attempts + 1,
+				request_id = 'gw-' || i.batch_id || '-' || i.idx || '-' || (i.attempts + 1)
+			FROM c WHERE i.batch_id = c.batch_id AND i.idx = c.idx
+			RETURNING i.batch_id, i.idx, i.custom_id, i.body, i.attempts, i.request_id, coalesce(c.previous, '') AS previous)
+		SELECT u.batch_id, u.idx, u.custom_id, u.body, u.attempts, u.request_id, u.previous, b.profile_id, b.key_id, b.api, b.endpoint
+		FROM u JOIN batches b ON b.id = u.batch_id`, n, lease.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim batch items: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []*ClaimedItem
+	for rows.Next() {
+		var it ClaimedItem
+		if err := rows.Scan(&it.BatchID, &it.Idx, &it.CustomID, &it.Body, &it.Attempts, &it.RequestID, &it.PreviousRequestID,
+			&it.ProfileID, &it.KeyID, &it.API, &it.Endpoint); err != nil {
+			return nil, fmt.Errorf("scan claimed item: %w", err)
+		}
+		out = append(out, &it)
+	}
+	return out, rows.Err()
+}
+
+// RenewBatchItems keeps the claims of items this replica is running.
+func (s *Store) RenewBatchItems(ctx context.Context, requestIDs []string) error {
+	if len(requestIDs) == 0 {
+		return nil
+	}
+	_, err := s.Pool.Exec(ctx, `UPDATE batch_items SET claimed_at = now() WHERE state = 'running' AND request_id = ANY($1)`, requestIDs)
+	if err != nil {
+		return fmt.Errorf("renew batch items: %w", interpretError(err))
+	}
+	return nil
+}
+
+// RequestCharged reports whether a request of the profile has a settled record: its charge
+// (if any) has committed, and running it again would charge it twice.
+func (s *Store) RequestCharged(ctx context.Context, profileID uuid.UUID, requestID string) (bool, error) {
+	var ok bool
+	err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM requests WHERE profile_id = $1 AND request_id = $2
+		AND status NOT IN ('in_progress', 'abandoned'))`, profileID, requestID).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("read request %s: %w", requestID, interpretError(err))
+	}
+	return ok, nil
+}
+
+// ItemResult is how an item ended.
+type ItemResult struct {
+	Outcome              string
+	StatusCode           int
+	Response             []byte
+	ErrorCode, ErrorText string
+}
+
+// FinishBatchItem records an item's result, counts it and ends its batch when it was the
+// last, in one transaction. The attempt's request id must still be the item's: an attempt
+// whose claim was taken over (its replica seemed dead) records nothing.
+func (s *Store) FinishBatchItem(ctx context.Context, it *ClaimedItem, res *ItemResult) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		// The batch row first: every finish and cancel of a batch locks it in this order.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM batches WHERE id = $1 FOR UPDATE`, it.BatchID); err != nil {
+			return fmt.Errorf("lock batch %s: %w", it.BatchID, interpretError(err))
+		}
+		tag, err := tx.Exec(ctx, `UPDATE batch_items SET state = 'done', outcome = $4, status_code = nullif($5, 0), response = $6,
+				error_code = nullif($7, ''), error_msg = nullif($8, ''), finished_at = now()
+			WHERE batch_id = $1 AND idx = $2 AND request_id = $3 AND state = 'running'`,
+			it.BatchID, it.Idx, it.RequestID, res.Outcome, res.StatusCode, res.Response, res.ErrorCode, res.ErrorText)
+		if err != nil {
+			return fmt.Errorf("finish item %d of batch %s: %w", it.Idx, it.BatchID, interpretError(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+		col := "failed"
+		if res.Outcome == OutcomeResponse {
+			col = "completed"
+		}
+		if _, err := tx.Exec(ctx, `UPDATE batches SET `+col+` = `+col+` + 1 WHERE id = $1`, it.BatchID); err != nil {
+			return fmt.Errorf("count item of batch %s: %w", it.BatchID, interpretError(err))
+		}
+		return finalize(ctx, tx, it.BatchID)
+	})
+}
+
+// ReleaseBatchItem puts a claimed item back, unstarted (a refusal to retry later).
+func (s *Store) ReleaseBatchItem(ctx context.Context, it *ClaimedItem) error {
+	_, err := s.Pool.Exec(ctx, `UPDATE batch_items SET state = 'pending', claimed_at = NULL WHERE batch_id = $1 AND idx = $2 AND request_id = $3 AND state = 'running'`,
+		it.BatchID, it.Idx, it.RequestID)
+	if err != nil {
+		return fmt.Errorf("release item %d of batch %s: %w", it.Idx, it.BatchID, interpretError(err))
+	}
+	return nil
+}
+
+// ExpireBatches ends the window of batches past it: their unstarted items end expired
+// (never charged) and a batch with no item running ends expired (or cancelled, when it was
+// being cancelled); one with items running ends when the last of them does. It returns how
+// many batches it touched.
+func (s *Store) ExpireBatches(ctx context.Context) (int, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT id FROM batches WHERE status IN ('in_progress', 'cancelling') AND expires_at <= now() LIMIT 100`)
+	if err != nil {
+		return 0, fmt.Errorf("find expired batches: %w", interpretError(err))
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		err := s.inTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM batches WHERE id = $1 FOR UPDATE`, id); err != nil {
+				return fmt.Errorf("lock batch %s: %w", id, interpretError(err))
+			}
+			tag, err := tx.Exec(ctx, `UPDATE batch_items SET state = 'done', outcome = 'expired', finished_at = now()
+				WHERE batch_id = $1 AND state = 'pending'`, id)
+			if err != nil {
+				return fmt.Errorf("expire items of batch %s: %w", id, interpretError(err))
+			}
+			// At least one expired item marks the batch as ended by its window (finalize).
+			if _, err := tx.Exec(ctx, `UPDATE batches SET expired = expired + $2 WHERE id = $1`, id, tag.RowsAffected()); err != nil {
+				return fmt.Errorf("count expired items of batch %s: %w", id, interpretError(err))
+			}
+			return finalize(ctx, tx, id)
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}
+
+// BatchQueueDepth is the number of items not yet finished across every batch.
+func (s *Store) BatchQueueDepth(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM batch_items WHERE state <> 'done'`).Scan(&n)
+	return n, err
 }
