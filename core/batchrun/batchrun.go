@@ -180,6 +180,11 @@ func (r *Runner) runItem(ctx context.Context, it *store.ClaimedItem) {
 			outcome = OutcomeLost
 		}
 	}
+	if res == nil && it.Stopped != "" {
+		// Its batch was cancelled or ran out of time meanwhile, and its earlier attempt
+		// charged nothing: it ends as its unstarted siblings did.
+		res, outcome = &store.ItemResult{Outcome: it.Stopped}, it.Stopped
+	}
 	if res == nil {
 		var retry bool
 		res, outcome, retry = r.serve(ctx, it)

@@ -378,6 +378,9 @@ type ClaimedItem struct {
 	PreviousRequestID string
 	ProfileID, KeyID  uuid.UUID
 	API, Endpoint     string
+	// Stopped is the outcome of an item taken over from a dead replica whose batch may run
+	// nothing more (OutcomeCanceled, OutcomeExpired); empty when it may run.
+	Stopped string
 }
 
 // ClaimBatchItems takes up to n items to run: unstarted items of batches in progress within
@@ -390,8 +393,8 @@ func (s *Store) ClaimBatchItems(ctx context.Context, n int, lease time.Duration)
 	rows, err := s.Pool.Query(ctx, `
 		WITH c AS (
 			SELECT bi.batch_id, bi.idx, bi.request_id AS previous FROM batch_items bi JOIN batches b ON b.id = bi.batch_id
-			WHERE b.status = 'in_progress' AND b.expires_at > now()
-			  AND (bi.state = 'pending' OR (bi.state = 'running' AND bi.claimed_at < now() - $2 * interval '1 millisecond'))
+			WHERE (bi.state = 'pending' AND b.status = 'in_progress' AND b.expires_at > now())
+			   OR (bi.state = 'running' AND bi.claimed_at < now() - $2 * interval '1 millisecond' AND b.status IN ('in_progress', 'cancelling'))
 			ORDER BY b.created_at, bi.batch_id, bi.idx LIMIT $1
 			FOR UPDATE OF bi SKIP LOCKED),
 		u AS (
@@ -399,7 +402,8 @@ func (s *Store) ClaimBatchItems(ctx context.Context, n int, lease time.Duration)
 				request_id = 'gw-' || i.batch_id || '-' || i.idx || '-' || (i.attempts + 1)
 			FROM c WHERE i.batch_id = c.batch_id AND i.idx = c.idx
 			RETURNING i.batch_id, i.idx, i.custom_id, i.body, i.attempts, i.request_id, coalesce(c.previous, '') AS previous)
-		SELECT u.batch_id, u.idx, u.custom_id, u.body, u.attempts, u.request_id, u.previous, b.profile_id, b.key_id, b.api, b.endpoint
+		SELECT u.batch_id, u.idx, u.custom_id, u.body, u.attempts, u.request_id, u.previous, b.profile_id, b.key_id, b.api, b.endpoint,
+			CASE WHEN b.status = 'cancelling' THEN 'canceled' WHEN b.expires_at <= now() THEN 'expired' ELSE '' END
 		FROM u JOIN batches b ON b.id = u.batch_id`, n, lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim batch items: %w", interpretError(err))
@@ -409,7 +413,7 @@ func (s *Store) ClaimBatchItems(ctx context.Context, n int, lease time.Duration)
 	for rows.Next() {
 		var it ClaimedItem
 		if err := rows.Scan(&it.BatchID, &it.Idx, &it.CustomID, &it.Body, &it.Attempts, &it.RequestID, &it.PreviousRequestID,
-			&it.ProfileID, &it.KeyID, &it.API, &it.Endpoint); err != nil {
+			&it.ProfileID, &it.KeyID, &it.API, &it.Endpoint, &it.Stopped); err != nil {
 			return nil, fmt.Errorf("scan claimed item: %w", err)
 		}
 		out = append(out, &it)
@@ -468,10 +472,7 @@ func (s *Store) FinishBatchItem(ctx context.Context, it *ClaimedItem, res *ItemR
 		if tag.RowsAffected() == 0 {
 			return nil
 		}
-		col := "failed"
-		if res.Outcome == OutcomeResponse {
-			col = "completed"
-		}
+		col := map[string]string{OutcomeResponse: "completed", OutcomeError: "failed", OutcomeCanceled: "canceled", OutcomeExpired: "expired"}[res.Outcome]
 		if _, err := tx.Exec(ctx, `UPDATE batches SET `+col+` = `+col+` + 1 WHERE id = $1`, it.BatchID); err != nil {
 			return fmt.Errorf("count item of batch %s: %w", it.BatchID, interpretError(err))
 		}
