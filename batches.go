@@ -19,7 +19,11 @@ func (w *wiring) runBatches(g *Gateway) {
 	if err != nil {
 		w.log.Warn("batch metrics are off", "err", err)
 	}
+	// Live requests first: no item starts while live request bodies hold more than half of
+	// the replica's body budget (front.Limits), the memory a live request needs to be taken.
+	budget := g.front.BodyBudget()
+	yield := func() bool { return budget.Total > 0 && budget.Used() > budget.Total/2 }
 	r := &batchrun.Runner{Store: w.st, Serve: g.front.ServeInternal, Concurrency: n, Lease: w.cfg.BatchLease,
-		Log: w.log.With("component", "batches"), Counted: count}
+		Log: w.log.With("component", "batches"), Counted: count, Yield: yield}
 	go func() { defer close(g.batchDone); r.Run(ctx) }()
 }

@@ -29,6 +29,10 @@ const (
 	DefaultLease = 30 * time.Second
 	// idlePoll is how often an idle runner looks for work (and the expiry sweep runs).
 	idlePoll = 500 * time.Millisecond
+	// purgeEvery is how often deleted and expired files (and the items of batches whose
+	// results expired) are removed; purgeBatch bounds one round.
+	purgeEvery = time.Minute
+	purgeBatch = 1000
 )
 
 // ServeFunc serves one item as a request the gateway makes itself, under the request id
@@ -80,12 +84,18 @@ func (r *Runner) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	go r.renew(ctx)
-	sweep := time.Now()
+	sweep, purge := time.Now(), time.Now()
 	for ctx.Err() == nil {
 		if time.Since(sweep) >= idlePoll {
 			sweep = time.Now()
 			if _, err := r.Store.ExpireBatches(ctx); err != nil && ctx.Err() == nil {
 				r.Log.Warn("expiring batches failed", "err", err)
+			}
+		}
+		if time.Since(purge) >= purgeEvery {
+			purge = time.Now()
+			if _, err := r.Store.PurgeBatchFiles(ctx, purgeBatch); err != nil && ctx.Err() == nil {
+				r.Log.Warn("purging batch files failed", "err", err)
 			}
 		}
 		free := n - len(slots)

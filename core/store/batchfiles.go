@@ -210,7 +210,9 @@ func (s *Store) FileChunk(ctx context.Context, id string, seq int) (data []byte,
 	return data, true, nil
 }
 
-// PurgeBatchFiles removes up to limit files that are deleted or expired, with their chunks.
+// PurgeBatchFiles removes up to limit files that are deleted or expired, with their chunks,
+// and the items of up to limit batches that ended more than the files' 30 days ago (their
+// results are gone with their files; the batch objects stay).
 func (s *Store) PurgeBatchFiles(ctx context.Context, limit int) (int64, error) {
 	tag, err := s.Pool.Exec(ctx, `
 		DELETE FROM batch_files WHERE id IN (
@@ -218,7 +220,13 @@ func (s *Store) PurgeBatchFiles(ctx context.Context, limit int) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("purge files: %w", interpretError(err))
 	}
-	return tag.RowsAffected(), nil
+	items, err := s.Pool.Exec(ctx, `
+		DELETE FROM batch_items WHERE batch_id IN (
+			SELECT id FROM batches WHERE coalesce(completed_at, cancelled_at, expired_at, failed_at) < now() - interval '30 days' LIMIT $1)`, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge batch items: %w", interpretError(err))
+	}
+	return tag.RowsAffected() + items.RowsAffected(), nil
 }
 
 // NewObjectID makes an id of the gateway's objects: prefix and 24 random base-32 characters.
