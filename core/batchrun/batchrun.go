@@ -59,9 +59,61 @@ type Runner struct {
 	Counted func(outcome string)
 	Log     *slog.Logger
 
-	mu      sync.Mutex
-	running map[string]bool // request ids of the attempts running here
-	active  atomic.Int64
+	mu       sync.Mutex
+	running  map[string]bool // request ids of the attempts running here
+	active   atomic.Int64
+	finishes chan finishReq
+}
+
+// finishReq is an item's result waiting to be recorded; done hears how that went.
+type finishReq struct {
+	item store.FinishedItem
+	done chan error
+}
+
+// Grouping of results: the committer writes the results that are waiting, up to maxGroup,
+// in one transaction, lingering up to groupLinger for more after the first.
+const (
+	maxGroup    = 64
+	groupLinger = 2 * time.Millisecond
+)
+
+// commit records results in groups until finishes closes.
+func (r *Runner) commit() {
+	for first := range r.finishes {
+		group := []finishReq{first}
+		linger := time.NewTimer(groupLinger)
+	collect:
+		for len(group) < maxGroup {
+			select {
+			case f, ok := <-r.finishes:
+				if !ok {
+					break collect
+				}
+				group = append(group, f)
+			case <-linger.C:
+				break collect
+			}
+		}
+		linger.Stop()
+		items := make([]store.FinishedItem, len(group))
+		for i, f := range group {
+			items[i] = f.item
+		}
+		var err error
+		for attempt := range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = r.Store.FinishBatchItems(ctx, items)
+			cancel()
+			if err == nil {
+				break
+			}
+			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+		}
+		for _, f := range group {
+			f.done <- err
+		}
+	}
 }
 
 // Active is the number of items running on this replica now.
@@ -80,9 +132,16 @@ func (r *Runner) Run(ctx context.Context) {
 		r.Log = slog.Default()
 	}
 	r.running = map[string]bool{}
+	r.finishes = make(chan finishReq)
+	committed := make(chan struct{})
+	go func() { defer close(committed); r.commit() }()
 	slots := make(chan struct{}, n)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		close(r.finishes)
+		<-committed
+	}()
 	go r.renew(ctx)
 	sweep, purge := time.Now(), time.Now()
 	for ctx.Err() == nil {
@@ -99,7 +158,9 @@ func (r *Runner) Run(ctx context.Context) {
 			}
 		}
 		free := n - len(slots)
-		if free == 0 || (r.Yield != nil && r.Yield()) {
+		// Claims come in groups: while items run, a claim waits until half the slots are
+		// free, so one claiming transaction serves several items.
+		if free == 0 || (free < n && free < (n+1)/2) || (r.Yield != nil && r.Yield()) {
 			sleep(ctx, 20*time.Millisecond)
 			continue
 		}
@@ -206,16 +267,12 @@ func (r *Runner) runItem(ctx context.Context, it *store.ClaimedItem) {
 			return
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		err := r.Store.FinishBatchItem(ctx, it, res)
-		if err == nil {
-			break
-		}
-		if attempt == 5 {
-			r.Log.Error("recording a batch item's result failed", "batch", it.BatchID, "item", it.Idx, "request_id", it.RequestID, "err", err)
-			return
-		}
-		sleep(ctx, time.Duration(attempt+1)*200*time.Millisecond)
+	done := make(chan error, 1)
+	r.finishes <- finishReq{item: store.FinishedItem{Item: it, Result: res}, done: done}
+	if err := <-done; err != nil {
+		// The claim lapses and the item is taken again: its charge, if any, is found then.
+		r.Log.Error("recording a batch item's result failed", "batch", it.BatchID, "item", it.Idx, "request_id", it.RequestID, "err", err)
+		return
 	}
 	if r.Counted != nil {
 		r.Counted(outcome)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -453,30 +454,66 @@ type ItemResult struct {
 	ErrorCode, ErrorText string
 }
 
-// FinishBatchItem records an item's result, counts it and ends its batch when it was the
-// last, in one transaction. The attempt's request id must still be the item's: an attempt
-// whose claim was taken over (its replica seemed dead) records nothing.
+// FinishedItem is one attempt's result to record.
+type FinishedItem struct {
+	Item   *ClaimedItem
+	Result *ItemResult
+}
+
+// FinishBatchItem records one item's result (FinishBatchItems of one).
 func (s *Store) FinishBatchItem(ctx context.Context, it *ClaimedItem, res *ItemResult) error {
+	return s.FinishBatchItems(ctx, []FinishedItem{{it, res}})
+}
+
+// FinishBatchItems records items' results, counts them and ends each batch whose last item
+// it was, in one transaction: a replica finishing many items at once writes them together.
+// An attempt's request id must still be its item's: an attempt whose claim was taken over
+// (its replica seemed dead) records nothing.
+func (s *Store) FinishBatchItems(ctx context.Context, done []FinishedItem) error {
+	batches := map[string]map[string]int{}
+	for _, d := range done {
+		if batches[d.Item.BatchID] == nil {
+			batches[d.Item.BatchID] = map[string]int{}
+		}
+	}
+	ids := make([]string, 0, len(batches))
+	for id := range batches {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		// The batch row first: every finish and cancel of a batch locks it in this order.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM batches WHERE id = $1 FOR UPDATE`, it.BatchID); err != nil {
-			return fmt.Errorf("lock batch %s: %w", it.BatchID, interpretError(err))
+		// The batch rows first, in one order: every finish, cancel and expiry of a batch
+		// locks it before its items.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+			return fmt.Errorf("lock batches: %w", interpretError(err))
 		}
-		tag, err := tx.Exec(ctx, `UPDATE batch_items SET state = 'done', outcome = $4, status_code = nullif($5, 0), response = $6,
-				error_code = nullif($7, ''), error_msg = nullif($8, ''), finished_at = now()
-			WHERE batch_id = $1 AND idx = $2 AND request_id = $3 AND state = 'running'`,
-			it.BatchID, it.Idx, it.RequestID, res.Outcome, res.StatusCode, res.Response, res.ErrorCode, res.ErrorText)
-		if err != nil {
-			return fmt.Errorf("finish item %d of batch %s: %w", it.Idx, it.BatchID, interpretError(err))
+		for _, d := range done {
+			it, res := d.Item, d.Result
+			tag, err := tx.Exec(ctx, `UPDATE batch_items SET state = 'done', outcome = $4, status_code = nullif($5, 0), response = $6,
+					error_code = nullif($7, ''), error_msg = nullif($8, ''), finished_at = now()
+				WHERE batch_id = $1 AND idx = $2 AND request_id = $3 AND state = 'running'`,
+				it.BatchID, it.Idx, it.RequestID, res.Outcome, res.StatusCode, res.Response, res.ErrorCode, res.ErrorText)
+			if err != nil {
+				return fmt.Errorf("finish item %d of batch %s: %w", it.Idx, it.BatchID, interpretError(err))
+			}
+			if tag.RowsAffected() == 1 {
+				batches[it.BatchID][res.Outcome]++
+			}
 		}
-		if tag.RowsAffected() == 0 {
-			return nil
+		for _, id := range ids {
+			c := batches[id]
+			if len(c) == 0 {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `UPDATE batches SET completed = completed + $2, failed = failed + $3, canceled = canceled + $4, expired = expired + $5 WHERE id = $1`,
+				id, c[OutcomeResponse], c[OutcomeError], c[OutcomeCanceled], c[OutcomeExpired]); err != nil {
+				return fmt.Errorf("count items of batch %s: %w", id, interpretError(err))
+			}
+			if err := finalize(ctx, tx, id); err != nil {
+				return err
+			}
 		}
-		col := map[string]string{OutcomeResponse: "completed", OutcomeError: "failed", OutcomeCanceled: "canceled", OutcomeExpired: "expired"}[res.Outcome]
-		if _, err := tx.Exec(ctx, `UPDATE batches SET `+col+` = `+col+` + 1 WHERE id = $1`, it.BatchID); err != nil {
-			return fmt.Errorf("count item of batch %s: %w", it.BatchID, interpretError(err))
-		}
-		return finalize(ctx, tx, it.BatchID)
+		return nil
 	})
 }
 
