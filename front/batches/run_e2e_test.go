@@ -130,3 +130,34 @@ func TestBatchRunsEveryItem(t *testing.T) {
 	}
 	_ = json.Valid
 }
+
+// TestBatchUpstreamFailureIsAnOutputLine: an upstream that answers 400 gives the item a
+// response line with that status (the output file), not an error line; the item beside it
+// succeeds; nothing is charged for the failed one.
+func TestBatchUpstreamFailureIsAnOutputLine(t *testing.T) {
+	t.Parallel()
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
+	c := sdk(g, g.Key)
+	failing := strings.Replace(chatLine("bad", "m-anthropic"), `"content":"hi"`, `"content":"please fail #sim:fail=400"`, 1)
+	b, err := c.Batches.New(context.Background(), openai.BatchNewParams{InputFileID: upload(t, c, failing, chatLine("ok", "m-anthropic")),
+		Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions, CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitBatch(t, c, b.ID)
+	if done.Status != openai.BatchStatusCompleted || done.RequestCounts.Completed != 2 || done.ErrorFileID != "" {
+		t.Fatalf("batch = %s %+v error file %q", done.Status, done.RequestCounts, done.ErrorFileID)
+	}
+	resp, err := c.Files.Content(context.Background(), done.OutputFileID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]float64{}
+	for _, l := range readLines(t, resp) {
+		status[l["custom_id"].(string)] = l["response"].(map[string]any)["status_code"].(float64)
+	}
+	if status["bad"] != 400 || status["ok"] != 200 {
+		t.Errorf("statuses %v, want bad 400 and ok 200", status)
+	}
+	gatewaytest.Settled(t, g.Pool(), g.ProfileID, 1)
+}
