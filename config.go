@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"modelgateway/core/batchrun"
 	"modelgateway/core/fx"
 	"modelgateway/core/rpc"
 	"modelgateway/core/telemetry"
@@ -47,6 +48,14 @@ type Config struct {
 	// ResponsesTTL is how long stored responses are kept (GATEWAY_RESPONSES_TTL, default
 	// 720h).
 	ResponsesTTL time.Duration
+	// Batches are the files and batches settings: GATEWAY_FILES_MAX_BYTES,
+	// GATEWAY_FILES_QUOTA_BYTES, GATEWAY_BATCH_WINDOW (what completion_window "24h" lasts; for
+	// tests) and GATEWAY_BATCH_CONCURRENCY (items run at once on this replica, default 4).
+	Batches          rpc.BatchConfig
+	BatchConcurrency int
+	// BatchLease is how long a batch item's claim lasts unrenewed (GATEWAY_BATCH_LEASE; tests
+	// shorten it): a replica that died loses its items to the others after it.
+	BatchLease time.Duration
 	// Step, when set, hears each step of Start as it ends ("migrations"); `make run` prints
 	// a line with its duration for each.
 	Step func(step string)
@@ -74,6 +83,14 @@ func configFlags(fs *flag.FlagSet) *Config {
 	c.RealtimeMaxSession, _ = time.ParseDuration(os.Getenv("GATEWAY_REALTIME_MAX_SESSION"))
 	c.Replicas, _ = strconv.Atoi(os.Getenv("GATEWAY_REPLICAS"))
 	c.ResponsesTTL, _ = time.ParseDuration(os.Getenv("GATEWAY_RESPONSES_TTL"))
+	c.Batches.FilesMaxBytes, _ = strconv.ParseInt(os.Getenv("GATEWAY_FILES_MAX_BYTES"), 10, 64)
+	c.Batches.FilesQuotaBytes, _ = strconv.ParseInt(os.Getenv("GATEWAY_FILES_QUOTA_BYTES"), 10, 64)
+	c.Batches.Window, _ = time.ParseDuration(os.Getenv("GATEWAY_BATCH_WINDOW"))
+	c.BatchConcurrency = batchrun.DefaultConcurrency
+	if v, err := strconv.Atoi(os.Getenv("GATEWAY_BATCH_CONCURRENCY")); err == nil {
+		c.BatchConcurrency = v
+	}
+	c.BatchLease, _ = time.ParseDuration(os.Getenv("GATEWAY_BATCH_LEASE"))
 	fs.DurationVar(&c.FxInterval, "fx-interval", fxEvery, "time between FX fetches (GATEWAY_FX_INTERVAL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr(), "GET /metrics listener; off when empty (GATEWAY_METRICS_ADDR)")
 	return c

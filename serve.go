@@ -102,6 +102,10 @@ type Gateway struct {
 	// streams are the calls core runs in HTTP handlers: after the drain bound they are cut,
 	// and the ledger closes only once they have queued their records.
 	streams *rpc.InProcess
+	// batchStop stops the batch runner claiming items; batchDone closes when its items have
+	// ended.
+	batchStop func()
+	batchDone chan struct{}
 	// the bound listeners, served from the end of Start
 	httpLn, grpcLn net.Listener
 	log            *slog.Logger
@@ -196,7 +200,8 @@ func (w *wiring) startCore(ctx context.Context) error {
 	coreSrv := &rpc.CoreServer{Snapshots: holder, Store: st, Deps: &rpc.Deps{
 		Adapters: adapters, Counter: tokens.Count, TextCounter: tokens.CountTexts, Ledger: ledger, Log: log, Env: cfg.Env,
 		RealtimeMaxSession: cfg.RealtimeMaxSession, ResponsesTTL: cfg.ResponsesTTL,
-		Health: routing.NewHealth(), // this replica's memory of its upstreams
+		Batches: cfg.Batches,
+		Health:  routing.NewHealth(), // this replica's memory of its upstreams
 	}}
 	prober := &verify.Prober{Adapters: adapters, Env: cfg.Env, Log: log}
 	probeInterval, err := statusdata.ProbeIntervalFromEnv(os.Getenv)
@@ -300,6 +305,7 @@ func (w *wiring) frontConfig() front.Config {
 			return st.Pool.Ping(ctx)
 		},
 		Log: w.log, Limits: cfg.Limits, AdminSeparate: cfg.AdminHTTPAddr != "",
+		FilesMaxBytes: cfg.Batches.FilesMaxBytes,
 	}
 	if cfg.AdminToken != "" {
 		fcfg.Admin = adminv1.NewAdminServiceClient(inproc)
@@ -363,6 +369,7 @@ func (w *wiring) run(runCtx context.Context, g *Gateway) {
 	}
 	g.ledger, g.ledgerDone = w.ledger, ledgerDone
 	go rpc.PurgeStoredResponses(runCtx, w.st, rpc.DefaultResponsesPurgeEvery, log.With("component", "stored_responses"))
+	w.runBatches(g)
 	go func() { _ = g.grpcSrv.Serve(g.grpcLn) }()
 	go func() {
 		defer close(g.done)
@@ -393,6 +400,7 @@ func (g *Gateway) Shutdown(drain time.Duration) error {
 func (g *Gateway) shutdown(drain time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
+	g.batchStop() // no new batch item starts; those running finish below
 	// Upgraded realtime connections are not the HTTP server's to drain: close them alongside.
 	realtimeDone := make(chan error, 1)
 	go func() { realtimeDone <- g.front.Shutdown(ctx) }()
@@ -419,6 +427,10 @@ func (g *Gateway) shutdown(drain time.Duration) error {
 	case <-stopped:
 	case <-ctx.Done():
 		g.grpcSrv.Stop()
+	}
+	select {
+	case <-g.batchDone: // every batch item running has recorded its result
+	case <-ctx.Done():
 	}
 	g.stop()
 	<-g.done

@@ -19,6 +19,7 @@ import (
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
 	"modelgateway/core/wire/requestid"
+	"modelgateway/front/batches"
 	"modelgateway/front/media"
 	"modelgateway/front/relay"
 	"modelgateway/front/responses"
@@ -50,6 +51,9 @@ type Config struct {
 	AdminSeparate bool
 	// Limits bound what a client can make the front hold; zero values are the defaults.
 	Limits Limits
+	// FilesMaxBytes bounds an upload to POST /v1/files (GATEWAY_FILES_MAX_BYTES); the
+	// default when 0.
+	FilesMaxBytes int64
 }
 
 // RealtimeHandler serves the realtime WebSocket sessions. The binary hands the front one
@@ -154,6 +158,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.route(w, r)
 }
 
+// ServeInternal serves a request the gateway makes itself - a batch item (core/batchrun) -
+// under a request id of the gateway's own making, through the same routes as a client's.
+func (s *Server) ServeInternal(w http.ResponseWriter, r *http.Request, requestID string) {
+	r = relay.Begin(r, true)
+	relay.SetRequestID(r.Header, w.Header(), requestID)
+	s.route(w, r)
+}
+
 // route is the dispatch table. Unknown paths and wrong methods get the envelope too.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	googleV1(r) // googlev1.go
@@ -175,6 +187,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.onlyGET(w, r, s.readyz)
 	case strings.HasPrefix(p, "/admin/v1/") && !s.cfg.AdminSeparate:
 		s.serveAdmin(w, r)
+	case batches.Serves(p):
+		(&batches.Handler{Core: s.cfg.Core, MaxFileBytes: s.cfg.FilesMaxBytes}).ServeHTTP(w, r)
 	case strings.HasPrefix(p, responses.StoredPrefix):
 		(&responses.StoredHandler{Core: s.cfg.Core}).ServeHTTP(w, r)
 	case p == "/v1/catalog":

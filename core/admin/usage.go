@@ -76,6 +76,7 @@ func (s *Server) ListUsage(ctx context.Context, req *adminv1.ListUsageRequest) (
 		if r.EndTime != nil {
 			u.EndTime = timestamppb.New(*r.EndTime)
 		}
+		u.BatchId, u.CustomId = r.BatchID, r.CustomID
 		for _, a := range r.Attempts {
 			u.Attempts = append(u.Attempts, &adminv1.UsageAttempt{Provider: a.Provider, UpstreamModel: a.UpstreamModel,
 				Status: int32(a.Status), ErrorCode: a.ErrorCode, DurationMs: a.DurationMS})

@@ -158,6 +158,12 @@ func (dec *decoder) model(n *yaml.Node, path string) Model {
 			}
 		},
 		"streaming": func(v *yaml.Node, p string) { dec.boolean(v, p, &m.Streaming) },
+		"batch_price_factor": func(v *yaml.Node, p string) {
+			dec.amount(v, p, &m.BatchPriceFactor)
+			if f := m.BatchPriceFactor; f != nil && f.IsNegative() {
+				dec.fail(p, "%s must not be negative", f.String())
+			}
+		},
 		"routes": func(v *yaml.Node, p string) {
 			dec.list(v, p, func(item *yaml.Node, ip string) { m.Routes = append(m.Routes, dec.route(item, ip)) })
 		},

@@ -70,10 +70,12 @@ type Model struct {
 	Priority                         int  // lower first inside the family; ties by ID
 	Active                           bool // Parse defaults it to true
 	OutputTokenLimit                 *int // nil = no explicit limit
-	Streaming                        bool // Parse defaults it to true
-	Routes                           []Route
-	Prices                           []Price
-	Capabilities                     []Capability
+	// BatchPriceFactor multiplies the model's prices for batch items; nil is 1.
+	BatchPriceFactor *decimal.Decimal
+	Streaming        bool // Parse defaults it to true
+	Routes           []Route
+	Prices           []Price
+	Capabilities     []Capability
 }
 
 // Route sends a model's endpoint families to a provider. Several routes covering the same

@@ -25,6 +25,9 @@ var EndpointFamilies = []string{
 	"audio.transcriptions",
 	"audio.translations",
 	"realtime",
+	"files",
+	"batches",
+	"messages.batches",
 }
 
 // IsEndpointFamily reports whether s is one of EndpointFamilies.

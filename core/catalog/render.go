@@ -49,6 +49,7 @@ type jsonModel struct {
 	Active           bool             `json:"active"`
 	OutputTokenLimit *int             `json:"output_token_limit"`
 	Streaming        bool             `json:"streaming"`
+	BatchPriceFactor *string          `json:"batch_price_factor,omitempty"`
 	Routes           []jsonRoute      `json:"routes"`
 	Prices           []jsonPrice      `json:"prices"`
 	Capabilities     []jsonCapability `json:"capabilities"`
@@ -126,6 +127,10 @@ func renderModel(m Model) jsonModel {
 		Routes:           make([]jsonRoute, 0, len(m.Routes)),
 		Prices:           make([]jsonPrice, 0, len(m.Prices)),
 		Capabilities:     make([]jsonCapability, 0, len(m.Capabilities)),
+	}
+	if f := m.BatchPriceFactor; f != nil {
+		s := f.String()
+		jm.BatchPriceFactor = &s
 	}
 	for _, r := range m.Routes {
 		jm.Routes = append(jm.Routes, jsonRoute{

@@ -73,6 +73,9 @@ func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...t
 		tokens.settle(0)
 		return nil, idErr
 	}
+	if batchItemCall(ctx) {
+		m = batchPriced(m)
+	}
 	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, tokens: tokens, money: s.Deps.Ledger.NewRequest(k.ProfileID), out: Outcome{
 		RequestID: id, KeyID: k.IDText(), KeyPrefix: k.Prefix, ProfileID: k.ProfileText(), Currency: snap.Currency,
 		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: store.StatusOK,

@@ -41,7 +41,7 @@ type CoreServer struct {
 // caller authenticates the request's key against the current snapshot.
 func (s *CoreServer) caller(ctx context.Context) (*snapshot.Snapshot, *snapshot.Key, error) {
 	snap := s.Snapshots.Current()
-	k, err := snap.Authenticate(callmd.Bearer(ctx))
+	k, err := authenticate(snap, callmd.Bearer(ctx))
 	if err != nil {
 		return nil, nil, err
 	}

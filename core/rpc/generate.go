@@ -54,6 +54,8 @@ type Deps struct {
 	// ResponsesTTL is how long a stored response is kept (GATEWAY_RESPONSES_TTL);
 	// DefaultResponsesTTL when 0.
 	ResponsesTTL time.Duration
+	// Batches are the files and batches limits and clock (batchfiles.go).
+	Batches BatchConfig
 	// Health is the replica's memory of its routes and credentials (core/routing); one
 	// shared by every server of the process when nil.
 	Health *routing.Health

@@ -322,7 +322,7 @@ func (l *KeyLimiter) admit(ctx context.Context, method string) (func(), metadata
 	if !limitedMethods[method] {
 		return func() {}, nil, nil
 	}
-	k, err := l.Snapshots.Current().Authenticate(callmd.Bearer(ctx))
+	k, err := authenticate(l.Snapshots.Current(), callmd.Bearer(ctx))
 	if err != nil {
 		return func() {}, nil, nil
 	}

@@ -29,6 +29,7 @@ type Snapshot struct {
 	models    map[string]*Model // all models, active or not
 	ordered   []*Model          // active models: family order, then priority, then id
 	keys      map[[32]byte]*Key // active keys by secret hash
+	keysByID  map[uuid.UUID]*Key
 	familyPos map[string]int
 }
 
@@ -110,6 +111,7 @@ func Build(d *store.CatalogData, now time.Time) *Snapshot {
 		LoadedAt:  now,
 		models:    make(map[string]*Model, len(d.Models)),
 		keys:      make(map[[32]byte]*Key, len(d.Keys)),
+		keysByID:  make(map[uuid.UUID]*Key, len(d.Keys)),
 		familyPos: make(map[string]int, len(d.Families)),
 	}
 	for _, f := range d.Families {
@@ -176,6 +178,7 @@ func Build(d *store.CatalogData, now time.Time) *Snapshot {
 			key.models[m] = true
 		}
 		s.keys[[32]byte(k.SecretHash)] = key
+		s.keysByID[k.ID] = key
 	}
 	return s
 }
@@ -194,6 +197,20 @@ func (s *Snapshot) Authenticate(secret string) (*Key, *apierror.Error) {
 		return k, nil
 	}
 	return nil, apierror.New(apierror.InvalidKey, "the API key is not valid")
+}
+
+// AuthenticateID is Authenticate for a caller that holds no secret but names an active key
+// by its id: a batch item, which runs with the checks of the key that created its batch as
+// they are when it runs (core/rpc's batch credential vouches for the id).
+func (s *Snapshot) AuthenticateID(id uuid.UUID) (*Key, *apierror.Error) {
+	k := s.keysByID[id]
+	if k == nil {
+		return nil, apierror.New(apierror.InvalidKey, "the API key that created this batch is no longer valid")
+	}
+	if !k.ExpireTime.IsZero() && !time.Now().Before(k.ExpireTime) {
+		return nil, apierror.New(apierror.InvalidKey, "the API key has expired")
+	}
+	return k, nil
 }
 
 // active returns an active model whose family is active, or nil.

@@ -68,6 +68,8 @@ type Model struct {
 	OutputTokenLimit                 *int32
 	Streaming                        bool
 	CreateTime                       time.Time
+	// BatchPriceFactor multiplies the prices of the model's batch items (1 by default).
+	BatchPriceFactor decimal.Decimal
 }
 
 // Route is one upstream of a model for some endpoint families; Position is the fallback order.
@@ -126,9 +128,9 @@ func (s *Store) LoadCatalog(ctx context.Context) (*CatalogData, error) {
 		}); err != nil {
 			return fmt.Errorf("load providers: %w", err)
 		}
-		if d.Models, err = collect(ctx, tx, `SELECT id, display_name, family_id, owned_by, priority, active, output_token_limit, streaming, create_time FROM models ORDER BY id`, func(r pgx.Rows) (Model, error) {
+		if d.Models, err = collect(ctx, tx, `SELECT id, display_name, family_id, owned_by, priority, active, output_token_limit, streaming, create_time, batch_price_factor FROM models ORDER BY id`, func(r pgx.Rows) (Model, error) {
 			var m Model
-			return m, r.Scan(&m.ID, &m.DisplayName, &m.Family, &m.OwnedBy, &m.Priority, &m.Active, &m.OutputTokenLimit, &m.Streaming, &m.CreateTime)
+			return m, r.Scan(&m.ID, &m.DisplayName, &m.Family, &m.OwnedBy, &m.Priority, &m.Active, &m.OutputTokenLimit, &m.Streaming, &m.CreateTime, &m.BatchPriceFactor)
 		}); err != nil {
 			return fmt.Errorf("load models: %w", err)
 		}
@@ -353,13 +355,18 @@ func applyModel(ctx context.Context, tx pgx.Tx, m *catalog.Model) error {
 		v := int32(*m.OutputTokenLimit)
 		limit = &v
 	}
+	factor := decimal.NewFromInt(1)
+	if m.BatchPriceFactor != nil {
+		factor = *m.BatchPriceFactor
+	}
 	if _, err := tx.Exec(ctx, `
-		INSERT INTO models (id, display_name, family_id, owned_by, priority, active, output_token_limit, streaming)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		INSERT INTO models (id, display_name, family_id, owned_by, priority, active, output_token_limit, streaming, batch_price_factor)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, family_id = excluded.family_id,
 			owned_by = excluded.owned_by, priority = excluded.priority, active = excluded.active,
-			output_token_limit = excluded.output_token_limit, streaming = excluded.streaming`,
-		m.ID, m.DisplayName, m.Family, m.OwnedBy, m.Priority, m.Active, limit, m.Streaming); err != nil {
+			output_token_limit = excluded.output_token_limit, streaming = excluded.streaming,
+			batch_price_factor = excluded.batch_price_factor`,
+		m.ID, m.DisplayName, m.Family, m.OwnedBy, m.Priority, m.Active, limit, m.Streaming, factor); err != nil {
 		return fmt.Errorf("upsert: %w", err)
 	}
 	for _, table := range []string{"model_routes", "prices", "capabilities"} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,6 +28,8 @@ type RequestRecord struct {
 	EndTime                             *time.Time
 	// Attempts are the request's upstream calls in order (contract.md, "Routing").
 	Attempts []AttemptRecord
+	// BatchID and CustomID name the batch item the request ran (empty for live requests).
+	BatchID, CustomID string
 }
 
 // AttemptRecord is one upstream call of a request: Status the HTTP status the upstream
@@ -120,7 +123,8 @@ func (s *Store) ListUsage(ctx context.Context, profileID uuid.UUID, f UsageFilte
 	rows, err := s.Pool.Query(ctx, `
 		SELECT profile_id, request_id, key_id, model_id, endpoint_family, status, currency,
 			input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-			usage_reliable, cost, start_time, end_time, attempts
+			usage_reliable, cost, start_time, end_time, attempts,
+			coalesce((SELECT bi.batch_id || ' ' || bi.custom_id FROM batch_items bi WHERE bi.request_id = requests.request_id), '')
 		FROM requests
 		WHERE profile_id = $1 AND ($2::timestamptz IS NULL OR (start_time, request_id) < ($2, $3))
 			AND ($5::uuid IS NULL OR key_id = $5)
@@ -136,11 +140,14 @@ func (s *Store) ListUsage(ctx context.Context, profileID uuid.UUID, f UsageFilte
 	for rows.Next() {
 		var r RequestRecord
 		var attempts []byte
+		var item string
 		if err := rows.Scan(&r.ProfileID, &r.RequestID, &r.KeyID, &r.Model, &r.EndpointFamily, &r.Status, &r.Currency,
 			&r.InputTokens, &r.CachedInputTokens, &r.CacheWriteTokens, &r.OutputTokens, &r.ReasoningTokens,
-			&r.UsageReliable, &r.Cost, &r.StartTime, &r.EndTime, &attempts); err != nil {
+			&r.UsageReliable, &r.Cost, &r.StartTime, &r.EndTime, &attempts, &item); err != nil {
 			return nil, fmt.Errorf("scan usage: %w", err)
 		}
+		// A batch id has no space; a custom_id may.
+		r.BatchID, r.CustomID, _ = strings.Cut(item, " ")
 		if len(attempts) > 0 {
 			if err := json.Unmarshal(attempts, &r.Attempts); err != nil {
 				return nil, fmt.Errorf("usage %s: attempts: %w", r.RequestID, err)

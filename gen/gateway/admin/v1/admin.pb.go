@@ -1458,7 +1458,10 @@ type UsageRecord struct {
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	EndTime   *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// Every upstream call of the request, in order; the last one answered when status is ok.
-	Attempts      []*UsageAttempt `protobuf:"bytes,16,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	Attempts []*UsageAttempt `protobuf:"bytes,16,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	// A batch item's record: its batch and custom_id (contract.md "Files and batches").
+	BatchId       string `protobuf:"bytes,17,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
+	CustomId      string `protobuf:"bytes,18,opt,name=custom_id,json=customId,proto3" json:"custom_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1603,6 +1606,20 @@ func (x *UsageRecord) GetAttempts() []*UsageAttempt {
 		return x.Attempts
 	}
 	return nil
+}
+
+func (x *UsageRecord) GetBatchId() string {
+	if x != nil {
+		return x.BatchId
+	}
+	return ""
+}
+
+func (x *UsageRecord) GetCustomId() string {
+	if x != nil {
+		return x.CustomId
+	}
+	return ""
 }
 
 // UsageAttempt is one upstream call of a request (contract.md, "Routing").
@@ -3254,7 +3271,7 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\bend_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"t\n" +
 	"\x11ListUsageResponse\x127\n" +
 	"\arecords\x18\x01 \x03(\v2\x1d.gateway.admin.v1.UsageRecordR\arecords\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xf0\x04\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa8\x05\n" +
 	"\vUsageRecord\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x15\n" +
@@ -3274,7 +3291,9 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
 	"\bend_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12:\n" +
-	"\battempts\x18\x10 \x03(\v2\x1e.gateway.admin.v1.UsageAttemptR\battempts\"\xa9\x01\n" +
+	"\battempts\x18\x10 \x03(\v2\x1e.gateway.admin.v1.UsageAttemptR\battempts\x12\x19\n" +
+	"\bbatch_id\x18\x11 \x01(\tR\abatchId\x12\x1b\n" +
+	"\tcustom_id\x18\x12 \x01(\tR\bcustomId\"\xa9\x01\n" +
 	"\fUsageAttempt\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12%\n" +
 	"\x0eupstream_model\x18\x02 \x01(\tR\rupstreamModel\x12\x16\n" +

@@ -23,6 +23,58 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// BatchAPI says which provider's shapes a batch call speaks.
+type BatchAPI int32
+
+const (
+	BatchAPI_BATCH_API_UNSPECIFIED BatchAPI = 0
+	// /v1/batches (family batches).
+	BatchAPI_BATCH_API_OPENAI BatchAPI = 1
+	// /v1/messages/batches (family messages.batches).
+	BatchAPI_BATCH_API_ANTHROPIC BatchAPI = 2
+)
+
+// Enum value maps for BatchAPI.
+var (
+	BatchAPI_name = map[int32]string{
+		0: "BATCH_API_UNSPECIFIED",
+		1: "BATCH_API_OPENAI",
+		2: "BATCH_API_ANTHROPIC",
+	}
+	BatchAPI_value = map[string]int32{
+		"BATCH_API_UNSPECIFIED": 0,
+		"BATCH_API_OPENAI":      1,
+		"BATCH_API_ANTHROPIC":   2,
+	}
+)
+
+func (x BatchAPI) Enum() *BatchAPI {
+	p := new(BatchAPI)
+	*p = x
+	return p
+}
+
+func (x BatchAPI) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BatchAPI) Descriptor() protoreflect.EnumDescriptor {
+	return file_gateway_core_v1_core_proto_enumTypes[0].Descriptor()
+}
+
+func (BatchAPI) Type() protoreflect.EnumType {
+	return &file_gateway_core_v1_core_proto_enumTypes[0]
+}
+
+func (x BatchAPI) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BatchAPI.Descriptor instead.
+func (BatchAPI) EnumDescriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{0}
+}
+
 type ListModelsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1608,6 +1660,480 @@ func (x *CallerKeyUsageWindow) GetCost() string {
 	return ""
 }
 
+// BatchAPIJSON is an answer of the files and batches RPCs that the front writes as it is.
+type BatchAPIJSON struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Json          []byte                 `protobuf:"bytes,1,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchAPIJSON) Reset() {
+	*x = BatchAPIJSON{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchAPIJSON) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchAPIJSON) ProtoMessage() {}
+
+func (x *BatchAPIJSON) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchAPIJSON.ProtoReflect.Descriptor instead.
+func (*BatchAPIJSON) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BatchAPIJSON) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
+type UploadBatchFileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First message: the multipart part's filename.
+	Filename string `protobuf:"bytes,1,opt,name=filename,proto3" json:"filename,omitempty"`
+	// A piece of the file's bytes, in order.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// Last message: the purpose part's value, and finish set.
+	Purpose       string `protobuf:"bytes,3,opt,name=purpose,proto3" json:"purpose,omitempty"`
+	Finish        bool   `protobuf:"varint,4,opt,name=finish,proto3" json:"finish,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadBatchFileRequest) Reset() {
+	*x = UploadBatchFileRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadBatchFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadBatchFileRequest) ProtoMessage() {}
+
+func (x *UploadBatchFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadBatchFileRequest.ProtoReflect.Descriptor instead.
+func (*UploadBatchFileRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *UploadBatchFileRequest) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+func (x *UploadBatchFileRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *UploadBatchFileRequest) GetPurpose() string {
+	if x != nil {
+		return x.Purpose
+	}
+	return ""
+}
+
+func (x *UploadBatchFileRequest) GetFinish() bool {
+	if x != nil {
+		return x.Finish
+	}
+	return false
+}
+
+type GetBatchFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBatchFileRequest) Reset() {
+	*x = GetBatchFileRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBatchFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBatchFileRequest) ProtoMessage() {}
+
+func (x *GetBatchFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBatchFileRequest.ProtoReflect.Descriptor instead.
+func (*GetBatchFileRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetBatchFileRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListBatchFilesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	After string                 `protobuf:"bytes,1,opt,name=after,proto3" json:"after,omitempty"`
+	// 1..10000; 0 means 10000.
+	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// "asc" or "desc" (default) by created_at.
+	Order         string `protobuf:"bytes,3,opt,name=order,proto3" json:"order,omitempty"`
+	Purpose       string `protobuf:"bytes,4,opt,name=purpose,proto3" json:"purpose,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBatchFilesRequest) Reset() {
+	*x = ListBatchFilesRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBatchFilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBatchFilesRequest) ProtoMessage() {}
+
+func (x *ListBatchFilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBatchFilesRequest.ProtoReflect.Descriptor instead.
+func (*ListBatchFilesRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListBatchFilesRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ListBatchFilesRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListBatchFilesRequest) GetOrder() string {
+	if x != nil {
+		return x.Order
+	}
+	return ""
+}
+
+func (x *ListBatchFilesRequest) GetPurpose() string {
+	if x != nil {
+		return x.Purpose
+	}
+	return ""
+}
+
+type BatchFileChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchFileChunk) Reset() {
+	*x = BatchFileChunk{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchFileChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchFileChunk) ProtoMessage() {}
+
+func (x *BatchFileChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchFileChunk.ProtoReflect.Descriptor instead.
+func (*BatchFileChunk) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BatchFileChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type CreateBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Api   BatchAPI               `protobuf:"varint,1,opt,name=api,proto3,enum=gateway.core.v1.BatchAPI" json:"api,omitempty"`
+	// The request body as the client sent it (JSON).
+	Body []byte `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
+	// The gateway's public base URL (scheme://host), for results_url.
+	BaseUrl       string `protobuf:"bytes,3,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateBatchRequest) Reset() {
+	*x = CreateBatchRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateBatchRequest) ProtoMessage() {}
+
+func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateBatchRequest.ProtoReflect.Descriptor instead.
+func (*CreateBatchRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *CreateBatchRequest) GetApi() BatchAPI {
+	if x != nil {
+		return x.Api
+	}
+	return BatchAPI_BATCH_API_UNSPECIFIED
+}
+
+func (x *CreateBatchRequest) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *CreateBatchRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+type GetBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Api           BatchAPI               `protobuf:"varint,1,opt,name=api,proto3,enum=gateway.core.v1.BatchAPI" json:"api,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	BaseUrl       string                 `protobuf:"bytes,3,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBatchRequest) Reset() {
+	*x = GetBatchRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBatchRequest) ProtoMessage() {}
+
+func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBatchRequest.ProtoReflect.Descriptor instead.
+func (*GetBatchRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GetBatchRequest) GetApi() BatchAPI {
+	if x != nil {
+		return x.Api
+	}
+	return BatchAPI_BATCH_API_UNSPECIFIED
+}
+
+func (x *GetBatchRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetBatchRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+type ListBatchesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Api   BatchAPI               `protobuf:"varint,1,opt,name=api,proto3,enum=gateway.core.v1.BatchAPI" json:"api,omitempty"`
+	// OpenAI after; Anthropic after_id.
+	After string `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	// Anthropic before_id.
+	Before        string `protobuf:"bytes,3,opt,name=before,proto3" json:"before,omitempty"`
+	Limit         int32  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	BaseUrl       string `protobuf:"bytes,5,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBatchesRequest) Reset() {
+	*x = ListBatchesRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBatchesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBatchesRequest) ProtoMessage() {}
+
+func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBatchesRequest.ProtoReflect.Descriptor instead.
+func (*ListBatchesRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ListBatchesRequest) GetApi() BatchAPI {
+	if x != nil {
+		return x.Api
+	}
+	return BatchAPI_BATCH_API_UNSPECIFIED
+}
+
+func (x *ListBatchesRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ListBatchesRequest) GetBefore() string {
+	if x != nil {
+		return x.Before
+	}
+	return ""
+}
+
+func (x *ListBatchesRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListBatchesRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
 var File_gateway_core_v1_core_proto protoreflect.FileDescriptor
 
 const file_gateway_core_v1_core_proto_rawDesc = "" +
@@ -1725,7 +2251,41 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x05month\x18\x02 \x01(\v2%.gateway.core.v1.CallerKeyUsageWindowR\x05month\"F\n" +
 	"\x14CallerKeyUsageWindow\x12\x1a\n" +
 	"\brequests\x18\x01 \x01(\x03R\brequests\x12\x12\n" +
-	"\x04cost\x18\x02 \x01(\tR\x04cost2\xf0\x0e\n" +
+	"\x04cost\x18\x02 \x01(\tR\x04cost\"\"\n" +
+	"\fBatchAPIJSON\x12\x12\n" +
+	"\x04json\x18\x01 \x01(\fR\x04json\"z\n" +
+	"\x16UploadBatchFileRequest\x12\x1a\n" +
+	"\bfilename\x18\x01 \x01(\tR\bfilename\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x18\n" +
+	"\apurpose\x18\x03 \x01(\tR\apurpose\x12\x16\n" +
+	"\x06finish\x18\x04 \x01(\bR\x06finish\"%\n" +
+	"\x13GetBatchFileRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"s\n" +
+	"\x15ListBatchFilesRequest\x12\x14\n" +
+	"\x05after\x18\x01 \x01(\tR\x05after\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x14\n" +
+	"\x05order\x18\x03 \x01(\tR\x05order\x12\x18\n" +
+	"\apurpose\x18\x04 \x01(\tR\apurpose\"$\n" +
+	"\x0eBatchFileChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"p\n" +
+	"\x12CreateBatchRequest\x12+\n" +
+	"\x03api\x18\x01 \x01(\x0e2\x19.gateway.core.v1.BatchAPIR\x03api\x12\x12\n" +
+	"\x04body\x18\x02 \x01(\fR\x04body\x12\x19\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"i\n" +
+	"\x0fGetBatchRequest\x12+\n" +
+	"\x03api\x18\x01 \x01(\x0e2\x19.gateway.core.v1.BatchAPIR\x03api\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x19\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"\xa0\x01\n" +
+	"\x12ListBatchesRequest\x12+\n" +
+	"\x03api\x18\x01 \x01(\x0e2\x19.gateway.core.v1.BatchAPIR\x03api\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\tR\x05after\x12\x16\n" +
+	"\x06before\x18\x03 \x01(\tR\x06before\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x19\n" +
+	"\bbase_url\x18\x05 \x01(\tR\abaseUrl*T\n" +
+	"\bBatchAPI\x12\x19\n" +
+	"\x15BATCH_API_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10BATCH_API_OPENAI\x10\x01\x12\x17\n" +
+	"\x13BATCH_API_ANTHROPIC\x10\x022\x9e\x16\n" +
 	"\vCoreService\x12i\n" +
 	"\n" +
 	"ListModels\x12\".gateway.core.v1.ListModelsRequest\x1a#.gateway.core.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
@@ -1747,7 +2307,18 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x11GetStoredResponse\x12).gateway.core.v1.GetStoredResponseRequest\x1a#.gateway.core.v1.StoredResponseJSON\x12y\n" +
 	"\x1cListStoredResponseInputItems\x124.gateway.core.v1.ListStoredResponseInputItemsRequest\x1a#.gateway.core.v1.StoredResponseJSON\x12i\n" +
 	"\x14DeleteStoredResponse\x12,.gateway.core.v1.DeleteStoredResponseRequest\x1a#.gateway.core.v1.StoredResponseJSON\x12a\n" +
-	"\fGetCallerKey\x12$.gateway.core.v1.GetCallerKeyRequest\x1a\x1a.gateway.core.v1.CallerKey\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/v1/keyB)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
+	"\fGetCallerKey\x12$.gateway.core.v1.GetCallerKeyRequest\x1a\x1a.gateway.core.v1.CallerKey\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/v1/key\x12[\n" +
+	"\x0fUploadBatchFile\x12'.gateway.core.v1.UploadBatchFileRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON(\x01\x12S\n" +
+	"\fGetBatchFile\x12$.gateway.core.v1.GetBatchFileRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12W\n" +
+	"\x0eListBatchFiles\x12&.gateway.core.v1.ListBatchFilesRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12V\n" +
+	"\x0fDeleteBatchFile\x12$.gateway.core.v1.GetBatchFileRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12^\n" +
+	"\x13GetBatchFileContent\x12$.gateway.core.v1.GetBatchFileRequest\x1a\x1f.gateway.core.v1.BatchFileChunk0\x01\x12Q\n" +
+	"\vCreateBatch\x12#.gateway.core.v1.CreateBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12K\n" +
+	"\bGetBatch\x12 .gateway.core.v1.GetBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12Q\n" +
+	"\vListBatches\x12#.gateway.core.v1.ListBatchesRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12N\n" +
+	"\vCancelBatch\x12 .gateway.core.v1.GetBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12N\n" +
+	"\vDeleteBatch\x12 .gateway.core.v1.GetBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12V\n" +
+	"\x0fGetBatchResults\x12 .gateway.core.v1.GetBatchRequest\x1a\x1f.gateway.core.v1.BatchFileChunk0\x01B)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
 
 var (
 	file_gateway_core_v1_core_proto_rawDescOnce sync.Once
@@ -1761,98 +2332,133 @@ func file_gateway_core_v1_core_proto_rawDescGZIP() []byte {
 	return file_gateway_core_v1_core_proto_rawDescData
 }
 
-var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_gateway_core_v1_core_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_gateway_core_v1_core_proto_goTypes = []any{
-	(*ListModelsRequest)(nil),                   // 0: gateway.core.v1.ListModelsRequest
-	(*ListModelsResponse)(nil),                  // 1: gateway.core.v1.ListModelsResponse
-	(*GetModelRequest)(nil),                     // 2: gateway.core.v1.GetModelRequest
-	(*Model)(nil),                               // 3: gateway.core.v1.Model
-	(*TopProvider)(nil),                         // 4: gateway.core.v1.TopProvider
-	(*GetBalanceRequest)(nil),                   // 5: gateway.core.v1.GetBalanceRequest
-	(*Balance)(nil),                             // 6: gateway.core.v1.Balance
-	(*ListGenerativeModelsRequest)(nil),         // 7: gateway.core.v1.ListGenerativeModelsRequest
-	(*ListGenerativeModelsResponse)(nil),        // 8: gateway.core.v1.ListGenerativeModelsResponse
-	(*GetGenerativeModelRequest)(nil),           // 9: gateway.core.v1.GetGenerativeModelRequest
-	(*GenerativeModel)(nil),                     // 10: gateway.core.v1.GenerativeModel
-	(*ListCompatModelsRequest)(nil),             // 11: gateway.core.v1.ListCompatModelsRequest
-	(*AuthorizeRequest)(nil),                    // 12: gateway.core.v1.AuthorizeRequest
-	(*AuthorizeResponse)(nil),                   // 13: gateway.core.v1.AuthorizeResponse
-	(*GetStoredResponseChainRequest)(nil),       // 14: gateway.core.v1.GetStoredResponseChainRequest
-	(*StoredResponseChain)(nil),                 // 15: gateway.core.v1.StoredResponseChain
-	(*PutStoredResponseRequest)(nil),            // 16: gateway.core.v1.PutStoredResponseRequest
-	(*PutStoredResponseResponse)(nil),           // 17: gateway.core.v1.PutStoredResponseResponse
-	(*GetStoredResponseRequest)(nil),            // 18: gateway.core.v1.GetStoredResponseRequest
-	(*ListStoredResponseInputItemsRequest)(nil), // 19: gateway.core.v1.ListStoredResponseInputItemsRequest
-	(*DeleteStoredResponseRequest)(nil),         // 20: gateway.core.v1.DeleteStoredResponseRequest
-	(*StoredResponseJSON)(nil),                  // 21: gateway.core.v1.StoredResponseJSON
-	(*GetCallerKeyRequest)(nil),                 // 22: gateway.core.v1.GetCallerKeyRequest
-	(*CallerKey)(nil),                           // 23: gateway.core.v1.CallerKey
-	(*CallerKeyBudget)(nil),                     // 24: gateway.core.v1.CallerKeyBudget
-	(*CallerKeyUsage)(nil),                      // 25: gateway.core.v1.CallerKeyUsage
-	(*CallerKeyUsageWindow)(nil),                // 26: gateway.core.v1.CallerKeyUsageWindow
-	(*timestamppb.Timestamp)(nil),               // 27: google.protobuf.Timestamp
-	(*GenerateRequest)(nil),                     // 28: gateway.core.v1.GenerateRequest
-	(*CountTokensRequest)(nil),                  // 29: gateway.core.v1.CountTokensRequest
-	(*EmbedRequest)(nil),                        // 30: gateway.core.v1.EmbedRequest
-	(*ForwardRequest)(nil),                      // 31: gateway.core.v1.ForwardRequest
-	(*RealtimeRequest)(nil),                     // 32: gateway.core.v1.RealtimeRequest
-	(*GenerateEvent)(nil),                       // 33: gateway.core.v1.GenerateEvent
-	(*CountTokensResponse)(nil),                 // 34: gateway.core.v1.CountTokensResponse
-	(*EmbedResponse)(nil),                       // 35: gateway.core.v1.EmbedResponse
-	(*ForwardResponse)(nil),                     // 36: gateway.core.v1.ForwardResponse
-	(*RealtimeResponse)(nil),                    // 37: gateway.core.v1.RealtimeResponse
+	(BatchAPI)(0),                               // 0: gateway.core.v1.BatchAPI
+	(*ListModelsRequest)(nil),                   // 1: gateway.core.v1.ListModelsRequest
+	(*ListModelsResponse)(nil),                  // 2: gateway.core.v1.ListModelsResponse
+	(*GetModelRequest)(nil),                     // 3: gateway.core.v1.GetModelRequest
+	(*Model)(nil),                               // 4: gateway.core.v1.Model
+	(*TopProvider)(nil),                         // 5: gateway.core.v1.TopProvider
+	(*GetBalanceRequest)(nil),                   // 6: gateway.core.v1.GetBalanceRequest
+	(*Balance)(nil),                             // 7: gateway.core.v1.Balance
+	(*ListGenerativeModelsRequest)(nil),         // 8: gateway.core.v1.ListGenerativeModelsRequest
+	(*ListGenerativeModelsResponse)(nil),        // 9: gateway.core.v1.ListGenerativeModelsResponse
+	(*GetGenerativeModelRequest)(nil),           // 10: gateway.core.v1.GetGenerativeModelRequest
+	(*GenerativeModel)(nil),                     // 11: gateway.core.v1.GenerativeModel
+	(*ListCompatModelsRequest)(nil),             // 12: gateway.core.v1.ListCompatModelsRequest
+	(*AuthorizeRequest)(nil),                    // 13: gateway.core.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),                   // 14: gateway.core.v1.AuthorizeResponse
+	(*GetStoredResponseChainRequest)(nil),       // 15: gateway.core.v1.GetStoredResponseChainRequest
+	(*StoredResponseChain)(nil),                 // 16: gateway.core.v1.StoredResponseChain
+	(*PutStoredResponseRequest)(nil),            // 17: gateway.core.v1.PutStoredResponseRequest
+	(*PutStoredResponseResponse)(nil),           // 18: gateway.core.v1.PutStoredResponseResponse
+	(*GetStoredResponseRequest)(nil),            // 19: gateway.core.v1.GetStoredResponseRequest
+	(*ListStoredResponseInputItemsRequest)(nil), // 20: gateway.core.v1.ListStoredResponseInputItemsRequest
+	(*DeleteStoredResponseRequest)(nil),         // 21: gateway.core.v1.DeleteStoredResponseRequest
+	(*StoredResponseJSON)(nil),                  // 22: gateway.core.v1.StoredResponseJSON
+	(*GetCallerKeyRequest)(nil),                 // 23: gateway.core.v1.GetCallerKeyRequest
+	(*CallerKey)(nil),                           // 24: gateway.core.v1.CallerKey
+	(*CallerKeyBudget)(nil),                     // 25: gateway.core.v1.CallerKeyBudget
+	(*CallerKeyUsage)(nil),                      // 26: gateway.core.v1.CallerKeyUsage
+	(*CallerKeyUsageWindow)(nil),                // 27: gateway.core.v1.CallerKeyUsageWindow
+	(*BatchAPIJSON)(nil),                        // 28: gateway.core.v1.BatchAPIJSON
+	(*UploadBatchFileRequest)(nil),              // 29: gateway.core.v1.UploadBatchFileRequest
+	(*GetBatchFileRequest)(nil),                 // 30: gateway.core.v1.GetBatchFileRequest
+	(*ListBatchFilesRequest)(nil),               // 31: gateway.core.v1.ListBatchFilesRequest
+	(*BatchFileChunk)(nil),                      // 32: gateway.core.v1.BatchFileChunk
+	(*CreateBatchRequest)(nil),                  // 33: gateway.core.v1.CreateBatchRequest
+	(*GetBatchRequest)(nil),                     // 34: gateway.core.v1.GetBatchRequest
+	(*ListBatchesRequest)(nil),                  // 35: gateway.core.v1.ListBatchesRequest
+	(*timestamppb.Timestamp)(nil),               // 36: google.protobuf.Timestamp
+	(*GenerateRequest)(nil),                     // 37: gateway.core.v1.GenerateRequest
+	(*CountTokensRequest)(nil),                  // 38: gateway.core.v1.CountTokensRequest
+	(*EmbedRequest)(nil),                        // 39: gateway.core.v1.EmbedRequest
+	(*ForwardRequest)(nil),                      // 40: gateway.core.v1.ForwardRequest
+	(*RealtimeRequest)(nil),                     // 41: gateway.core.v1.RealtimeRequest
+	(*GenerateEvent)(nil),                       // 42: gateway.core.v1.GenerateEvent
+	(*CountTokensResponse)(nil),                 // 43: gateway.core.v1.CountTokensResponse
+	(*EmbedResponse)(nil),                       // 44: gateway.core.v1.EmbedResponse
+	(*ForwardResponse)(nil),                     // 45: gateway.core.v1.ForwardResponse
+	(*RealtimeResponse)(nil),                    // 46: gateway.core.v1.RealtimeResponse
 }
 var file_gateway_core_v1_core_proto_depIdxs = []int32{
-	3,  // 0: gateway.core.v1.ListModelsResponse.data:type_name -> gateway.core.v1.Model
-	4,  // 1: gateway.core.v1.Model.top_provider:type_name -> gateway.core.v1.TopProvider
-	10, // 2: gateway.core.v1.ListGenerativeModelsResponse.models:type_name -> gateway.core.v1.GenerativeModel
-	24, // 3: gateway.core.v1.CallerKey.budget:type_name -> gateway.core.v1.CallerKeyBudget
-	27, // 4: gateway.core.v1.CallerKey.budget_resets_at:type_name -> google.protobuf.Timestamp
-	27, // 5: gateway.core.v1.CallerKey.expire_time:type_name -> google.protobuf.Timestamp
-	25, // 6: gateway.core.v1.CallerKey.usage:type_name -> gateway.core.v1.CallerKeyUsage
-	26, // 7: gateway.core.v1.CallerKeyUsage.today:type_name -> gateway.core.v1.CallerKeyUsageWindow
-	26, // 8: gateway.core.v1.CallerKeyUsage.month:type_name -> gateway.core.v1.CallerKeyUsageWindow
-	0,  // 9: gateway.core.v1.CoreService.ListModels:input_type -> gateway.core.v1.ListModelsRequest
-	2,  // 10: gateway.core.v1.CoreService.GetModel:input_type -> gateway.core.v1.GetModelRequest
-	5,  // 11: gateway.core.v1.CoreService.GetBalance:input_type -> gateway.core.v1.GetBalanceRequest
-	7,  // 12: gateway.core.v1.CoreService.ListGenerativeModels:input_type -> gateway.core.v1.ListGenerativeModelsRequest
-	9,  // 13: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
-	11, // 14: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
-	12, // 15: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
-	28, // 16: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
-	29, // 17: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
-	30, // 18: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
-	31, // 19: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
-	32, // 20: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
-	14, // 21: gateway.core.v1.CoreService.GetStoredResponseChain:input_type -> gateway.core.v1.GetStoredResponseChainRequest
-	16, // 22: gateway.core.v1.CoreService.PutStoredResponse:input_type -> gateway.core.v1.PutStoredResponseRequest
-	18, // 23: gateway.core.v1.CoreService.GetStoredResponse:input_type -> gateway.core.v1.GetStoredResponseRequest
-	19, // 24: gateway.core.v1.CoreService.ListStoredResponseInputItems:input_type -> gateway.core.v1.ListStoredResponseInputItemsRequest
-	20, // 25: gateway.core.v1.CoreService.DeleteStoredResponse:input_type -> gateway.core.v1.DeleteStoredResponseRequest
-	22, // 26: gateway.core.v1.CoreService.GetCallerKey:input_type -> gateway.core.v1.GetCallerKeyRequest
-	1,  // 27: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
-	3,  // 28: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
-	6,  // 29: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
-	8,  // 30: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
-	10, // 31: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
-	1,  // 32: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
-	13, // 33: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
-	33, // 34: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
-	34, // 35: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
-	35, // 36: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
-	36, // 37: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
-	37, // 38: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
-	15, // 39: gateway.core.v1.CoreService.GetStoredResponseChain:output_type -> gateway.core.v1.StoredResponseChain
-	17, // 40: gateway.core.v1.CoreService.PutStoredResponse:output_type -> gateway.core.v1.PutStoredResponseResponse
-	21, // 41: gateway.core.v1.CoreService.GetStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
-	21, // 42: gateway.core.v1.CoreService.ListStoredResponseInputItems:output_type -> gateway.core.v1.StoredResponseJSON
-	21, // 43: gateway.core.v1.CoreService.DeleteStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
-	23, // 44: gateway.core.v1.CoreService.GetCallerKey:output_type -> gateway.core.v1.CallerKey
-	27, // [27:45] is the sub-list for method output_type
-	9,  // [9:27] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	4,  // 0: gateway.core.v1.ListModelsResponse.data:type_name -> gateway.core.v1.Model
+	5,  // 1: gateway.core.v1.Model.top_provider:type_name -> gateway.core.v1.TopProvider
+	11, // 2: gateway.core.v1.ListGenerativeModelsResponse.models:type_name -> gateway.core.v1.GenerativeModel
+	25, // 3: gateway.core.v1.CallerKey.budget:type_name -> gateway.core.v1.CallerKeyBudget
+	36, // 4: gateway.core.v1.CallerKey.budget_resets_at:type_name -> google.protobuf.Timestamp
+	36, // 5: gateway.core.v1.CallerKey.expire_time:type_name -> google.protobuf.Timestamp
+	26, // 6: gateway.core.v1.CallerKey.usage:type_name -> gateway.core.v1.CallerKeyUsage
+	27, // 7: gateway.core.v1.CallerKeyUsage.today:type_name -> gateway.core.v1.CallerKeyUsageWindow
+	27, // 8: gateway.core.v1.CallerKeyUsage.month:type_name -> gateway.core.v1.CallerKeyUsageWindow
+	0,  // 9: gateway.core.v1.CreateBatchRequest.api:type_name -> gateway.core.v1.BatchAPI
+	0,  // 10: gateway.core.v1.GetBatchRequest.api:type_name -> gateway.core.v1.BatchAPI
+	0,  // 11: gateway.core.v1.ListBatchesRequest.api:type_name -> gateway.core.v1.BatchAPI
+	1,  // 12: gateway.core.v1.CoreService.ListModels:input_type -> gateway.core.v1.ListModelsRequest
+	3,  // 13: gateway.core.v1.CoreService.GetModel:input_type -> gateway.core.v1.GetModelRequest
+	6,  // 14: gateway.core.v1.CoreService.GetBalance:input_type -> gateway.core.v1.GetBalanceRequest
+	8,  // 15: gateway.core.v1.CoreService.ListGenerativeModels:input_type -> gateway.core.v1.ListGenerativeModelsRequest
+	10, // 16: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
+	12, // 17: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
+	13, // 18: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
+	37, // 19: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
+	38, // 20: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
+	39, // 21: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
+	40, // 22: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
+	41, // 23: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
+	15, // 24: gateway.core.v1.CoreService.GetStoredResponseChain:input_type -> gateway.core.v1.GetStoredResponseChainRequest
+	17, // 25: gateway.core.v1.CoreService.PutStoredResponse:input_type -> gateway.core.v1.PutStoredResponseRequest
+	19, // 26: gateway.core.v1.CoreService.GetStoredResponse:input_type -> gateway.core.v1.GetStoredResponseRequest
+	20, // 27: gateway.core.v1.CoreService.ListStoredResponseInputItems:input_type -> gateway.core.v1.ListStoredResponseInputItemsRequest
+	21, // 28: gateway.core.v1.CoreService.DeleteStoredResponse:input_type -> gateway.core.v1.DeleteStoredResponseRequest
+	23, // 29: gateway.core.v1.CoreService.GetCallerKey:input_type -> gateway.core.v1.GetCallerKeyRequest
+	29, // 30: gateway.core.v1.CoreService.UploadBatchFile:input_type -> gateway.core.v1.UploadBatchFileRequest
+	30, // 31: gateway.core.v1.CoreService.GetBatchFile:input_type -> gateway.core.v1.GetBatchFileRequest
+	31, // 32: gateway.core.v1.CoreService.ListBatchFiles:input_type -> gateway.core.v1.ListBatchFilesRequest
+	30, // 33: gateway.core.v1.CoreService.DeleteBatchFile:input_type -> gateway.core.v1.GetBatchFileRequest
+	30, // 34: gateway.core.v1.CoreService.GetBatchFileContent:input_type -> gateway.core.v1.GetBatchFileRequest
+	33, // 35: gateway.core.v1.CoreService.CreateBatch:input_type -> gateway.core.v1.CreateBatchRequest
+	34, // 36: gateway.core.v1.CoreService.GetBatch:input_type -> gateway.core.v1.GetBatchRequest
+	35, // 37: gateway.core.v1.CoreService.ListBatches:input_type -> gateway.core.v1.ListBatchesRequest
+	34, // 38: gateway.core.v1.CoreService.CancelBatch:input_type -> gateway.core.v1.GetBatchRequest
+	34, // 39: gateway.core.v1.CoreService.DeleteBatch:input_type -> gateway.core.v1.GetBatchRequest
+	34, // 40: gateway.core.v1.CoreService.GetBatchResults:input_type -> gateway.core.v1.GetBatchRequest
+	2,  // 41: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
+	4,  // 42: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
+	7,  // 43: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
+	9,  // 44: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
+	11, // 45: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
+	2,  // 46: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
+	14, // 47: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
+	42, // 48: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
+	43, // 49: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
+	44, // 50: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
+	45, // 51: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
+	46, // 52: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
+	16, // 53: gateway.core.v1.CoreService.GetStoredResponseChain:output_type -> gateway.core.v1.StoredResponseChain
+	18, // 54: gateway.core.v1.CoreService.PutStoredResponse:output_type -> gateway.core.v1.PutStoredResponseResponse
+	22, // 55: gateway.core.v1.CoreService.GetStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
+	22, // 56: gateway.core.v1.CoreService.ListStoredResponseInputItems:output_type -> gateway.core.v1.StoredResponseJSON
+	22, // 57: gateway.core.v1.CoreService.DeleteStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
+	24, // 58: gateway.core.v1.CoreService.GetCallerKey:output_type -> gateway.core.v1.CallerKey
+	28, // 59: gateway.core.v1.CoreService.UploadBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 60: gateway.core.v1.CoreService.GetBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 61: gateway.core.v1.CoreService.ListBatchFiles:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 62: gateway.core.v1.CoreService.DeleteBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
+	32, // 63: gateway.core.v1.CoreService.GetBatchFileContent:output_type -> gateway.core.v1.BatchFileChunk
+	28, // 64: gateway.core.v1.CoreService.CreateBatch:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 65: gateway.core.v1.CoreService.GetBatch:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 66: gateway.core.v1.CoreService.ListBatches:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 67: gateway.core.v1.CoreService.CancelBatch:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 68: gateway.core.v1.CoreService.DeleteBatch:output_type -> gateway.core.v1.BatchAPIJSON
+	32, // 69: gateway.core.v1.CoreService.GetBatchResults:output_type -> gateway.core.v1.BatchFileChunk
+	41, // [41:70] is the sub-list for method output_type
+	12, // [12:41] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_gateway_core_v1_core_proto_init() }
@@ -1872,13 +2478,14 @@ func file_gateway_core_v1_core_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_core_v1_core_proto_rawDesc), len(file_gateway_core_v1_core_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   27,
+			NumEnums:      1,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_gateway_core_v1_core_proto_goTypes,
 		DependencyIndexes: file_gateway_core_v1_core_proto_depIdxs,
+		EnumInfos:         file_gateway_core_v1_core_proto_enumTypes,
 		MessageInfos:      file_gateway_core_v1_core_proto_msgTypes,
 	}.Build()
 	File_gateway_core_v1_core_proto = out.File

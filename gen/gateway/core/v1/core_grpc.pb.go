@@ -37,6 +37,17 @@ const (
 	CoreService_ListStoredResponseInputItems_FullMethodName = "/gateway.core.v1.CoreService/ListStoredResponseInputItems"
 	CoreService_DeleteStoredResponse_FullMethodName         = "/gateway.core.v1.CoreService/DeleteStoredResponse"
 	CoreService_GetCallerKey_FullMethodName                 = "/gateway.core.v1.CoreService/GetCallerKey"
+	CoreService_UploadBatchFile_FullMethodName              = "/gateway.core.v1.CoreService/UploadBatchFile"
+	CoreService_GetBatchFile_FullMethodName                 = "/gateway.core.v1.CoreService/GetBatchFile"
+	CoreService_ListBatchFiles_FullMethodName               = "/gateway.core.v1.CoreService/ListBatchFiles"
+	CoreService_DeleteBatchFile_FullMethodName              = "/gateway.core.v1.CoreService/DeleteBatchFile"
+	CoreService_GetBatchFileContent_FullMethodName          = "/gateway.core.v1.CoreService/GetBatchFileContent"
+	CoreService_CreateBatch_FullMethodName                  = "/gateway.core.v1.CoreService/CreateBatch"
+	CoreService_GetBatch_FullMethodName                     = "/gateway.core.v1.CoreService/GetBatch"
+	CoreService_ListBatches_FullMethodName                  = "/gateway.core.v1.CoreService/ListBatches"
+	CoreService_CancelBatch_FullMethodName                  = "/gateway.core.v1.CoreService/CancelBatch"
+	CoreService_DeleteBatch_FullMethodName                  = "/gateway.core.v1.CoreService/DeleteBatch"
+	CoreService_GetBatchResults_FullMethodName              = "/gateway.core.v1.CoreService/GetBatchResults"
 )
 
 // CoreServiceClient is the client API for CoreService service.
@@ -99,6 +110,30 @@ type CoreServiceClient interface {
 	// The calling key's own view: its policy, limits, budget and spend, expiry and usage
 	// (contract: "Keys: limits, budgets, expiry"); never a secret.
 	GetCallerKey(ctx context.Context, in *GetCallerKeyRequest, opts ...grpc.CallOption) (*CallerKey, error)
+	// UploadBatchFile is POST /v1/files: the first message names the file, data messages follow
+	// in order, and the last one carries the purpose (multipart parts may come in any order)
+	// and finish. The bytes go to storage as they arrive.
+	UploadBatchFile(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadBatchFileRequest, BatchAPIJSON], error)
+	// GetBatchFile is GET /v1/files/{id}.
+	GetBatchFile(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	// ListBatchFiles is GET /v1/files.
+	ListBatchFiles(ctx context.Context, in *ListBatchFilesRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	// DeleteBatchFile is DELETE /v1/files/{id}.
+	DeleteBatchFile(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	// GetBatchFileContent is GET /v1/files/{id}/content: the bytes in chunks, as stored.
+	GetBatchFileContent(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error)
+	// CreateBatch is POST /v1/batches and POST /v1/messages/batches (api says which).
+	CreateBatch(ctx context.Context, in *CreateBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	// GetBatch is GET /v1/batches/{id} and GET /v1/messages/batches/{id}.
+	GetBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	// ListBatches is GET /v1/batches and GET /v1/messages/batches.
+	ListBatches(ctx context.Context, in *ListBatchesRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	// CancelBatch is POST .../batches/{id}/cancel.
+	CancelBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	// DeleteBatch is DELETE /v1/messages/batches/{id} (only once ended).
+	DeleteBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	// GetBatchResults is GET /v1/messages/batches/{id}/results: JSONL in chunks.
+	GetBatchResults(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error)
 }
 
 type coreServiceClient struct {
@@ -304,6 +339,137 @@ func (c *coreServiceClient) GetCallerKey(ctx context.Context, in *GetCallerKeyRe
 	return out, nil
 }
 
+func (c *coreServiceClient) UploadBatchFile(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadBatchFileRequest, BatchAPIJSON], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CoreService_ServiceDesc.Streams[3], CoreService_UploadBatchFile_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[UploadBatchFileRequest, BatchAPIJSON]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_UploadBatchFileClient = grpc.ClientStreamingClient[UploadBatchFileRequest, BatchAPIJSON]
+
+func (c *coreServiceClient) GetBatchFile(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchAPIJSON)
+	err := c.cc.Invoke(ctx, CoreService_GetBatchFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) ListBatchFiles(ctx context.Context, in *ListBatchFilesRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchAPIJSON)
+	err := c.cc.Invoke(ctx, CoreService_ListBatchFiles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) DeleteBatchFile(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchAPIJSON)
+	err := c.cc.Invoke(ctx, CoreService_DeleteBatchFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) GetBatchFileContent(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CoreService_ServiceDesc.Streams[4], CoreService_GetBatchFileContent_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetBatchFileRequest, BatchFileChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_GetBatchFileContentClient = grpc.ServerStreamingClient[BatchFileChunk]
+
+func (c *coreServiceClient) CreateBatch(ctx context.Context, in *CreateBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchAPIJSON)
+	err := c.cc.Invoke(ctx, CoreService_CreateBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) GetBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchAPIJSON)
+	err := c.cc.Invoke(ctx, CoreService_GetBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) ListBatches(ctx context.Context, in *ListBatchesRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchAPIJSON)
+	err := c.cc.Invoke(ctx, CoreService_ListBatches_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) CancelBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchAPIJSON)
+	err := c.cc.Invoke(ctx, CoreService_CancelBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) DeleteBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchAPIJSON)
+	err := c.cc.Invoke(ctx, CoreService_DeleteBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *coreServiceClient) GetBatchResults(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CoreService_ServiceDesc.Streams[5], CoreService_GetBatchResults_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetBatchRequest, BatchFileChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_GetBatchResultsClient = grpc.ServerStreamingClient[BatchFileChunk]
+
 // CoreServiceServer is the server API for CoreService service.
 // All implementations must embed UnimplementedCoreServiceServer
 // for forward compatibility.
@@ -364,6 +530,30 @@ type CoreServiceServer interface {
 	// The calling key's own view: its policy, limits, budget and spend, expiry and usage
 	// (contract: "Keys: limits, budgets, expiry"); never a secret.
 	GetCallerKey(context.Context, *GetCallerKeyRequest) (*CallerKey, error)
+	// UploadBatchFile is POST /v1/files: the first message names the file, data messages follow
+	// in order, and the last one carries the purpose (multipart parts may come in any order)
+	// and finish. The bytes go to storage as they arrive.
+	UploadBatchFile(grpc.ClientStreamingServer[UploadBatchFileRequest, BatchAPIJSON]) error
+	// GetBatchFile is GET /v1/files/{id}.
+	GetBatchFile(context.Context, *GetBatchFileRequest) (*BatchAPIJSON, error)
+	// ListBatchFiles is GET /v1/files.
+	ListBatchFiles(context.Context, *ListBatchFilesRequest) (*BatchAPIJSON, error)
+	// DeleteBatchFile is DELETE /v1/files/{id}.
+	DeleteBatchFile(context.Context, *GetBatchFileRequest) (*BatchAPIJSON, error)
+	// GetBatchFileContent is GET /v1/files/{id}/content: the bytes in chunks, as stored.
+	GetBatchFileContent(*GetBatchFileRequest, grpc.ServerStreamingServer[BatchFileChunk]) error
+	// CreateBatch is POST /v1/batches and POST /v1/messages/batches (api says which).
+	CreateBatch(context.Context, *CreateBatchRequest) (*BatchAPIJSON, error)
+	// GetBatch is GET /v1/batches/{id} and GET /v1/messages/batches/{id}.
+	GetBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error)
+	// ListBatches is GET /v1/batches and GET /v1/messages/batches.
+	ListBatches(context.Context, *ListBatchesRequest) (*BatchAPIJSON, error)
+	// CancelBatch is POST .../batches/{id}/cancel.
+	CancelBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error)
+	// DeleteBatch is DELETE /v1/messages/batches/{id} (only once ended).
+	DeleteBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error)
+	// GetBatchResults is GET /v1/messages/batches/{id}/results: JSONL in chunks.
+	GetBatchResults(*GetBatchRequest, grpc.ServerStreamingServer[BatchFileChunk]) error
 	mustEmbedUnimplementedCoreServiceServer()
 }
 
@@ -427,6 +617,39 @@ func (UnimplementedCoreServiceServer) DeleteStoredResponse(context.Context, *Del
 }
 func (UnimplementedCoreServiceServer) GetCallerKey(context.Context, *GetCallerKeyRequest) (*CallerKey, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetCallerKey not implemented")
+}
+func (UnimplementedCoreServiceServer) UploadBatchFile(grpc.ClientStreamingServer[UploadBatchFileRequest, BatchAPIJSON]) error {
+	return status.Error(codes.Unimplemented, "method UploadBatchFile not implemented")
+}
+func (UnimplementedCoreServiceServer) GetBatchFile(context.Context, *GetBatchFileRequest) (*BatchAPIJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBatchFile not implemented")
+}
+func (UnimplementedCoreServiceServer) ListBatchFiles(context.Context, *ListBatchFilesRequest) (*BatchAPIJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBatchFiles not implemented")
+}
+func (UnimplementedCoreServiceServer) DeleteBatchFile(context.Context, *GetBatchFileRequest) (*BatchAPIJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteBatchFile not implemented")
+}
+func (UnimplementedCoreServiceServer) GetBatchFileContent(*GetBatchFileRequest, grpc.ServerStreamingServer[BatchFileChunk]) error {
+	return status.Error(codes.Unimplemented, "method GetBatchFileContent not implemented")
+}
+func (UnimplementedCoreServiceServer) CreateBatch(context.Context, *CreateBatchRequest) (*BatchAPIJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateBatch not implemented")
+}
+func (UnimplementedCoreServiceServer) GetBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBatch not implemented")
+}
+func (UnimplementedCoreServiceServer) ListBatches(context.Context, *ListBatchesRequest) (*BatchAPIJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBatches not implemented")
+}
+func (UnimplementedCoreServiceServer) CancelBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelBatch not implemented")
+}
+func (UnimplementedCoreServiceServer) DeleteBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteBatch not implemented")
+}
+func (UnimplementedCoreServiceServer) GetBatchResults(*GetBatchRequest, grpc.ServerStreamingServer[BatchFileChunk]) error {
+	return status.Error(codes.Unimplemented, "method GetBatchResults not implemented")
 }
 func (UnimplementedCoreServiceServer) mustEmbedUnimplementedCoreServiceServer() {}
 func (UnimplementedCoreServiceServer) testEmbeddedByValue()                     {}
@@ -744,6 +967,179 @@ func _CoreService_GetCallerKey_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CoreService_UploadBatchFile_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(CoreServiceServer).UploadBatchFile(&grpc.GenericServerStream[UploadBatchFileRequest, BatchAPIJSON]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_UploadBatchFileServer = grpc.ClientStreamingServer[UploadBatchFileRequest, BatchAPIJSON]
+
+func _CoreService_GetBatchFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBatchFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).GetBatchFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_GetBatchFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).GetBatchFile(ctx, req.(*GetBatchFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_ListBatchFiles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBatchFilesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).ListBatchFiles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_ListBatchFiles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).ListBatchFiles(ctx, req.(*ListBatchFilesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_DeleteBatchFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBatchFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).DeleteBatchFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_DeleteBatchFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).DeleteBatchFile(ctx, req.(*GetBatchFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_GetBatchFileContent_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetBatchFileRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(CoreServiceServer).GetBatchFileContent(m, &grpc.GenericServerStream[GetBatchFileRequest, BatchFileChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_GetBatchFileContentServer = grpc.ServerStreamingServer[BatchFileChunk]
+
+func _CoreService_CreateBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).CreateBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_CreateBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).CreateBatch(ctx, req.(*CreateBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_GetBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).GetBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_GetBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).GetBatch(ctx, req.(*GetBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_ListBatches_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBatchesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).ListBatches(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_ListBatches_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).ListBatches(ctx, req.(*ListBatchesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_CancelBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).CancelBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_CancelBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).CancelBatch(ctx, req.(*GetBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_DeleteBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CoreServiceServer).DeleteBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CoreService_DeleteBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CoreServiceServer).DeleteBatch(ctx, req.(*GetBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CoreService_GetBatchResults_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetBatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(CoreServiceServer).GetBatchResults(m, &grpc.GenericServerStream[GetBatchRequest, BatchFileChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CoreService_GetBatchResultsServer = grpc.ServerStreamingServer[BatchFileChunk]
+
 // CoreService_ServiceDesc is the grpc.ServiceDesc for CoreService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -811,6 +1207,38 @@ var CoreService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "GetCallerKey",
 			Handler:    _CoreService_GetCallerKey_Handler,
 		},
+		{
+			MethodName: "GetBatchFile",
+			Handler:    _CoreService_GetBatchFile_Handler,
+		},
+		{
+			MethodName: "ListBatchFiles",
+			Handler:    _CoreService_ListBatchFiles_Handler,
+		},
+		{
+			MethodName: "DeleteBatchFile",
+			Handler:    _CoreService_DeleteBatchFile_Handler,
+		},
+		{
+			MethodName: "CreateBatch",
+			Handler:    _CoreService_CreateBatch_Handler,
+		},
+		{
+			MethodName: "GetBatch",
+			Handler:    _CoreService_GetBatch_Handler,
+		},
+		{
+			MethodName: "ListBatches",
+			Handler:    _CoreService_ListBatches_Handler,
+		},
+		{
+			MethodName: "CancelBatch",
+			Handler:    _CoreService_CancelBatch_Handler,
+		},
+		{
+			MethodName: "DeleteBatch",
+			Handler:    _CoreService_DeleteBatch_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -829,6 +1257,21 @@ var CoreService_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _CoreService_Realtime_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "UploadBatchFile",
+			Handler:       _CoreService_UploadBatchFile_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "GetBatchFileContent",
+			Handler:       _CoreService_GetBatchFileContent_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "GetBatchResults",
+			Handler:       _CoreService_GetBatchResults_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "gateway/core/v1/core.proto",

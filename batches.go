@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+
+	"modelgateway/core/batchrun"
+)
+
+// runBatches starts this replica's batch runner (contract.md "Files and batches"): items run
+// through the replica's own front, GATEWAY_BATCH_CONCURRENCY at once (default 4, 0 for none).
+func (w *wiring) runBatches(g *Gateway) {
+	ctx, stop := context.WithCancel(context.Background())
+	g.batchStop, g.batchDone = stop, make(chan struct{})
+	n := w.cfg.BatchConcurrency
+	if n < 0 {
+		n = 0
+	}
+	count, err := g.tel.BatchMetrics(w.st.BatchQueueDepth)
+	if err != nil {
+		w.log.Warn("batch metrics are off", "err", err)
+	}
+	// Live requests first: no item starts while live request bodies hold more than half of
+	// the replica's body budget (front.Limits), the memory a live request needs to be taken.
+	budget := g.front.BodyBudget()
+	yield := func() bool { return budget.Total > 0 && budget.Used() > budget.Total/2 }
+	r := &batchrun.Runner{Store: w.st, Serve: g.front.ServeInternal, Concurrency: n, Lease: w.cfg.BatchLease,
+		Log: w.log.With("component", "batches"), Counted: count, Yield: yield}
+	go func() { defer close(g.batchDone); r.Run(ctx) }()
+}

@@ -1,0 +1,89 @@
+package batches_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"modelgateway/core/gatewaytest"
+)
+
+// TestBatchThroughputMeasure measures a batch of GATEWAY_BATCH_MEASURE items (chat items on
+// the canned upstream, one replica, default concurrency): items per second, items per CPU
+// second of the replica, database transactions per item, and the replica's peak RSS. It
+// only runs when GATEWAY_BATCH_MEASURE is set (it is a measurement, not a check).
+func TestBatchThroughputMeasure(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("GATEWAY_BATCH_MEASURE"))
+	if n <= 0 {
+		t.Skip("set GATEWAY_BATCH_MEASURE=<items> to measure")
+	}
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
+	ctx := context.Background()
+	c := sdk(g, g.Key)
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = chatLine(fmt.Sprintf("i%d", i), "m-openai")
+	}
+	file := upload(t, c, lines...)
+	pid := g.Cmd.Process.Pid
+	xacts := func() int64 {
+		var v int64
+		if err := g.Pool().QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	cpu0, x0, start := procCPU(t, pid), xacts(), time.Now()
+	b, err := c.Batches.New(ctx, openai.BatchNewParams{InputFileID: file, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
+		CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		got, err := c.Batches.Get(ctx, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == openai.BatchStatusCompleted {
+			if got.RequestCounts.Completed != int64(n) {
+				t.Fatalf("counts %+v", got.RequestCounts)
+			}
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	took, cpu, x := time.Since(start), procCPU(t, pid)-cpu0, xacts()-x0
+	t.Logf("%d items in %s: %.0f items/s, %.0f items per CPU second of the replica, %.2f transactions per item, peak RSS %s",
+		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(n)/cpu.Seconds(), float64(x)/float64(n), peakRSS(t, pid))
+}
+
+// procCPU is a process's user and system CPU time so far.
+func procCPU(t *testing.T, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+func peakRSS(t *testing.T, pid int) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			return strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:"))
+		}
+	}
+	return "?"
+}
