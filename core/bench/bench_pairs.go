@@ -26,9 +26,10 @@ import (
 // its own flag, -uploads).
 var scenarioNames = []string{"passthrough", "stream", "rss", "budget", "routes", "chain"}
 
-// defaultScenarios leaves the pair scenarios out: each costs about a minute more than a
-// bare/gateway one (a settlement pause after every round, and two waits of statsFlush for its
-// transaction counts), which would double the default run.
+// defaultScenarios leaves the pair scenarios out: at the default -duration each takes about
+// a minute and a half (a settlement pause after every round, and each side alone for
+// -duration plus statsFlush for its transaction counts), so the three would more than
+// double the default run.
 const defaultScenarios = "passthrough,stream,rss"
 
 // scenarioSet is the scenarios -scenarios selected.
@@ -231,31 +232,40 @@ func (b *bench) pairScenarios() []scenario {
 	return out
 }
 
-// pairTx is the database transactions and request records of each side of a pair, each side
-// alone under load.
+// pairTx is the database transactions, the gateway's group commits (-1: not measured) and
+// the request records of each side of a pair, each side alone under load.
 type pairTx struct {
-	tx, requests [2]int64
-	load         [2]loadResult
-	err          error
+	tx, commits, requests [2]int64
+	load                  [2]loadResult
+	d                     time.Duration // each side's load
+	err                   error
 }
 
 // perRequest is a side's transactions per request record.
 func (t pairTx) perRequest(j int) float64 { return float64(t.tx[j]) / float64(max(t.requests[j], 1)) }
 
-// pairTransactions runs each side alone for a round's length and reads the database's
+// othersPerRequest is a side's transactions besides the group commits per request record:
+// leases, request records, background. How many charges a commit groups depends on the
+// load (fewer requests a second, smaller groups), not on the request; an extra round trip
+// or a lease of its own shows here.
+func (t pairTx) othersPerRequest(j int) float64 {
+	return float64(t.tx[j]-t.commits[j]) / float64(max(t.requests[j], 1))
+}
+
+// pairTransactions runs each side alone for the measured time and reads the database's
 // counters after statsFlush; it starts from counters that are complete (see run).
 func (b *bench) pairTransactions(ctx context.Context, s scenario) pairTx {
-	var out pairTx
+	out := pairTx{d: cmp.Or(s.duration, b.cfg.duration)}
 	client := newLoadClient(s.concurrency)
 	defer client.CloseIdleConnections()
-	d := max(cmp.Or(s.duration, b.cfg.duration)/time.Duration(b.cfg.rounds), time.Second)
 	tx0, req0, err := b.dbCounts(ctx)
 	if err != nil {
 		out.err = err
 		return out
 	}
+	c0, ok0 := commitCount(b.chargeWaits())
 	for j, t := range [2]target{s.bare, s.gw} {
-		out.load[j] = runLoad(ctx, client, t, s.concurrency, d)
+		out.load[j] = runLoad(ctx, client, t, s.concurrency, out.d)
 		if err := sleepCtx(ctx, statsFlush); err != nil {
 			out.err = err
 			return out
@@ -265,11 +275,21 @@ func (b *bench) pairTransactions(ctx context.Context, s scenario) pairTx {
 			out.err = err
 			return out
 		}
+		c1, ok1 := commitCount(b.chargeWaits())
 		// Each dbCounts call is one transaction of its own.
-		out.tx[j], out.requests[j] = tx1-tx0-1, req1-req0
-		tx0, req0 = tx1, req1
+		out.tx[j], out.requests[j], out.commits[j] = tx1-tx0-1, req1-req0, -1
+		if ok0 && ok1 {
+			out.commits[j] = int64(c1 - c0)
+		}
+		tx0, req0, c0, ok0 = tx1, req1, c1, ok1
 	}
 	return out
+}
+
+// commitCount is the group commits the gateway has made, from its histogram's +Inf bucket.
+func commitCount(r waitReading) (float64, bool) {
+	n, ok := r.commits[math.Inf(1)]
+	return n, ok
 }
 
 // runPairs counts the transactions of every selected pair first, one phase after the other
@@ -353,7 +373,7 @@ func (b *bench) printPair(w io.Writer, s scenario, res [2]phaseResult, tx pairTx
 	b.printSides(w, s, "  CPU µs/req", res, func(r phaseResult) string { return fmt.Sprintf("  %10.1f", r.cpuPerReq()) })
 	fmt.Fprintln(w, pairRatioLine(s, res))
 	printSpread(w, res, "CPU per request", roundResult.cpuPerReq)
-	fmt.Fprintln(w, pairTxLine(s, tx, max(cmp.Or(s.duration, b.cfg.duration)/time.Duration(b.cfg.rounds), time.Second)))
+	fmt.Fprintln(w, pairTxLine(s, tx))
 }
 
 // pairRatioLine is side 1 against side 0: CPU per request (with the scenario's target, if
@@ -369,18 +389,30 @@ func pairRatioLine(s scenario, res [2]phaseResult) string {
 		s.names[1], s.names[0], cpu, target, res[1].cpuPerReq()-res[0].cpuPerReq(), res[1].rps()/res[0].rps(), float64(gap.Microseconds())/1000)
 }
 
-// pairTxLine is each side's database transactions per request, from its phase alone.
-func pairTxLine(s scenario, tx pairTx, d time.Duration) string {
+// pairTxLine is each side's database transactions per request, from its phase alone, with
+// the group commits among them.
+func pairTxLine(s scenario, tx pairTx) string {
 	if tx.err != nil {
 		return fmt.Sprintf("  database transactions per request: not measured (%v)", tx.err)
 	}
-	line := fmt.Sprintf("  database transactions per request (each side alone for %v, then %v for the statistics): %s %.3f (%d in %d requests), %s %.3f (%d in %d requests)",
-		d, statsFlush, s.names[0], tx.perRequest(0), tx.tx[0], tx.requests[0], s.names[1], tx.perRequest(1), tx.tx[1], tx.requests[1])
+	split := tx.commits[0] >= 0 && tx.commits[1] >= 0
+	side := func(j int) string {
+		if !split {
+			return fmt.Sprintf("%s %.3f (%d in %d requests)", s.names[j], tx.perRequest(j), tx.tx[j], tx.requests[j])
+		}
+		return fmt.Sprintf("%s %.3f = %.3f group commits + %.3f others (%d in %d requests)", s.names[j], tx.perRequest(j),
+			float64(tx.commits[j])/float64(max(tx.requests[j], 1)), tx.othersPerRequest(j), tx.tx[j], tx.requests[j])
+	}
+	line := fmt.Sprintf("  database transactions per request (each side alone for %v, then %v for the statistics): %s, %s",
+		tx.d, statsFlush, side(0), side(1))
+	what, diff := "", tx.perRequest(1)-tx.perRequest(0)
+	if split {
+		// Group commits per request follow the load; the others follow the request path.
+		what, diff = " others", tx.othersPerRequest(1)-tx.othersPerRequest(0)
+	}
+	line += fmt.Sprintf(";%s %+.3f", what, diff)
 	if s.sameTx {
-		diff := tx.perRequest(1) - tx.perRequest(0)
-		line += fmt.Sprintf("; %+.3f (target: the same, within %.2f: %s)", diff, pairTxTolerance, verdict(math.Abs(diff) <= pairTxTolerance))
-	} else {
-		line += fmt.Sprintf("; %+.3f", tx.perRequest(1)-tx.perRequest(0))
+		line += fmt.Sprintf(" (target: the same, within %.2f: %s)", pairTxTolerance, verdict(math.Abs(diff) <= pairTxTolerance))
 	}
 	return line
 }
