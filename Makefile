@@ -42,7 +42,8 @@ run: deps-run
 # CPU per request, req/s, p50/p99, PostgreSQL CPU, transactions and durable-charge wait per
 # request, peak RSS and 25 MiB uploads (see core/bench; -uploads 0 skips those).
 # Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'; -layout many on 4+ CPUs gives
-# PostgreSQL, the upstreams and the load generator CPUs of their own (README, Development).
+# PostgreSQL, the upstreams and the load generator CPUs of their own (README, Development);
+# -scenarios budget,routes,chain (or all) adds the gateway-against-itself pairs of issues 32-34.
 .PHONY: bench
 bench: build
 	$(BIN)/gateway bench $(BENCH_FLAGS)

@@ -92,6 +92,7 @@ type benchConfig struct {
 	canned                bool
 	inputTokens           int
 	layout                string
+	scenarios             scenarioSet // which scenarios run (-scenarios)
 }
 
 // Main runs `gateway bench` with its command-line arguments.
@@ -111,12 +112,17 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write CPU profiles of both proxies, one per scenario, here (perturbs the numbers)")
 	fs.IntVar(&c.uploads, "uploads", 4, "concurrent clients of the 25 MiB upload scenario (0 skips it)")
 	fs.DurationVar(&c.uploadDuration, "upload-duration", 4*time.Second, "measured time of the upload scenario per proxy")
+	scenarios := fs.String("scenarios", defaultScenarios, "comma-separated scenarios to run, of "+strings.Join(scenarioNames, ", ")+", or all; the upload scenario is -uploads")
 	fs.StringVar(&c.layout, "layout", "two", "where the processes run: two (proxies on CPU 0, all else on CPU 1) or many (4+ CPUs: proxies on CPU 0; PostgreSQL, upstream simulators and load generator each on CPUs of their own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if c.duration <= 0 || c.concurrency <= 0 || c.streams <= 0 || c.words <= 0 || c.rounds <= 0 || c.warmup < 0 {
 		return errors.New("bench: -duration, -concurrency, -rss-streams, -rounds and -words must be positive")
+	}
+	var err error
+	if c.scenarios, err = parseScenarios(*scenarios); err != nil {
+		return err
 	}
 	if c.uploads < 0 || c.uploads > 0 && c.uploadDuration <= 0 {
 		return errors.New("bench: -uploads must not be negative, -upload-duration must be positive")
@@ -154,6 +160,8 @@ type bench struct {
 	metricsURL                    string // the gateway's /metrics; empty when off
 	chatURL                       string // the upstream of scenarios 1 and 2
 	key                           string
+	profileID                     string // the key's profile
+	pairs                         pairSetup
 }
 
 func newBench(c benchConfig) (*bench, error) {
@@ -194,12 +202,31 @@ type target struct {
 }
 
 type scenario struct {
+	name        string // as -scenarios names it
 	title       string
 	concurrency int
 	duration    time.Duration // measured time per proxy; 0 is -duration
 	// resetPeak makes VmHWM the peak of the measured rounds rather than of the whole run.
 	resetPeak bool
 	bare, gw  target
+	// pair scenarios measure the gateway against itself: bare is the baseline request (an
+	// unlimited key, one route, a conversation sent inline), gw the one under test, both sent
+	// to the gateway; names label them in place of proxyNames.
+	pair  bool
+	names [2]string
+	// cpuTarget is the highest CPU per request of side 1 over side 0 a pair may show (0:
+	// none); sameTx asks for the same database transactions per request on both sides.
+	cpuTarget float64
+	sameTx    bool
+	print     func(io.Writer, [2]phaseResult)
+}
+
+// labels are the names of a scenario's two sides as printed.
+func (s scenario) labels() [2]string {
+	if s.pair {
+		return s.names
+	}
+	return proxyNames
 }
 
 func (b *bench) scenarios() []scenario {
@@ -218,20 +245,26 @@ func (b *bench) scenarios() []scenario {
 		return target{name: name, url: base + "/v1/chat/completions", body: []byte(body), header: h, stream: stream}
 	}
 	return []scenario{{
+		name:        "passthrough",
 		title:       "1. chat completions, non-streamed passthrough (gateway model bench-gpt, kind openai)",
 		concurrency: b.cfg.concurrency,
 		bare:        chat("bare", b.bareURL, "sim-gpt", false, header),
 		gw:          chat("gateway", b.gwURL, "bench-gpt", false, header),
+		print:       b.printPassthrough,
 	}, {
+		name:        "stream",
 		title:       "2. chat completions streamed; gateway translates messages SSE -> chat SSE (bench-claude, kind anthropic)",
 		concurrency: b.cfg.concurrency,
 		bare:        chat("bare", b.bareURL, "sim-gpt", true, header),
 		gw:          chat("gateway", b.gwURL, "bench-claude", true, header),
+		print:       b.printStreams,
 	}, {
+		name:        "rss",
 		title:       fmt.Sprintf("3. peak RSS holding %d concurrent translated streams, paced simulator (bench-claude-paced)", b.cfg.streams),
 		concurrency: b.cfg.streams,
 		bare:        chat("bare", b.bareURL, "sim-gpt", true, paced),
 		gw:          chat("gateway", b.gwURL, "bench-claude-paced", true, header),
+		print:       b.printRSS,
 	}}
 }
 
@@ -287,40 +320,24 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	var failed []string
 	profiles := 0
 	tx0, req0, txErr := b.dbCounts(ctx)
+	var ran []string // numbers of the chat scenarios run, for the transactions line
 	for i, s := range b.scenarios() {
-		fmt.Fprintf(w, "\n%s\n", s.title)
-		waits := b.chargeWaits()
-		res, err := b.scenario(ctx, s, b.cfg.profileDir != "")
+		if !b.cfg.scenarios[s.name] {
+			continue
+		}
+		ran = append(ran, strconv.Itoa(i+1))
+		f, err := b.runScenario(ctx, w, s, &profiles)
 		if err != nil {
 			return err
 		}
-		if b.cfg.profileDir != "" {
-			profiles++
-		}
-		for j, r := range res {
-			if r.errors > 0 {
-				failed = append(failed, fmt.Sprintf("scenario %d %s", i+1, proxyNames[j]))
-			}
-		}
-		switch i {
-		case 0:
-			b.printPassthrough(w, res)
-		case 1:
-			b.printStreams(w, res)
-		case 2:
-			b.printRSS(w, res)
-		}
-		fmt.Fprintf(w, "  end-of-answer wait for the durable charge (gateway, warmup included): %s\n", chargeWaitLine(waits, b.chargeWaits()))
-		if b.cfg.profileDir != "" {
-			fmt.Fprintf(w, "  heap allocations per request (runtime count over the window, both proxies' profiling on): %s\n", b.allocsLine(profiles, res))
-		}
+		failed = append(failed, f...)
 	}
 	var txLine, chargeLine string
-	if txErr == nil {
+	if txErr == nil && len(ran) > 0 {
 		// Backends report their statistics at most every second when busy and after 10 s when
 		// idle, so the count is read once, over the chat scenarios, after that; the uploads
 		// come after it, as they would not say much about the chat path.
-		if err := sleepCtx(ctx, 11*time.Second); err != nil {
+		if err := sleepCtx(ctx, statsFlush); err != nil {
 			return err
 		}
 		chargeLine = b.chargeStats()
@@ -330,6 +347,20 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 		} else {
 			txLine = fmt.Sprintf("not measured (%v)", err)
 		}
+	}
+	if pairs := b.pairScenarios(); len(pairs) > 0 {
+		// The pairs' transaction counts start from a database whose statistics are complete:
+		// just read above, or after the same wait when nothing ran before.
+		if txLine == "" {
+			if err := sleepCtx(ctx, statsFlush); err != nil {
+				return err
+			}
+		}
+		f, err := b.runPairs(ctx, w, pairs, &profiles)
+		if err != nil {
+			return err
+		}
+		failed = append(failed, f...)
 	}
 	if b.cfg.uploads > 0 {
 		f, err := b.uploads(ctx, w, profiles+1)
@@ -342,7 +373,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 		}
 	}
 	if txLine != "" {
-		fmt.Fprintf(w, "\ndatabase transactions per gateway request (chat scenarios 1 to 3, warmups included): %s\n", txLine)
+		fmt.Fprintf(w, "\ndatabase transactions per gateway request (chat scenarios %s, warmups included): %s\n", scenarioNumbers(ran), txLine)
 		fmt.Fprintf(w, "end-of-answer wait for the durable charge (group commit), chat scenarios: %s\n", chargeLine)
 	}
 	if profiles > 0 {
@@ -362,28 +393,14 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-func (b *bench) header(w io.Writer) {
-	pin := b.layout.describe()
-	if !b.pinned {
-		pin = "NOT PINNED (needs taskset and 2 CPUs): CPU numbers include contention"
-	}
-	fmt.Fprintf(w, "gateway bench: %d CPUs, %s; clock %g Hz\n", runtime.NumCPU(), pin, b.hz)
-	fmt.Fprintf(w, "simulator: first-byte %v, chunk-delay %v, %d words\n", b.cfg.firstByte, b.cfg.chunkDelay, b.cfg.words)
-	fmt.Fprintf(w, "load: closed loop; per scenario and proxy: warmup %v, then %v measured in %d rounds alternating bare and gateway\n",
-		b.cfg.warmup, b.cfg.duration, b.cfg.rounds)
-	if b.cfg.uploads > 0 {
-		fmt.Fprintf(w, "uploads: %d clients, forms of %d MiB; both proxies restarted, then per proxy: 1 client for %v, warmup %v, %v measured in %d rounds\n",
-			b.cfg.uploads, uploadSize>>20, b.cfg.uploadDuration/2, b.cfg.warmup, b.cfg.uploadDuration, b.cfg.rounds)
-	}
-	fmt.Fprintf(w, "columns: proxy = proxy process CPU, CPU0 = all of CPU 0, load = bench + simulator CPU, CPU1 = all of %s (%% of wall time, of one CPU);\n", b.layout.rest())
-	fmt.Fprintf(w, "  CPU µs = proxy process user+system time from %v before the first round to %v after the last, per request\n", settleGrace, settleGrace)
-}
-
 // scenario warms both proxies up, then measures them in alternating rounds (bare, gateway,
 // gateway, bare, ...) so that slow drifts and other processes' bursts hit both alike.
 func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phaseResult, error) {
 	var res [2]phaseResult
 	procs := [2]*child{b.bare, b.gw}
+	if s.pair {
+		procs[0] = b.gw
+	}
 	targets := [2]target{s.bare, s.gw}
 	var clients [2]*http.Client
 	for j := range clients {
@@ -398,7 +415,9 @@ func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phas
 		}
 	}
 	if profile {
-		for _, p := range procs {
+		// Both proxies, also in a pair scenario (the bare one then profiles its idling), so
+		// that their profiles keep the same numbers.
+		for _, p := range [2]*child{b.bare, b.gw} {
 			_ = p.cmd.Process.Signal(syscall.SIGUSR1)
 			defer func() { _ = p.cmd.Process.Signal(syscall.SIGUSR1) }()
 		}
@@ -409,6 +428,11 @@ func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phas
 	var windowStart [2]cpuSample
 	if err := sleepCtx(ctx, settleGrace); err != nil {
 		return res, err
+	}
+	if s.pair {
+		// One process serves both sides: each round gets a window of its own instead,
+		// the round and the settlement delay after it.
+		return res, b.pairRounds(ctx, s, clients, &res)
 	}
 	for j, p := range procs {
 		var err error
@@ -460,75 +484,4 @@ func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phas
 		}
 	}
 	return res, nil
-}
-
-// cpuSample is cumulative CPU time: of the processes the bench watches, and of the two CPUs
-// as a whole (to see whether anything else ran on them).
-type cpuSample struct {
-	cpu     time.Duration // the proxy process (user+system)
-	loadCPU time.Duration // this process plus the simulators
-	pgCPU   time.Duration // the throwaway PostgreSQL (0 with DATABASE_URL)
-	pgWait  time.Duration // its live processes' time runnable but waiting for a CPU
-	busy    [2]time.Duration
-	io      procIO // the proxy's read and write system calls
-}
-
-func (a cpuSample) minus(b cpuSample) cpuSample {
-	return cpuSample{cpu: a.cpu - b.cpu, loadCPU: a.loadCPU - b.loadCPU, pgCPU: a.pgCPU - b.pgCPU, pgWait: a.pgWait - b.pgWait,
-		busy: [2]time.Duration{a.busy[0] - b.busy[0], a.busy[1] - b.busy[1]},
-		io:   procIO{syscr: a.io.syscr - b.io.syscr, syscw: a.io.syscw - b.io.syscw}}
-}
-
-func (a cpuSample) plus(b cpuSample) cpuSample {
-	return cpuSample{cpu: a.cpu + b.cpu, loadCPU: a.loadCPU + b.loadCPU, pgCPU: a.pgCPU + b.pgCPU, pgWait: a.pgWait + b.pgWait,
-		busy: [2]time.Duration{a.busy[0] + b.busy[0], a.busy[1] + b.busy[1]},
-		io:   procIO{syscr: a.io.syscr + b.io.syscr, syscw: a.io.syscw + b.io.syscw}}
-}
-
-func (b *bench) sample(proc *child) (cpuSample, error) {
-	var s cpuSample
-	var errs [5]error
-	s.cpu, errs[0] = cpuTime(proc.cmd.Process.Pid, b.hz)
-	self, err := cpuTime(os.Getpid(), b.hz)
-	errs[1] = err
-	sim, err := cpuTime(b.sim.cmd.Process.Pid, b.hz)
-	errs[2] = err
-	s.loadCPU = self + sim
-	if b.canned != nil {
-		c, err := cpuTime(b.canned.cmd.Process.Pid, b.hz)
-		errs[2] = errors.Join(errs[2], err)
-		s.loadCPU += c
-	}
-	if b.pg != nil {
-		s.pgCPU, s.pgWait, errs[3] = postgresCPU(b.hz)
-	}
-	s.busy, errs[4] = cpuBusy(b.hz, b.layout.busy)
-	s.io = readProcIO(proc.cmd.Process.Pid)
-	return s, errors.Join(errs[:]...)
-}
-
-// Printing. Every table has the same leading columns so the scenarios read alike.
-
-// allocsLine is each proxy's heap allocations per request over profile n's window, as its
-// profiling hook counted them (bench_proc.go).
-func (b *bench) allocsLine(n int, res [2]phaseResult) string {
-	var parts []string
-	for j, name := range proxyNames {
-		var raw []byte
-		var err error
-		// The hook writes the count as it handles the signal that ended the window.
-		for range 20 {
-			if raw, err = os.ReadFile(filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.mallocs", name, n))); err == nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		m, perr := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
-		if err != nil || perr != nil || res[j].requests == 0 {
-			parts = append(parts, name+" not measured")
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%s %.0f", name, float64(m)/float64(res[j].requests)))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,40 +68,60 @@ func (b *bench) dbCounts(ctx context.Context) (xacts, requests int64, err error)
 }
 
 func (b *bench) printCommon(w io.Writer, extra string, res [2]phaseResult, cols func(phaseResult) string) {
-	fmt.Fprintf(w, "  %-8s %5s %8s %6s %8s %8s %8s %6s %6s %6s %6s%s\n",
-		"proxy", "conc", "requests", "errors", "req/s", "p50", "p99", "proxy", "CPU0", "load", "CPU1", extra)
+	b.printSides(w, scenario{}, extra, res, cols)
+}
+
+// printSides is printCommon for a scenario whose two sides may both be the gateway (a pair):
+// rows and PostgreSQL's cost are then per side.
+func (b *bench) printSides(w io.Writer, s scenario, extra string, res [2]phaseResult, cols func(phaseResult) string) {
+	names := s.labels()
+	width := 8
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	fmt.Fprintf(w, "  %-*s %5s %8s %6s %8s %8s %8s %6s %6s %6s %6s%s\n",
+		width, "proxy", "conc", "requests", "errors", "req/s", "p50", "p99", "proxy", "CPU0", "load", "CPU1", extra)
 	for i, r := range res {
-		fmt.Fprintf(w, "  %-8s %5d %8d %6d %8.1f %8s %8s %5.0f%% %5.0f%% %5.0f%% %5.0f%%%s\n",
-			proxyNames[i], r.concurrency, r.requests, r.errors, r.rps(), ms(r.percentile(50)), ms(r.percentile(99)),
+		fmt.Fprintf(w, "  %-*s %5d %8d %6d %8.1f %8s %8s %5.0f%% %5.0f%% %5.0f%% %5.0f%%%s\n",
+			width, names[i], r.concurrency, r.requests, r.errors, r.rps(), ms(r.percentile(50)), ms(r.percentile(99)),
 			r.pct(r.cpu), r.pct(r.busy[0]), r.pct(r.loadCPU), r.pct(r.busy[1]), cols(r))
 	}
 	perReq := func(r phaseResult, n int64) float64 { return float64(n) / float64(max(r.requests, 1)) }
 	if res[0].window.io.syscr > 0 {
-		fmt.Fprintf(w, "  proxy read/write system calls per request: bare %.1f/%.1f, gateway %.1f/%.1f\n",
-			perReq(res[0], res[0].window.io.syscr), perReq(res[0], res[0].window.io.syscw),
-			perReq(res[1], res[1].window.io.syscr), perReq(res[1], res[1].window.io.syscw))
+		fmt.Fprintf(w, "  proxy read/write system calls per request: %s %.1f/%.1f, %s %.1f/%.1f\n",
+			names[0], perReq(res[0], res[0].window.io.syscr), perReq(res[0], res[0].window.io.syscw),
+			names[1], perReq(res[1], res[1].window.io.syscr), perReq(res[1], res[1].window.io.syscw))
 	}
-	if b.pg != nil {
+	if b.pg != nil && s.pair {
+		// Each side's own rounds and the settlement pauses after them.
+		fmt.Fprintf(w, "  PostgreSQL CPU (on %s, not in the proxy's numbers) per request: %s %.1f µs, %s %.1f µs; runnable but waiting for a CPU: %.1f and %.1f µs per request\n",
+			b.pgCPUs(), names[0], perReq(res[0], res[0].window.pgCPU.Microseconds()), names[1], perReq(res[1], res[1].window.pgCPU.Microseconds()),
+			perReq(res[0], res[0].window.pgWait.Microseconds()), perReq(res[1], res[1].window.pgWait.Microseconds()))
+	} else if b.pg != nil {
 		// The whole window: the bare proxy never touches PostgreSQL, so it is the gateway's.
-		on := b.layout.rest()
-		if b.layout.pg != "" {
-			on = "CPUs " + b.layout.pg
-		}
 		fmt.Fprintf(w, "  PostgreSQL CPU (on %s, not in the proxy's numbers): %.1f µs per gateway request; runnable but waiting for a CPU: %.1f µs per request\n",
-			on, perReq(res[1], res[1].window.pgCPU.Microseconds()), perReq(res[1], res[1].window.pgWait.Microseconds()))
+			b.pgCPUs(), perReq(res[1], res[1].window.pgCPU.Microseconds()), perReq(res[1], res[1].window.pgWait.Microseconds()))
 	}
 	for i, r := range res {
 		if r.errors > 0 {
-			fmt.Fprintf(w, "  !!! %s: %d of %d requests FAILED: %s\n", proxyNames[i], r.errors, r.requests+r.errors, r.errorSummary())
+			fmt.Fprintf(w, "  !!! %s: %d of %d requests FAILED: %s\n", names[i], r.errors, r.requests+r.errors, r.errorSummary())
 		}
 		// CPU time the watched processes do not account for: other programs on the pinned
 		// CPUs (the kernel's network work on behalf of ours is a few points).
 		other0, other1 := r.pct(r.busy[0]-r.cpu), r.pct(r.busy[1]-r.loadCPU-r.pgCPU)
 		if b.pinned && (other0 > contentionPoints || other1 > contentionPoints) {
 			fmt.Fprintf(w, "  !!! %s: other work used about %.0f%% of CPU 0 and %.0f%% of %s: the machine is not quiet, numbers are unreliable\n",
-				proxyNames[i], other0, other1, b.layout.rest())
+				names[i], other0, other1, b.layout.rest())
 		}
 	}
+}
+
+// pgCPUs names where PostgreSQL runs.
+func (b *bench) pgCPUs() string {
+	if b.layout.pg != "" {
+		return "CPUs " + b.layout.pg
+	}
+	return b.layout.rest()
 }
 
 // contentionPoints is the share of a pinned CPU, in percent of wall time, that may go to work
@@ -214,3 +237,94 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microse
 func mb(kb int64) float64       { return float64(kb) / 1024 }
 
 // The load generator.
+
+// runScenario measures one scenario, prints it and returns the sides whose requests failed;
+// profiles counts the CPU profiles written so far.
+func (b *bench) runScenario(ctx context.Context, w io.Writer, s scenario, profiles *int) (failed []string, err error) {
+	fmt.Fprintf(w, "\n%s\n", s.title)
+	waits := b.chargeWaits()
+	res, err := b.scenario(ctx, s, b.cfg.profileDir != "")
+	if err != nil {
+		return nil, err
+	}
+	if b.cfg.profileDir != "" {
+		*profiles++
+	}
+	num, _, _ := strings.Cut(s.title, ".")
+	for j, r := range res {
+		if r.errors > 0 {
+			failed = append(failed, fmt.Sprintf("scenario %s %s", num, s.labels()[j]))
+		}
+	}
+	s.print(w, res)
+	side := "gateway"
+	if s.pair {
+		side = "gateway, both sides"
+	}
+	fmt.Fprintf(w, "  end-of-answer wait for the durable charge (%s, warmup included): %s\n", side, chargeWaitLine(waits, b.chargeWaits()))
+	if b.cfg.profileDir != "" {
+		fmt.Fprintf(w, "  heap allocations per request (runtime count over the window, both proxies' profiling on): %s\n", b.allocsLine(*profiles, s, res))
+	}
+	return failed, nil
+}
+
+// scenarioNumbers writes 1, 2, 3 as "1 to 3".
+func scenarioNumbers(nums []string) string {
+	if len(nums) > 2 && nums[len(nums)-1] == strconv.Itoa(len(nums)) && nums[0] == "1" {
+		return "1 to " + nums[len(nums)-1]
+	}
+	return strings.Join(nums, ", ")
+}
+
+func (b *bench) header(w io.Writer) {
+	pin := b.layout.describe()
+	if !b.pinned {
+		pin = "NOT PINNED (needs taskset and 2 CPUs): CPU numbers include contention"
+	}
+	fmt.Fprintf(w, "gateway bench: %d CPUs, %s; clock %g Hz\n", runtime.NumCPU(), pin, b.hz)
+	fmt.Fprintf(w, "simulator: first-byte %v, chunk-delay %v, %d words\n", b.cfg.firstByte, b.cfg.chunkDelay, b.cfg.words)
+	fmt.Fprintf(w, "load: closed loop; per scenario and proxy: warmup %v, then %v measured in %d rounds alternating bare and gateway\n",
+		b.cfg.warmup, b.cfg.duration, b.cfg.rounds)
+	if b.cfg.uploads > 0 {
+		fmt.Fprintf(w, "uploads: %d clients, forms of %d MiB; both proxies restarted, then per proxy: 1 client for %v, warmup %v, %v measured in %d rounds\n",
+			b.cfg.uploads, uploadSize>>20, b.cfg.uploadDuration/2, b.cfg.warmup, b.cfg.uploadDuration, b.cfg.rounds)
+	}
+	fmt.Fprintf(w, "columns: proxy = proxy process CPU, CPU0 = all of CPU 0, load = bench + simulator CPU, CPU1 = all of %s (%% of wall time, of one CPU);\n", b.layout.rest())
+	fmt.Fprintf(w, "  CPU µs = proxy process user+system time from %v before the first round to %v after the last, per request\n", settleGrace, settleGrace)
+}
+
+// allocsLine is each proxy's heap allocations per request over profile n's window, as its
+// profiling hook counted them (bench_proc.go). A pair scenario has one process for both
+// sides: its count is over both sides' requests.
+func (b *bench) allocsLine(n int, s scenario, res [2]phaseResult) string {
+	read := func(name string) (uint64, bool) {
+		var raw []byte
+		var err error
+		// The hook writes the count as it handles the signal that ended the window.
+		for range 20 {
+			if raw, err = os.ReadFile(filepath.Join(b.cfg.profileDir, fmt.Sprintf("%s-%d.mallocs", name, n))); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		m, perr := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
+		return m, err == nil && perr == nil
+	}
+	if s.pair {
+		m, ok := read("gateway")
+		if !ok || res[0].requests+res[1].requests == 0 {
+			return "gateway not measured"
+		}
+		return fmt.Sprintf("gateway %.0f (%s and %s together, settlement pauses included)", float64(m)/float64(res[0].requests+res[1].requests), s.names[0], s.names[1])
+	}
+	var parts []string
+	for j, name := range proxyNames {
+		m, ok := read(name)
+		if !ok || res[j].requests == 0 {
+			parts = append(parts, name+" not measured")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", name, float64(m)/float64(res[j].requests)))
+	}
+	return strings.Join(parts, ", ")
+}

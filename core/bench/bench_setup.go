@@ -96,6 +96,9 @@ func (b *bench) setUp(ctx context.Context) error {
 	if err := b.provision(ctx); err != nil {
 		return err
 	}
+	if err := b.setUpPairs(ctx); err != nil {
+		return err
+	}
 	targets, err := b.targets()
 	if err != nil {
 		return err
@@ -104,7 +107,9 @@ func (b *bench) setUp(ctx context.Context) error {
 }
 
 // benchCatalog routes bench-gpt to the chat upstream as an OpenAI upstream (chat
-// passthrough), bench-claude as an Anthropic one (chat translated to messages and back),
+// passthrough), bench-gpt-2routes likewise over two routes of one priority group (two
+// providers, one upstream, weights 1:1), bench-gpt-responses to the same upstream's responses
+// route, bench-claude as an Anthropic one (chat translated to messages and back),
 // bench-claude-paced to the paced simulator likewise, and bench-whisper to the paced
 // simulator's transcriptions (multipart uploads, priced per request as whisper is sold).
 func benchCatalog(chat, sim string) string {
@@ -119,6 +124,10 @@ providers:
   - id: bench-anthropic
     kind: anthropic
     base_url: "%[1]s"
+    api_key_env: BENCH_UPSTREAM_KEY
+  - id: bench-openai-b
+    kind: openai
+    base_url: "%[1]s/v1"
     api_key_env: BENCH_UPSTREAM_KEY
   - id: bench-openai-paced
     kind: openai
@@ -140,6 +149,41 @@ models:
         upstream_model: sim-gpt
     prices:
       - endpoint_families: [chat.completions]
+        billing_mode: per_token
+        input: "1.00"
+        output: "2.00"
+  - id: bench-gpt-2routes
+    display_name: Bench GPT (two routes)
+    family: bench
+    owned_by: bench
+    priority: 11
+    routes:
+      - endpoint_families: [chat.completions]
+        provider: bench-openai
+        upstream_model: sim-gpt
+        priority: 0
+        weight: 1
+      - endpoint_families: [chat.completions]
+        provider: bench-openai-b
+        upstream_model: sim-gpt
+        priority: 0
+        weight: 1
+    prices:
+      - endpoint_families: [chat.completions]
+        billing_mode: per_token
+        input: "1.00"
+        output: "2.00"
+  - id: bench-gpt-responses
+    display_name: Bench GPT (responses)
+    family: bench
+    owned_by: bench
+    priority: 12
+    routes:
+      - endpoint_families: [responses]
+        provider: bench-openai
+        upstream_model: sim-gpt
+    prices:
+      - endpoint_families: [responses]
         billing_mode: per_token
         input: "1.00"
         output: "2.00"
@@ -238,7 +282,7 @@ func (b *bench) provision(ctx context.Context) error {
 	if key.Secret == "" {
 		return errors.New("admin CreateKey returned no secret")
 	}
-	b.key = key.Secret
+	b.key, b.profileID = key.Secret, profile.ID
 	return nil
 }
 
@@ -274,7 +318,7 @@ func (b *bench) admin(ctx context.Context, path string, in, out any) error {
 // targets lists the requests of every scenario, both proxies'.
 func (b *bench) targets() ([]target, error) {
 	var targets []target
-	for _, s := range b.scenarios() {
+	for _, s := range append(b.scenarios(), b.pairScenarios()...) {
 		targets = append(targets, s.bare, s.gw)
 	}
 	if b.cfg.uploads > 0 {
