@@ -33,7 +33,7 @@ import (
 // (debug level), nor /metrics, nor the spans carry any secret, prompt or answer.
 func TestObservabilityCarriesNoSecrets(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &gatewaytest.SyncBuffer{}
 	log, err := telemetry.NewLogger(logs, "json", "debug")
 	if err != nil {
 		t.Fatal(err)
