@@ -94,7 +94,7 @@ func newFaultEnv(t *testing.T, o faultOptions) *faultEnv {
 		// may take it between freePort and the server's bind (tests start in parallel), so a
 		// start that fails is tried again on a fresh port, with the server's words kept.
 		for attempt := 1; ; attempt++ {
-			var log syncBuffer
+			var log gatewaytest.SyncBuffer
 			f.opts = pgcluster.Options{Dir: dir, Port: gatewaytest.FreePort(t), Log: &log}
 			if f.cluster, err = pgcluster.Start(context.Background(), f.opts); err == nil {
 				break

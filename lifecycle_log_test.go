@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 )
 
@@ -15,7 +16,7 @@ import (
 // it drained, in how long); Ctrl-C used to stop it without a line.
 func TestStartAndShutdownAreLogged(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &gatewaytest.SyncBuffer{}
 	cfg := &Config{DatabaseURL: storetest.DatabaseURL(t), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
 		AdminHTTPAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", AdminToken: adminToken, DrainTimeout: 5 * time.Second}
 	g, err := Start(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))

@@ -18,40 +18,16 @@ import (
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/apistatus"
 )
 
-// checkMoney is the ledger invariant for one profile: balance = sum of entries and never
-// below zero, charges = the records' costs, no record left in_progress.
+// checkMoney is the ledger invariant for one profile (gatewaytest.CheckMoney).
 func (g *genEnv) checkMoney(t *testing.T, pid string) decimal.Decimal {
 	t.Helper()
-	var bal, sum, charges, costs decimal.Decimal
-	var inProgress int
-	// Records without a charge are written in the background, within the contract's 2 s.
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if err := g.g.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM requests WHERE profile_id = $1 AND status = 'in_progress'`,
-			uuid.MustParse(pid)).Scan(&inProgress); err != nil {
-			t.Fatal(err)
-		}
-		if inProgress == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err := g.g.Store.Pool.QueryRow(context.Background(), `
-		SELECT p.balance,
-		       (SELECT coalesce(sum(amount), 0) FROM ledger_entries WHERE profile_id = p.id),
-		       (SELECT coalesce(-sum(amount), 0) FROM ledger_entries WHERE profile_id = p.id AND kind = 'charge'),
-		       (SELECT coalesce(sum(cost), 0) FROM requests WHERE profile_id = p.id),
-		       (SELECT count(*) FROM requests WHERE profile_id = p.id AND status = 'in_progress')
-		FROM profiles p WHERE p.id = $1`, uuid.MustParse(pid)).Scan(&bal, &sum, &charges, &costs, &inProgress); err != nil {
-		t.Fatal(err)
-	}
-	if !bal.Equal(sum) || bal.IsNegative() || !charges.Equal(costs) || inProgress != 0 {
-		t.Fatalf("balance %s, entries %s, charges %s, records' costs %s, %d in progress", bal, sum, charges, costs, inProgress)
-	}
-	return bal
+	return gatewaytest.CheckMoney(t, g.g.Store.Pool, pid)
 }
 
 // overUsage is an OpenAI-style upstream that reports 1000 prompt tokens for any prompt, far

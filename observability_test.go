@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -35,7 +33,7 @@ import (
 // (debug level), nor /metrics, nor the spans carry any secret, prompt or answer.
 func TestObservabilityCarriesNoSecrets(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &gatewaytest.SyncBuffer{}
 	log, err := telemetry.NewLogger(logs, "json", "debug")
 	if err != nil {
 		t.Fatal(err)
@@ -262,22 +260,8 @@ func answerText(t *testing.T, body []byte) string {
 	return parts[0]
 }
 
-// scrapeUntil reads /metrics until it contains want: the background goroutine records soon
-// after each response.
+// scrapeUntil reads /metrics until it contains want (gatewaytest.ScrapeUntil).
 func scrapeUntil(t *testing.T, addr, want string) string {
 	t.Helper()
-	var body []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if bytes.Contains(body, []byte(want)) {
-			return string(body)
-		}
-	}
-	t.Fatalf("/metrics never showed %s:\n%s", want, body)
-	return ""
+	return gatewaytest.ScrapeUntil(t, addr, want)
 }

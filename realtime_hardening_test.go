@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 )
 
@@ -22,21 +22,10 @@ func startMediaWith(t *testing.T, dbURL string, opt func(*Config)) *genEnv {
 	return g
 }
 
-// closeOf reads until the session's close frame.
+// closeOf reads until the session's close frame (gatewaytest.CloseOf).
 func closeOf(t *testing.T, c *websocket.Conn, within time.Duration) *websocket.CloseError {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(within))
-	for {
-		_, _, err := c.ReadMessage()
-		if err == nil {
-			continue
-		}
-		var ce *websocket.CloseError
-		if !errors.As(err, &ce) {
-			t.Fatalf("no close frame within %v: %v", within, err)
-		}
-		return ce
-	}
+	return gatewaytest.CloseOf(t, c, within)
 }
 
 // Issue 16, finding 4: a key revoked on another replica closes its open realtime session

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 )
 
@@ -37,7 +38,7 @@ func TestUpstreamEchoOfSecretsIsRedacted(t *testing.T) {
 		}
 	}))
 	t.Cleanup(up.Close)
-	logs := &syncBuffer{}
+	logs := &gatewaytest.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := &Config{DatabaseURL: storetest.DatabaseURL(t), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", AdminToken: adminToken,
 		Env: func(name string) string {

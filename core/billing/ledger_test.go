@@ -13,11 +13,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store"
 	"modelgateway/core/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) { gatewaytest.Main(m) }
 
 func newProfile(t testing.TB, st *store.Store, credit string) uuid.UUID {
 	t.Helper()

@@ -149,3 +149,23 @@ func GetCatalog(t testing.TB, base, inm string) (int, string, []byte) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header.Get("ETag"), b
 }
+
+// ScrapeUntil reads /metrics at addr until it contains want and returns it: the background
+// goroutine records soon after each response.
+func ScrapeUntil(t testing.TB, addr, want string) string {
+	t.Helper()
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(body, []byte(want)) {
+			return string(body)
+		}
+	}
+	t.Fatalf("/metrics never showed %s:\n%s", want, body)
+	return ""
+}

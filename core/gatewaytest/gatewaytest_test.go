@@ -19,9 +19,15 @@ func TestStartServesAndKillEnds(t *testing.T) {
 	if status, _, body := g.Do("GET", "/healthz", nil, ""); status != 200 || body["status"] != "ok" {
 		t.Fatalf("healthz: %d %v", status, body)
 	}
-	if g.GRPCAddr == "" || g.HTTPAddr == "" {
-		t.Fatalf("addresses %q %q", g.HTTPAddr, g.GRPCAddr)
+	if g.GRPCAddr == "" || g.HTTPAddr == "" || g.MetricsAddr != "" {
+		t.Fatalf("addresses %q %q, metrics %q (off unless asked for)", g.HTTPAddr, g.GRPCAddr, g.MetricsAddr)
 	}
+	// /metrics asked for on a port of its own choosing: the address it logged answers.
+	m := Start(t, Options{Name: "metrics", DatabaseURL: g.DatabaseURL, Env: []string{"GATEWAY_METRICS_ADDR=127.0.0.1:0"}})
+	if m.MetricsAddr == "" {
+		t.Fatal("no /metrics address read from the start-up line")
+	}
+	ScrapeUntil(t, m.MetricsAddr, "gateway_")
 	if Binary(t) != bin {
 		t.Fatal("the binary was built twice")
 	}

@@ -3,6 +3,7 @@ package gatewaytest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -170,4 +171,21 @@ func FormOfSize(t testing.TB, n int, modelFirst bool) (body []byte, contentType 
 		t.Fatalf("form of %d bytes, want %d", len(body), n)
 	}
 	return body, contentType
+}
+
+// CloseOf reads until the session's close frame, within bound.
+func CloseOf(t testing.TB, c *websocket.Conn, within time.Duration) *websocket.CloseError {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(within))
+	for {
+		_, _, err := c.ReadMessage()
+		if err == nil {
+			continue
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) {
+			t.Fatalf("no close frame within %v: %v", within, err)
+		}
+		return ce
+	}
 }

@@ -33,10 +33,13 @@ type Options struct {
 
 // Gateway is one `gateway serve` process.
 type Gateway struct {
-	Name        string
-	Base        string // http://host:port of the client listener
-	HTTPAddr    string
-	GRPCAddr    string
+	Name     string
+	Base     string // http://host:port of the client listener
+	HTTPAddr string
+	GRPCAddr string
+	// MetricsAddr serves GET /metrics when Env sets GATEWAY_METRICS_ADDR (127.0.0.1:0 picks a
+	// port); empty otherwise.
+	MetricsAddr string
 	DatabaseURL string
 	Cmd         *exec.Cmd
 	// Client sends Do's requests; one pool per replica, as a client of one host would have.
@@ -51,6 +54,9 @@ type Gateway struct {
 
 // servingRE reads the start-up line in either log format (text: http=..., JSON: "http":"...").
 var servingRE = regexp.MustCompile(`gateway serving.*\bhttp"?[=:]"?([^\s",]+)"?,?\s*"?grpc"?[=:]"?([^\s",]+)`)
+
+// metricsRE reads the /metrics address from the same line; an empty one does not match.
+var metricsRE = regexp.MustCompile(`\bmetrics"?[=:]"?([^\s",]+)`)
 
 // Start runs a replica and waits until it serves; it is killed when the test ends.
 func Start(t testing.TB, o Options) *Gateway {
@@ -89,7 +95,7 @@ func Start(t testing.TB, o Options) *Gateway {
 		t.Fatal(err)
 	}
 	g.Cmd = cmd
-	addr := make(chan [2]string, 1)
+	addr := make(chan [3]string, 1)
 	go func() {
 		defer logFile.Close()
 		sc := bufio.NewScanner(stderr)
@@ -98,8 +104,12 @@ func Start(t testing.TB, o Options) *Gateway {
 			line := sc.Text()
 			fmt.Fprintln(logFile, line)
 			if m := servingRE.FindStringSubmatch(line); m != nil {
+				a := [3]string{m[1], m[2]}
+				if mm := metricsRE.FindStringSubmatch(line); mm != nil {
+					a[2] = mm[1]
+				}
 				select {
-				case addr <- [2]string{m[1], m[2]}:
+				case addr <- a:
 				default:
 				}
 			}
@@ -115,7 +125,7 @@ func Start(t testing.TB, o Options) *Gateway {
 	})
 	select {
 	case a := <-addr:
-		g.HTTPAddr, g.GRPCAddr = a[0], a[1]
+		g.HTTPAddr, g.GRPCAddr, g.MetricsAddr = a[0], a[1], a[2]
 		g.Base = "http://" + a[0]
 	case <-g.exited:
 		g.DumpLog()

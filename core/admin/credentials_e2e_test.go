@@ -1,69 +1,37 @@
-package main
+package admin_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"modelgateway/core/gatewaytest"
+	"modelgateway/core/store"
 	"modelgateway/core/store/storetest"
 )
-
-// syncBuffer is a log sink the gateway's goroutines may write to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A provider whose api_key_env is not set is named when the catalogue is applied and when a
 // replica starts, instead of surfacing later as a 502; providers with their key are not.
 func TestUnsetProviderKeysAreWarnedAbout(t *testing.T) {
 	t.Parallel()
 	db := storetest.DatabaseURL(t)
-	env := func(c *Config) {
-		c.Env = func(name string) string {
-			if name == "HAVE_KEY" {
-				return "sk-real"
-			}
-			return ""
-		}
-	}
-	e := startGateway(t, db, adminToken, env)
+	// MISSING_KEY empty whatever the test's own environment holds: empty is unset.
+	env := []string{"HAVE_KEY=sk-real", "MISSING_KEY="}
+	e := gatewaytest.Start(t, gatewaytest.Options{DatabaseURL: db, Env: env})
 	doc := `{"families":[{"id":"f"}],"providers":[
 	  {"id":"with-key","kind":"openai","base_url":"http://127.0.0.1:1/v1","api_key_env":"HAVE_KEY"},
 	  {"id":"without-key","kind":"anthropic","base_url":"http://127.0.0.1:1","api_key_env":"MISSING_KEY"}],
 	  "models":[{"id":"m","family":"f","routes":[{"endpoint_families":["chat.completions"],"provider":"without-key"}]}]}`
-	resp := e.admin("POST", "/admin/v1/catalog:apply", doc)
+	resp := e.Admin("POST", "/admin/v1/catalog:apply", doc)
 	ws, _ := resp["warnings"].([]any)
 	if len(ws) != 1 || !strings.Contains(ws[0].(string), "without-key") || !strings.Contains(ws[0].(string), "MISSING_KEY") {
 		t.Fatalf("apply warnings %v, want one naming without-key and MISSING_KEY", resp["warnings"])
 	}
 
-	var logs syncBuffer
-	cfg := &Config{DatabaseURL: db, HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", AdminToken: adminToken, DrainTimeout: 5 * time.Second}
-	env(cfg)
-	g, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Shutdown(5 * time.Second) })
-	out := logs.String()
-	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "MISSING_KEY") || strings.Contains(out, "HAVE_KEY") {
+	// A second replica on the database: its start-up log, which comes before it serves.
+	g := gatewaytest.Start(t, gatewaytest.Options{Name: "second", DatabaseURL: db, Env: env})
+	out := g.Log()
+	if !strings.Contains(out, `"level":"WARN"`) || !strings.Contains(out, "MISSING_KEY") || strings.Contains(out, "HAVE_KEY") {
 		t.Errorf("start-up log does not warn about exactly the unset key:\n%s", out)
 	}
 }
@@ -73,31 +41,27 @@ func TestUnsetProviderKeysAreWarnedAbout(t *testing.T) {
 // the provider and the variable, never the value, and nothing of it is applied.
 func TestCatalogNamingAGatewayVariableIsRefused(t *testing.T) {
 	t.Parallel()
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) {
-		c.Env = func(name string) string {
-			return map[string]string{"HAVE_KEY": "sk-real", "GATEWAY_ADMIN_TOKEN": adminToken}[name]
-		}
-	})
+	e := gatewaytest.Start(t, gatewaytest.Options{Env: []string{"HAVE_KEY=sk-real"}})
 	doc := func(keyEnv, model string) string {
 		return `{"families":[{"id":"f"}],"providers":[
 		  {"id":"up","kind":"openai","base_url":"http://127.0.0.1:1/v1","api_key_env":"` + keyEnv + `"}],
 		  "models":[{"id":"` + model + `","family":"f","routes":[{"endpoint_families":["chat.completions"],"provider":"up"}]}]}`
 	}
 	// The same document with a provider's own variable is applied.
-	e.admin("POST", "/admin/v1/catalog:apply", doc("HAVE_KEY", "m1"))
+	e.Admin("POST", "/admin/v1/catalog:apply", doc("HAVE_KEY", "m1"))
 
 	for _, name := range []string{"GATEWAY_ADMIN_TOKEN", "DATABASE_URL", "PGPASSWORD", "TELEGRAM_BOT_TOKEN"} {
-		status, _, out := e.do("POST", "/admin/v1/catalog:apply", map[string]string{"Authorization": "Bearer " + adminToken}, doc(name, "m2"))
+		status, _, out := e.Do("POST", "/admin/v1/catalog:apply", map[string]string{"Authorization": "Bearer " + gatewaytest.AdminToken}, doc(name, "m2"))
 		errObj, _ := out["error"].(map[string]any)
 		msg, _ := errObj["message"].(string)
-		if status != 400 || code(out) != "invalid_request_error" || !strings.Contains(msg, name) || !strings.Contains(msg, `"up"`) {
+		if status != 400 || gatewaytest.Code(out) != "invalid_request_error" || !strings.Contains(msg, name) || !strings.Contains(msg, `"up"`) {
 			t.Fatalf("api_key_env %s: %d %v, want 400 invalid_request_error naming up and %s", name, status, out, name)
 		}
-		if strings.Contains(msg, adminToken) {
+		if strings.Contains(msg, gatewaytest.AdminToken) {
 			t.Fatalf("the refusal shows the admin token's value: %q", msg)
 		}
 	}
-	cat, err := e.g.Store.LoadCatalog(context.Background())
+	cat, err := (&store.Store{Pool: e.Pool()}).LoadCatalog(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package rpc_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // Answers of a key with a request rate carry the x-ratelimit-*-requests headers on every front
@@ -15,8 +17,8 @@ import (
 // and no metric label names the key.
 func TestRateLimitHeadersOnEveryFront(t *testing.T) {
 	t.Parallel()
-	g := startGenWith(t, func(c *Config) { c.MetricsAddr = "127.0.0.1:0" })
-	k := g.admin("POST", "/admin/v1/profiles/"+g.profileID+"/keys", `{"name":"rl","allowed_endpoints":["*"],"allowed_models":["*"],"max_requests_per_second":40}`)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{Env: []string{"GATEWAY_METRICS_ADDR=127.0.0.1:0"}})
+	k := g.Admin("POST", "/admin/v1/profiles/"+g.ProfileID+"/keys", `{"name":"rl","allowed_endpoints":["*"],"allowed_models":["*"],"max_requests_per_second":40}`)
 	key := k["secret"].(string)
 	kid := k["key"].(map[string]any)["id"].(string)
 	auth := map[string]string{"Authorization": "Bearer " + key, "anthropic-version": "2023-06-01"}
@@ -31,7 +33,7 @@ func TestRateLimitHeadersOnEveryFront(t *testing.T) {
 		{"gemini stream", "/v1beta/models/m-gemini:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":5}}`},
 	}
 	for _, f := range fronts {
-		status, hdr, raw := g.post(t, f.path, auth, f.body)
+		status, hdr, raw := g.Post(f.path, auth, f.body)
 		if status != 200 {
 			t.Fatalf("%s: %d %s", f.name, status, raw)
 		}
@@ -51,12 +53,12 @@ func TestRateLimitHeadersOnEveryFront(t *testing.T) {
 	// A burst past the limit: refused with retry-after and the headers, remaining 0.
 	refused := 0
 	for i := 0; i < 200 && refused < 3; i++ {
-		status, hdr, raw := g.post(t, "/v1/chat/completions", auth, chat)
+		status, hdr, raw := g.Post("/v1/chat/completions", auth, chat)
 		if status != 429 {
 			continue
 		}
 		refused++
-		if code, _, _ := envelope(t, raw); code != "rate_limited" || hdr.Get("Retry-After") == "" ||
+		if code, _, _ := gatewaytest.Envelope(t, raw); code != "rate_limited" || hdr.Get("Retry-After") == "" ||
 			hdr.Get("X-Ratelimit-Limit-Requests") != "40" || hdr.Get("X-Ratelimit-Remaining-Requests") != "0" ||
 			hdr.Get("X-Ratelimit-Reset-Requests") == "" {
 			t.Errorf("refusal %d %s, headers %v", status, raw, hdr)
@@ -65,12 +67,12 @@ func TestRateLimitHeadersOnEveryFront(t *testing.T) {
 	if refused != 3 {
 		t.Fatalf("a burst of 200 at 40 per second was refused %d times", refused)
 	}
-	metrics := scrapeUntil(t, g.g.MetricsAddr, `gateway_requests_total{code="rate_limited",endpoint_family="chat.completions"} 3`)
+	metrics := gatewaytest.ScrapeUntil(t, g.MetricsAddr, `gateway_requests_total{code="rate_limited",endpoint_family="chat.completions"} 3`)
 	if strings.Contains(metrics, kid) || strings.Contains(metrics, k["key"].(map[string]any)["prefix"].(string)) {
 		t.Error("/metrics names the key")
 	}
 	// Another key of the profile, without limits, gets no rate-limit headers.
-	if _, hdr, _ := g.post(t, "/v1/chat/completions", map[string]string{"Authorization": "Bearer " + g.key}, chat); hdr.Get("X-Ratelimit-Limit-Requests") != "" {
+	if _, hdr, _ := g.Post("/v1/chat/completions", map[string]string{"Authorization": "Bearer " + g.Key}, chat); hdr.Get("X-Ratelimit-Limit-Requests") != "" {
 		t.Errorf("an unlimited key got %v", hdr)
 	}
 }
@@ -81,8 +83,8 @@ func TestRateLimitHeadersOnEveryFront(t *testing.T) {
 // refused 429 with retry-after and the headers.
 func TestTokensPerMinuteEndToEnd(t *testing.T) {
 	t.Parallel()
-	g := startGenWith(t, func(*Config) {})
-	k := g.admin("POST", "/admin/v1/profiles/"+g.profileID+"/keys", `{"name":"tpm","allowed_endpoints":["*"],"allowed_models":["*"],"max_tokens_per_minute":1000}`)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
+	k := g.Admin("POST", "/admin/v1/profiles/"+g.ProfileID+"/keys", `{"name":"tpm","allowed_endpoints":["*"],"allowed_models":["*"],"max_tokens_per_minute":1000}`)
 	if got := k["key"].(map[string]any)["max_tokens_per_minute"]; got != float64(1000) {
 		t.Fatalf("created key shows max_tokens_per_minute %v", got)
 	}
@@ -106,7 +108,7 @@ func TestTokensPerMinuteEndToEnd(t *testing.T) {
 		}
 		return n
 	}
-	status, h1, raw := g.post(t, "/v1/chat/completions", bearer(key), chat)
+	status, h1, raw := g.Post("/v1/chat/completions", gatewaytest.Bearer(key), chat)
 	if status != 200 || h1.Get("X-Ratelimit-Limit-Tokens") != "1000" || h1.Get("X-Ratelimit-Reset-Tokens") != "1m0s" ||
 		h1.Get("X-Ratelimit-Limit-Requests") != "" {
 		t.Fatalf("first: %d %s %v", status, raw, h1)
@@ -116,7 +118,7 @@ func TestTokensPerMinuteEndToEnd(t *testing.T) {
 		t.Fatalf("the first counted %d tokens, want max_tokens 300 plus the input estimate", worst)
 	}
 	// The second sees the first corrected to its usage, and counts its own worst case.
-	status, h2, raw2 := g.post(t, "/v1/chat/completions", bearer(key), chat)
+	status, h2, raw2 := g.Post("/v1/chat/completions", gatewaytest.Bearer(key), chat)
 	if status != 200 {
 		t.Fatalf("second: %d %s", status, raw2)
 	}
@@ -126,19 +128,19 @@ func TestTokensPerMinuteEndToEnd(t *testing.T) {
 	// A worst case larger than what is left is refused, before its request id is taken.
 	big := `{"model":"m-openai","max_tokens":900,"messages":[{"role":"user","content":"hi"}]}`
 	withID := map[string]string{"Authorization": "Bearer " + key, "X-Request-Id": "tpm-big-1"}
-	status, h3, raw3 := g.post(t, "/v1/chat/completions", withID, big)
-	if code, _, _ := envelope(t, raw3); status != 429 || code != "rate_limited" || h3.Get("Retry-After") == "" ||
+	status, h3, raw3 := g.Post("/v1/chat/completions", withID, big)
+	if code, _, _ := gatewaytest.Envelope(t, raw3); status != 429 || code != "rate_limited" || h3.Get("Retry-After") == "" ||
 		h3.Get("X-Ratelimit-Limit-Tokens") != "1000" || remaining(h3) != 1000-used(raw)-used(raw2) {
 		t.Fatalf("a worst case past the minute's room: %d %s %v", status, raw3, h3)
 	}
 	// UpdateKey lifts the limit; the next answer has no token headers.
-	g.admin("PATCH", "/admin/v1/keys/"+k["key"].(map[string]any)["id"].(string)+"?update_mask=max_tokens_per_minute", `{"max_tokens_per_minute":0}`)
+	g.Admin("PATCH", "/admin/v1/keys/"+k["key"].(map[string]any)["id"].(string)+"?update_mask=max_tokens_per_minute", `{"max_tokens_per_minute":0}`)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		status, h, raw := g.post(t, "/v1/chat/completions", withID, big) // the refused request's id again
+		status, h, raw := g.Post("/v1/chat/completions", withID, big) // the refused request's id again
 		if status == 200 && h.Get("X-Ratelimit-Limit-Tokens") == "" {
 			break
 		}
-		if code, _, _ := envelope(t, raw); code == "duplicate_request_id" {
+		if code, _, _ := gatewaytest.Envelope(t, raw); code == "duplicate_request_id" {
 			t.Fatalf("the id of a request refused by the token limit was taken: %s", raw)
 		}
 		if time.Now().After(deadline) {

@@ -1,4 +1,4 @@
-package main
+package front_test
 
 import (
 	"context"
@@ -7,10 +7,14 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	anthropicopt "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 	"google.golang.org/genai"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // A tool-call round trip crosses protocols: the client declares a tool in its protocol, the
@@ -25,8 +29,21 @@ var weatherSchema = map[string]any{
 	"required":   []string{"city"},
 }
 
+// The SDKs on the gateway with the profile's key, without retries.
+func openaiClient(g *gatewaytest.Gen, opts ...option.RequestOption) openai.Client {
+	return openai.NewClient(append([]option.RequestOption{option.WithBaseURL(g.Base + "/v1/"), option.WithAPIKey(g.Key), option.WithMaxRetries(0)}, opts...)...)
+}
+
+func anthropicClient(g *gatewaytest.Gen, opts ...anthropicopt.RequestOption) anthropic.Client {
+	return anthropic.NewClient(append([]anthropicopt.RequestOption{anthropicopt.WithBaseURL(g.Base + "/"), anthropicopt.WithAPIKey(g.Key), anthropicopt.WithMaxRetries(0)}, opts...)...)
+}
+
+func genaiClient(ctx context.Context, g *gatewaytest.Gen) (*genai.Client, error) {
+	return genai.NewClient(ctx, &genai.ClientConfig{APIKey: g.Key, Backend: genai.BackendGeminiAPI, HTTPOptions: genai.HTTPOptions{BaseURL: g.Base + "/"}})
+}
+
 func TestToolRoundTripChatToAnthropic(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := openaiClient(g)
 	params := openai.ChatCompletionNewParams{
@@ -66,17 +83,17 @@ func TestToolRoundTripChatToAnthropic(t *testing.T) {
 			Content json.RawMessage
 		}
 	}
-	if err := json.Unmarshal(g.up.Last(t).Body, &up); err != nil {
+	if err := json.Unmarshal(g.Up.Last(t).Body, &up); err != nil {
 		t.Fatal(err)
 	}
 	last := up.Messages[len(up.Messages)-1]
 	if last.Role != "user" || !strings.Contains(string(last.Content), `"tool_use_id":"`+call.ID+`"`) {
-		t.Fatalf("upstream messages: %s", g.up.Last(t).Body)
+		t.Fatalf("upstream messages: %s", g.Up.Last(t).Body)
 	}
 }
 
 func TestToolRoundTripMessagesToGemini(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := anthropicClient(g)
 	params := anthropic.MessageNewParams{Model: "m-gemini", MaxTokens: 256,
@@ -112,14 +129,14 @@ func TestToolRoundTripMessagesToGemini(t *testing.T) {
 		t.Fatalf("answer %+v", r.Content)
 	}
 	// Gemini needs the function name on the response part; the gateway looked it up.
-	body := string(g.up.Last(t).Body)
+	body := string(g.Up.Last(t).Body)
 	if !strings.Contains(body, `"functionResponse"`) || !strings.Contains(body, `"name":"get_weather"`) {
 		t.Fatalf("upstream body: %s", body)
 	}
 }
 
 func TestToolRoundTripGeminiToOpenAI(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c, err := genaiClient(ctx, g)
 	if err != nil {
@@ -158,17 +175,17 @@ func TestToolRoundTripGeminiToOpenAI(t *testing.T) {
 			ToolCalls  []struct{ ID string } `json:"tool_calls"`
 		}
 	}
-	if err := json.Unmarshal(g.up.Last(t).Body, &up); err != nil {
+	if err := json.Unmarshal(g.Up.Last(t).Body, &up); err != nil {
 		t.Fatal(err)
 	}
 	n := len(up.Messages)
 	if n < 2 || up.Messages[n-1].Role != "tool" || len(up.Messages[n-2].ToolCalls) != 1 || up.Messages[n-2].ToolCalls[0].ID != up.Messages[n-1].ToolCallID {
-		t.Fatalf("upstream messages: %s", g.up.Last(t).Body)
+		t.Fatalf("upstream messages: %s", g.Up.Last(t).Body)
 	}
 }
 
 func TestToolRoundTripResponsesToAnthropic(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := openaiClient(g)
 	params := responses.ResponseNewParams{Model: "m-anthropic",

@@ -1,4 +1,4 @@
-package main
+package rpc_test
 
 import (
 	"context"
@@ -10,7 +10,14 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"modelgateway/core/gatewaytest"
 )
+
+// openaiClient is openai-go on the gateway with the profile's key, without retries.
+func openaiClient(g *gatewaytest.Gen, opts ...option.RequestOption) openai.Client {
+	return openai.NewClient(append([]option.RequestOption{option.WithBaseURL(g.Base + "/v1/"), option.WithAPIKey(g.Key), option.WithMaxRetries(0)}, opts...)...)
+}
 
 // openai-go against a key limited to one request per second: the x-ratelimit-* headers do not
 // disturb the answer it parses, a 429 surfaces as its error type with our code when it may not
@@ -18,8 +25,8 @@ import (
 // would be refused again) and the retry is answered.
 func TestOpenAIGoRetriesRateLimitsByRetryAfter(t *testing.T) {
 	t.Parallel()
-	g := startGenWith(t, func(*Config) {})
-	k := g.admin("POST", "/admin/v1/profiles/"+g.profileID+"/keys", `{"name":"one","allowed_endpoints":["*"],"allowed_models":["*"],"max_requests_per_second":1,"max_tokens_per_minute":100000}`)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
+	k := g.Admin("POST", "/admin/v1/profiles/"+g.ProfileID+"/keys", `{"name":"one","allowed_endpoints":["*"],"allowed_models":["*"],"max_requests_per_second":1,"max_tokens_per_minute":100000}`)
 	key := k["secret"].(string)
 	type attempt struct {
 		status int

@@ -1,4 +1,4 @@
-package main
+package front_test
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/wire/apierror"
 )
 
@@ -16,30 +17,30 @@ import (
 // any other request. No money moves.
 func TestCountRoutesNeedABalanceAreListedAndLimited(t *testing.T) {
 	t.Parallel()
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	const msgs = `{"model":"m-anthropic","messages":[{"role":"user","content":"hi"}]}`
 	const gemini = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
 	routes := []struct{ path, body, family string }{
 		{"/v1/messages/count_tokens", msgs, "messages.count_tokens"},
 		{"/v1beta/models/m-gemini:countTokens", gemini, "content.count_tokens"},
 	}
-	key, pid := g.newProfile(t, "count-rich", "1")
-	poor, poorPID := g.newProfile(t, "count-poor", "0")
+	key, pid := g.NewProfile("count-rich", "1")
+	poor, poorPID := g.NewProfile("count-poor", "0")
 	for i, rt := range routes {
 		id := fmt.Sprintf("count-%d", i)
-		status, _, raw := g.postAs(t, key, rt.path, map[string]string{"Anthropic-Version": "2023-06-01", "X-Request-Id": id}, rt.body)
+		status, _, raw := g.PostAs(key, rt.path, map[string]string{"Anthropic-Version": "2023-06-01", "X-Request-Id": id}, rt.body)
 		if status != 200 {
 			t.Fatalf("%s at a positive balance: %d %s", rt.path, status, raw)
 		}
-		status, _, raw = g.postAs(t, poor, rt.path, map[string]string{"Anthropic-Version": "2023-06-01"}, rt.body)
-		if code, _, _ := envelope(t, raw); status != http.StatusPaymentRequired || code != apierror.InsufficientBalance {
+		status, _, raw = g.PostAs(poor, rt.path, map[string]string{"Anthropic-Version": "2023-06-01"}, rt.body)
+		if code, _, _ := gatewaytest.Envelope(t, raw); status != http.StatusPaymentRequired || code != apierror.InsufficientBalance {
 			t.Fatalf("%s at a zero balance: %d %s", rt.path, status, raw)
 		}
 	}
 	// ListUsage: both counts, cost 0, family and tokens recorded (written within 2 s).
 	var recs []any
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		recs, _ = g.admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")["records"].([]any)
+		recs, _ = g.Admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")["records"].([]any)
 		done := 0
 		for _, r := range recs {
 			if r.(map[string]any)["status"] != "in_progress" {
@@ -61,21 +62,21 @@ func TestCountRoutesNeedABalanceAreListedAndLimited(t *testing.T) {
 			t.Fatalf("%s in ListUsage: %v (all: %v)", rt.path, r, recs)
 		}
 	}
-	g.checkMoney(t, pid)
-	if b := g.checkMoney(t, poorPID); !b.IsZero() {
+	gatewaytest.CheckMoney(t, g.Pool(), pid)
+	if b := gatewaytest.CheckMoney(t, g.Pool(), poorPID); !b.IsZero() {
 		t.Fatalf("poor balance %s", b)
 	}
 
 	// Key limits: one request per second; counting requests use it up.
-	k := g.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"slow","allowed_endpoints":["*"],"allowed_models":["*"],"max_requests_per_second":1}`)
+	k := g.Admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"slow","allowed_endpoints":["*"],"allowed_models":["*"],"max_requests_per_second":1}`)
 	limited := k["secret"].(string)
 	refused := 0
 	for range 3 {
-		status, _, raw := g.postAs(t, limited, routes[0].path, anthropicVersion, routes[0].body)
+		status, _, raw := g.PostAs(limited, routes[0].path, map[string]string{"Anthropic-Version": "2023-06-01"}, routes[0].body)
 		switch code := ""; {
 		case status == 200:
 		case status == http.StatusTooManyRequests:
-			if code, _, _ = envelope(t, raw); code != apierror.RateLimited {
+			if code, _, _ = gatewaytest.Envelope(t, raw); code != apierror.RateLimited {
 				t.Fatalf("limited count: %s", raw)
 			}
 			refused++
@@ -87,8 +88,8 @@ func TestCountRoutesNeedABalanceAreListedAndLimited(t *testing.T) {
 		t.Fatalf("%d of 3 counting requests within a second refused at 1 per second", refused)
 	}
 	// A generation right after is refused too: the counts took the key's second.
-	if status, _, raw := g.postAs(t, limited, "/v1/chat/completions", nil, moneyBody); status != http.StatusTooManyRequests {
+	if status, _, raw := g.PostAs(limited, "/v1/chat/completions", nil, gatewaytest.MoneyBody); status != http.StatusTooManyRequests {
 		t.Fatalf("a generation after the counts: %d %s", status, raw)
 	}
-	g.checkMoney(t, pid)
+	gatewaytest.CheckMoney(t, g.Pool(), pid)
 }

@@ -1,4 +1,4 @@
-package main
+package responses_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/shopspring/decimal"
 	"github.com/tidwall/gjson"
+
+	"modelgateway/core/gatewaytest"
 )
 
 // Stored responses (contract.md "Stored responses"): a conversation continued with
@@ -34,10 +36,15 @@ func texts(body []byte, path string) []string {
 	return out
 }
 
+// openaiClient is openai-go on the gateway with the profile's key, without retries.
+func openaiClient(g *gatewaytest.Gen, opts ...option.RequestOption) openai.Client {
+	return openai.NewClient(append([]option.RequestOption{option.WithBaseURL(g.Base + "/v1/"), option.WithAPIKey(g.Key), option.WithMaxRetries(0)}, opts...)...)
+}
+
 // callsTo are the upstream requests after the first n to a path containing sub.
-func callsTo(g *genEnv, n int, sub string) []upstreamCall {
-	var out []upstreamCall
-	for _, c := range g.up.Calls()[n:] {
+func callsTo(g *gatewaytest.Gen, n int, sub string) []gatewaytest.Call {
+	var out []gatewaytest.Call
+	for _, c := range g.Up.Calls()[n:] {
 		if strings.Contains(c.Path, sub) {
 			out = append(out, c)
 		}
@@ -46,12 +53,12 @@ func callsTo(g *genEnv, n int, sub string) []upstreamCall {
 }
 
 func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := openaiClient(g)
 
 	// Turn 1, on the OpenAI upstream (passthrough).
-	n := len(g.up.Calls())
+	n := len(g.Up.Calls())
 	r1, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-openai",
 		Instructions: openai.String("first instructions"),
 		Input:        responses.ResponseNewParamsInputUnion{OfString: openai.String("my name is Ada")}})
@@ -71,7 +78,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 	}
 
 	// Turn 2, on the Anthropic upstream, with a tool: the model calls it.
-	n = len(g.up.Calls())
+	n = len(g.Up.Calls())
 	r2, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-anthropic",
 		PreviousResponseID: openai.String(r1.ID), Tools: []responses.ToolUnionParam{weatherTool},
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("what is the weather in Paris?")}})
@@ -107,7 +114,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 	}
 
 	// Turn 3, on the Gemini upstream, streamed: the tool's output.
-	n = len(g.up.Calls())
+	n = len(g.Up.Calls())
 	s := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "m-gemini",
 		PreviousResponseID: openai.String(r2.ID), Tools: []responses.ToolUnionParam{weatherTool},
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
@@ -145,7 +152,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 
 	// Turn 4, back on the OpenAI upstream: it gets every item, none with the gateway's ids,
 	// and never the gateway's previous_response_id.
-	n = len(g.up.Calls())
+	n = len(g.Up.Calls())
 	r4, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-openai",
 		PreviousResponseID: openai.String(r3.ID),
 		Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("thanks")}})
@@ -177,7 +184,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 	if r4.Usage.InputTokens <= r1.Usage.InputTokens {
 		t.Errorf("turn 4 counted %d input tokens, turn 1 %d: the conversation was not counted", r4.Usage.InputTokens, r1.Usage.InputTokens)
 	}
-	g.settled(t, g.profileID, 4)
+	gatewaytest.Settled(t, g.Pool(), g.ProfileID, 4)
 
 	// Retrieval: the stored objects, and turn 3's own input items.
 	got, err := c.Responses.Get(ctx, r3.ID, responses.ResponseGetParams{})
@@ -202,7 +209,7 @@ func TestStoredConversationAcrossUpstreamKinds(t *testing.T) {
 
 // Paging of input_items: newest first by default, after and limit as OpenAI's.
 func TestStoredResponseInputItemsPaging(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := openaiClient(g)
 	var in responses.ResponseInputParam
@@ -236,7 +243,7 @@ func TestStoredResponseInputItemsPaging(t *testing.T) {
 	if iter.Err() != nil || strings.Join(order, ",") != "one,two,three" {
 		t.Fatalf("auto paging asc: %v %v", iter.Err(), order)
 	}
-	code, _, _ := g.do("GET", "/v1/responses/"+r.ID+"/input_items?limit=101", bearer(g.key), "")
+	code, _, _ := g.Do("GET", "/v1/responses/"+r.ID+"/input_items?limit=101", gatewaytest.Bearer(g.Key), "")
 	if code != 400 {
 		t.Errorf("limit 101: %d, want 400", code)
 	}
@@ -253,7 +260,7 @@ func apiErr(t *testing.T, err error) (int, string, string) {
 }
 
 func TestStoredResponseRefusals(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	ctx := context.Background()
 	c := openaiClient(g)
 	newResp := func(model string, opts ...func(*responses.ResponseNewParams)) *responses.Response {
@@ -279,10 +286,10 @@ func TestStoredResponseRefusals(t *testing.T) {
 	if err := continueWith(stored.ID); err != nil {
 		t.Fatalf("a stored response does not continue: %v", err)
 	}
-	balance := g.settled(t, g.profileID, 2)
+	balance := gatewaytest.Settled(t, g.Pool(), g.ProfileID, 2)
 	refused := func(what, id string) {
 		t.Helper()
-		n := len(g.up.Calls())
+		n := len(g.Up.Calls())
 		err := continueWith(id)
 		if err == nil {
 			t.Errorf("%s: continued", what)
@@ -292,7 +299,7 @@ func TestStoredResponseRefusals(t *testing.T) {
 		if status != 400 || code != "invalid_request_error" || param != "previous_response_id" {
 			t.Errorf("%s: %d %s param %q", what, status, code, param)
 		}
-		if calls := len(g.up.Calls()) - n; calls != 0 {
+		if calls := len(g.Up.Calls()) - n; calls != 0 {
 			t.Errorf("%s: %d upstream calls", what, calls)
 		}
 	}
@@ -301,23 +308,23 @@ func TestStoredResponseRefusals(t *testing.T) {
 	if gjson.Get(notStored.RawJSON(), "store").Bool() {
 		t.Errorf("store:false echoed store true")
 	}
-	balance = g.settled(t, g.profileID, 3)
+	balance = gatewaytest.Settled(t, g.Pool(), g.ProfileID, 3)
 	refused("store:false", notStored.ID)
 	refused("unknown", "resp_0123456789abcdef0123456789abcdef")
 
 	// Deleted: gone for GET and for continuation; the answer is OpenAI's deletion object.
 	del := newResp("m-gemini")
-	code, _, out := g.do("DELETE", "/v1/responses/"+del.ID, bearer(g.key), "")
+	code, _, out := g.Do("DELETE", "/v1/responses/"+del.ID, gatewaytest.Bearer(g.Key), "")
 	if code != 200 || out["object"] != "response.deleted" || out["deleted"] != true || out["id"] != del.ID {
 		t.Errorf("DELETE: %d %v", code, out)
 	}
-	if code, _, out := g.do("GET", "/v1/responses/"+del.ID, bearer(g.key), ""); code != 404 || errCode(out) != "not_found" {
+	if code, _, out := g.Do("GET", "/v1/responses/"+del.ID, gatewaytest.Bearer(g.Key), ""); code != 404 || gatewaytest.Code(out) != "not_found" {
 		t.Errorf("GET deleted: %d %v", code, out)
 	}
-	if code, _, _ := g.do("DELETE", "/v1/responses/"+del.ID, bearer(g.key), ""); code != 404 {
+	if code, _, _ := g.Do("DELETE", "/v1/responses/"+del.ID, gatewaytest.Bearer(g.Key), ""); code != 404 {
 		t.Errorf("DELETE twice: %d", code)
 	}
-	balance = g.settled(t, g.profileID, 4)
+	balance = gatewaytest.Settled(t, g.Pool(), g.ProfileID, 4)
 	refused("deleted", del.ID)
 
 	// A chain through a deleted response is refused, not continued without it.
@@ -330,11 +337,11 @@ func TestStoredResponseRefusals(t *testing.T) {
 	if err := c.Responses.Delete(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	balance = g.settled(t, g.profileID, 6)
+	balance = gatewaytest.Settled(t, g.Pool(), g.ProfileID, 6)
 	refused("chain through a deleted response", b.ID)
 
 	// Another profile: 404 for the routes, 400 for continuation, nothing deleted.
-	otherKey, _ := g.newProfile(t, "other", "100")
+	otherKey, _ := g.NewProfile("other", "100")
 	other := openaiClient(g, option.WithAPIKey(otherKey))
 	if _, err := other.Responses.Get(ctx, stored.ID, responses.ResponseGetParams{}); err == nil {
 		t.Error("another profile read the response")
@@ -356,45 +363,39 @@ func TestStoredResponseRefusals(t *testing.T) {
 	}
 
 	// A second key of the storing profile reads, lists and continues.
-	k2 := g.admin("POST", "/admin/v1/profiles/"+g.profileID+"/keys", `{"name":"second","allowed_endpoints":["responses"],"allowed_models":["*"]}`)["secret"].(string)
+	k2 := g.Admin("POST", "/admin/v1/profiles/"+g.ProfileID+"/keys", `{"name":"second","allowed_endpoints":["responses"],"allowed_models":["*"]}`)["secret"].(string)
 	second := openaiClient(g, option.WithAPIKey(k2))
 	if got, err := second.Responses.Get(ctx, stored.ID, responses.ResponseGetParams{}); err != nil || got.ID != stored.ID {
 		t.Errorf("second key GET: %v", err)
 	}
 	// A key of the profile without the responses family: endpoint_not_allowed.
-	k3 := g.admin("POST", "/admin/v1/profiles/"+g.profileID+"/keys", `{"name":"chat","allowed_endpoints":["chat.completions"],"allowed_models":["*"]}`)["secret"].(string)
-	if code, _, out := g.do("GET", "/v1/responses/"+stored.ID, bearer(k3), ""); code != 403 || errCode(out) != "endpoint_not_allowed" {
+	k3 := g.Admin("POST", "/admin/v1/profiles/"+g.ProfileID+"/keys", `{"name":"chat","allowed_endpoints":["chat.completions"],"allowed_models":["*"]}`)["secret"].(string)
+	if code, _, out := g.Do("GET", "/v1/responses/"+stored.ID, gatewaytest.Bearer(k3), ""); code != 403 || gatewaytest.Code(out) != "endpoint_not_allowed" {
 		t.Errorf("key without the family: %d %v", code, out)
 	}
-	if code, _, out := g.do("GET", "/v1/responses/"+stored.ID, nil, ""); code != 401 || errCode(out) != "invalid_key" {
+	if code, _, out := g.Do("GET", "/v1/responses/"+stored.ID, nil, ""); code != 401 || gatewaytest.Code(out) != "invalid_key" {
 		t.Errorf("no key: %d %v", code, out)
 	}
-	if code, _, _ := g.do("POST", "/v1/responses/"+stored.ID, bearer(g.key), "{}"); code != 405 {
+	if code, _, _ := g.Do("POST", "/v1/responses/"+stored.ID, gatewaytest.Bearer(g.Key), "{}"); code != 405 {
 		t.Errorf("POST on a stored response: %d", code)
 	}
 	// No money moved by any refusal; the ledger still adds up.
-	if after := g.settled(t, g.profileID, 6); !after.Equal(balance) {
+	if after := gatewaytest.Settled(t, g.Pool(), g.ProfileID, 6); !after.Equal(balance) {
 		t.Errorf("refusals moved money: %s -> %s", balance, after)
 	}
 	// The compact route stores nothing.
-	if code, _, _ := g.post(t, "/v1/responses/compact", nil, `{"model":"m-openai","input":"hello"}`); code != http.StatusOK {
+	if code, _, _ := g.Post("/v1/responses/compact", nil, `{"model":"m-openai","input":"hello"}`); code != http.StatusOK {
 		t.Logf("compact answered %d", code)
 	}
 	var n int
-	if err := g.g.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM stored_responses WHERE response->>'object' <> 'response'`).Scan(&n); err != nil || n != 0 {
+	if err := g.Pool().QueryRow(ctx, `SELECT count(*) FROM stored_responses WHERE response->>'object' <> 'response'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("something other than a response was stored: %d %v", n, err)
 	}
 }
 
-func errCode(m map[string]any) string {
-	e, _ := m["error"].(map[string]any)
-	s, _ := e["code"].(string)
-	return s
-}
-
 // An expired response is gone; the purge removes it and keeps what a live one continues.
 func TestStoredResponseExpiry(t *testing.T) {
-	g := startGenWith(t, func(c *Config) { c.ResponsesTTL = 2 * time.Second })
+	g := gatewaytest.StartGen(t, gatewaytest.Options{Env: []string{"GATEWAY_RESPONSES_TTL=2s"}})
 	ctx := context.Background()
 	c := openaiClient(g)
 	r, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-anthropic",
@@ -409,13 +410,13 @@ func TestStoredResponseExpiry(t *testing.T) {
 	if _, err := c.Responses.Get(ctx, r.ID, responses.ResponseGetParams{}); err == nil {
 		t.Fatal("an expired response was read")
 	}
-	n := len(g.up.Calls())
+	n := len(g.Up.Calls())
 	_, err = c.Responses.New(ctx, responses.ResponseNewParams{Model: "m-anthropic", PreviousResponseID: openai.String(r.ID),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("more")}})
 	if err == nil {
 		t.Fatal("an expired response was continued")
 	}
-	if status, code, param := apiErr(t, err); status != 400 || code != "invalid_request_error" || param != "previous_response_id" || len(g.up.Calls()) != n {
+	if status, code, param := apiErr(t, err); status != 400 || code != "invalid_request_error" || param != "previous_response_id" || len(g.Up.Calls()) != n {
 		t.Errorf("expired: %d %s %q", status, code, param)
 	}
 }
@@ -424,14 +425,14 @@ func TestStoredResponseExpiry(t *testing.T) {
 // upstream: with a balance that covers the same request sent alone, a continuation whose
 // stored turns are long is refused with insufficient_balance and reaches no upstream.
 func TestStoredConversationIsHeldInFull(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	long := strings.Repeat("lorem ", 33000) // about 200 kB: a hold of about 0.1 at 1 per 1M
-	status, _, raw := g.post(t, "/v1/responses", nil, `{"model":"m-anthropic","max_output_tokens":16,"input":"`+long+`"}`)
+	status, _, raw := g.Post("/v1/responses", nil, `{"model":"m-anthropic","max_output_tokens":16,"input":"`+long+`"}`)
 	if status != 200 {
 		t.Fatalf("turn 1: %d %s", status, raw)
 	}
 	first := gjson.GetBytes(raw, "id").String()
-	balance := g.settled(t, g.profileID, 1)
+	balance := gatewaytest.Settled(t, g.Pool(), g.ProfileID, 1)
 	// An output limit that leaves 0.05 of the balance for input: enough for "hi" alone, not
 	// for the conversation.
 	out := balance.Sub(decimal.RequireFromString("0.05")).Shift(6).Div(decimal.NewFromInt(2)).IntPart()
@@ -442,19 +443,19 @@ func TestStoredConversationIsHeldInFull(t *testing.T) {
 		}
 		return b + "}"
 	}
-	if status, _, raw := g.post(t, "/v1/responses", nil, body("")); status != 200 {
+	if status, _, raw := g.Post("/v1/responses", nil, body("")); status != 200 {
 		t.Fatalf("the request alone: %d %s", status, raw)
 	}
-	balance = g.settled(t, g.profileID, 2)
-	n := len(g.up.Calls())
-	status, _, raw = g.post(t, "/v1/responses", nil, body(first))
-	if code, _, _ := envelope(t, raw); status != 402 || code != "insufficient_balance" {
+	balance = gatewaytest.Settled(t, g.Pool(), g.ProfileID, 2)
+	n := len(g.Up.Calls())
+	status, _, raw = g.Post("/v1/responses", nil, body(first))
+	if code, _, _ := gatewaytest.Envelope(t, raw); status != 402 || code != "insufficient_balance" {
 		t.Errorf("continuation: %d %s, want 402 insufficient_balance", status, raw)
 	}
-	if calls := len(g.up.Calls()) - n; calls != 0 {
+	if calls := len(g.Up.Calls()) - n; calls != 0 {
 		t.Errorf("the refused continuation made %d upstream calls", calls)
 	}
-	if after := g.settled(t, g.profileID, 2); !after.Equal(balance) {
+	if after := gatewaytest.Settled(t, g.Pool(), g.ProfileID, 2); !after.Equal(balance) {
 		t.Errorf("the refusal moved money: %s -> %s", balance, after)
 	}
 }
@@ -480,7 +481,7 @@ func sseResponses(t *testing.T, raw []byte) (ids map[string]string, last gjson.R
 // Streams are stored when their terminal event goes out, under the id every lifecycle event
 // showed; a stream cut off upstream is stored failed, as OpenAI does.
 func TestStoredStreams(t *testing.T) {
-	g := startGen(t)
+	g := gatewaytest.StartGen(t, gatewaytest.Options{})
 	cases := []struct {
 		name, model, input, status string
 	}{
@@ -490,7 +491,7 @@ func TestStoredStreams(t *testing.T) {
 		{"passthrough failed upstream", "m-openai", "hello #sim:error-mid=failed", "failed"},
 	}
 	for _, c := range cases {
-		status, _, raw := g.post(t, "/v1/responses", nil, `{"model":"`+c.model+`","stream":true,"input":"`+c.input+`"}`)
+		status, _, raw := g.Post("/v1/responses", nil, `{"model":"`+c.model+`","stream":true,"input":"`+c.input+`"}`)
 		if status != 200 {
 			t.Fatalf("%s: %d %s", c.name, status, raw)
 		}
@@ -505,7 +506,7 @@ func TestStoredStreams(t *testing.T) {
 				t.Errorf("%s: %s shows id %q, response.created %q", c.name, ev, other, id)
 			}
 		}
-		code, _, got := g.do("GET", "/v1/responses/"+id, bearer(g.key), "")
+		code, _, got := g.Do("GET", "/v1/responses/"+id, gatewaytest.Bearer(g.Key), "")
 		if code != 200 || got["id"] != id || got["status"] != c.status {
 			t.Errorf("%s: GET %d %v", c.name, code, got)
 		}

@@ -1,13 +1,15 @@
-package main
+package rpc_test
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"modelgateway/core/gatewaytest"
 	"sync"
 	"testing"
 	"time"
+
+	"modelgateway/core/gatewaytest"
+	"modelgateway/core/store/storetest"
 )
 
 // A key limited to N requests per second, its load spread evenly over two and then three
@@ -21,18 +23,19 @@ func TestKeyRateLimitHoldsAcrossReplicas(t *testing.T) {
 	}
 	t.Parallel()
 	const limit = 20
-	f := newFaultEnv(t, faultOptions{})
-	a := f.start("a")
-	b := f.start("b")
-	_, pid := a.profile(t, "1000")
-	k := a.admin(t, "POST", "/admin/v1/profiles/"+pid+"/keys",
+	db := storetest.DatabaseURL(t)
+	a := gatewaytest.StartGen(t, gatewaytest.Options{Name: "a", DatabaseURL: db}).Gateway
+	b := gatewaytest.Start(t, gatewaytest.Options{Name: "b", DatabaseURL: db})
+	pool := a.Pool()
+	_, pid := a.NewProfile("", "1000")
+	k := a.Admin("POST", "/admin/v1/profiles/"+pid+"/keys",
 		fmt.Sprintf(`{"name":"rps","allowed_endpoints":["*"],"allowed_models":["*"],"max_requests_per_second":%d}`, limit))
 	key := k["secret"].(string)
 	auth := map[string]string{"Authorization": "Bearer " + key}
-	known := func(rs ...*replica) {
+	known := func(rs ...*gatewaytest.Gateway) {
 		for _, r := range rs {
-			gatewaytest.WaitFor(t, 30*time.Second, "the key on "+r.name, func() bool {
-				status, _, _, _ := r.do("GET", "/v1/balance", auth, "")
+			gatewaytest.WaitFor(t, 30*time.Second, "the key on "+r.Name, func() bool {
+				status, _, _, _ := r.Raw("GET", "/v1/balance", auth, "")
 				return status == 200
 			})
 		}
@@ -40,7 +43,7 @@ func TestKeyRateLimitHoldsAcrossReplicas(t *testing.T) {
 	known(a, b)
 	live := func() int {
 		var n int
-		if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM replicas WHERE seen_at > now() - interval '5 seconds'`).Scan(&n); err != nil {
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM replicas WHERE seen_at > now() - interval '5 seconds'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -49,7 +52,7 @@ func TestKeyRateLimitHoldsAcrossReplicas(t *testing.T) {
 	// measure sends the key's requests round robin over rs, far above the limit, for a
 	// warm-up (which empties the burst of each replica's bucket) and then window; it returns
 	// the accepted requests per second of the window over the limit.
-	measure := func(what string, warm, window time.Duration, rs ...*replica) float64 {
+	measure := func(what string, warm, window time.Duration, rs ...*gatewaytest.Gateway) float64 {
 		t.Helper()
 		start := time.Now()
 		from, to := start.Add(warm), start.Add(warm+window)
@@ -62,7 +65,7 @@ func TestKeyRateLimitHoldsAcrossReplicas(t *testing.T) {
 				defer wg.Done()
 				for i := w; time.Now().Before(to); i++ {
 					sent := time.Now()
-					status, _, raw, err := rs[i%len(rs)].do("POST", "/v1/chat/completions", auth, `{"model":"f-chat","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`)
+					status, _, raw, err := rs[i%len(rs)].Raw("POST", "/v1/chat/completions", auth, `{"model":"m-money","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`)
 					if err != nil || (status != 200 && status != 429) {
 						t.Errorf("%s: %d %s %v", what, status, raw, err)
 						return
@@ -99,13 +102,13 @@ func TestKeyRateLimitHoldsAcrossReplicas(t *testing.T) {
 	check("two replicas", measure("two replicas", 3*time.Second, 10*time.Second, a, b))
 
 	// A third replica: the shares follow within 10 s of its start (warm-up included).
-	c := f.start("c")
+	c := gatewaytest.Start(t, gatewaytest.Options{Name: "c", DatabaseURL: db})
 	known(c)
 	check("three replicas", measure("three replicas", 4*time.Second, 10*time.Second, a, b, c))
 
 	// Killed without a word: the others notice within 10 s (its last report grows older than
 	// five seconds) and take over its share.
-	c.kill()
+	c.Kill()
 	time.Sleep(4 * time.Second)
 	check("two replicas after the third was killed", measure("two replicas after the third was killed", 4*time.Second, 10*time.Second, a, b))
 }

@@ -1,4 +1,4 @@
-package main
+package routing_test
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"modelgateway/core/catalog"
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/simulator"
-	"modelgateway/core/store/storetest"
+	"modelgateway/core/store"
 )
 
 // Routing that survives providers (issue 33, contract.md "Routing"): end to end through the
@@ -206,18 +206,35 @@ func (c *cutWriter) Write(p []byte) (int, error) {
 
 func (c *cutWriter) Flush() { c.ResponseWriter.(http.Flusher).Flush() }
 
-// startRouting starts a gateway with the routing catalogue and a profile with credit.
-func startRouting(t *testing.T) (*genEnv, *faultyUpstreams, string) {
+// startRouting starts a gateway with the routing catalogue, the credentials in its
+// environment, and a profile with credit.
+func startRouting(t *testing.T) (*gatewaytest.Gen, *faultyUpstreams, string) {
 	t.Helper()
 	up, url := newFaultyUpstreams(t)
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) {
-		c.Env = func(name string) string { return routeKeys[name] }
-	})
-	e.admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(routingCatalog, "{{UP}}", url))
-	g := &genEnv{env: e}
+	var env []string
+	for name, value := range routeKeys {
+		env = append(env, name+"="+value)
+	}
+	g := &gatewaytest.Gen{Gateway: gatewaytest.Start(t, gatewaytest.Options{Env: env})}
+	g.Admin("POST", "/admin/v1/catalog:apply", strings.ReplaceAll(routingCatalog, "{{UP}}", url))
 	var pid string
-	g.key, pid = g.newProfile(t, "routing", "1000")
+	g.Key, pid = g.NewProfile("routing", "1000")
 	return g, up, pid
+}
+
+// post sends a chat request with the profile's key; a transport failure fails t (a subtest's
+// own, unlike Gen.Post).
+func post(t *testing.T, g *gatewaytest.Gen, headers map[string]string, body string) (int, http.Header, []byte) {
+	t.Helper()
+	h := map[string]string{"Authorization": "Bearer " + g.Key}
+	for k, v := range headers {
+		h[k] = v
+	}
+	status, hdr, raw, err := g.Raw("POST", "/v1/chat/completions", h, body)
+	if err != nil {
+		t.Fatalf("POST /v1/chat/completions: %v", err)
+	}
+	return status, hdr, raw
 }
 
 func chatBody(model string, stream bool, extra string) string {
@@ -299,7 +316,7 @@ func TestRoutingRetriesFallbacksAndCredentials(t *testing.T) {
 					up.set(model.first, c.fault)
 					n := up.count()
 					start := time.Now()
-					status, _, raw := g.post(t, "/v1/chat/completions", nil, chatBody(model.id, stream, ""))
+					status, _, raw := post(t, g, nil, chatBody(model.id, stream, ""))
 					took := time.Since(start)
 					calls := up.since(n)
 					if got := routesOf(calls); got != c.want {
@@ -319,7 +336,7 @@ func TestRoutingRetriesFallbacksAndCredentials(t *testing.T) {
 					}
 					up.clear()
 					n = up.count()
-					status, _, raw = g.post(t, "/v1/chat/completions", nil, chatBody(model.id, stream, ""))
+					status, _, raw = post(t, g, nil, chatBody(model.id, stream, ""))
 					if !answered(status, raw, stream) || routesOf(up.since(n)) != model.first {
 						t.Fatalf("a plain request after the case: %d via %s: %s", status, routesOf(up.since(n)), raw)
 					}
@@ -331,7 +348,7 @@ func TestRoutingRetriesFallbacksAndCredentials(t *testing.T) {
 			return
 		}
 	}
-	g.settled(t, pid, charges) // every answered request charged once; the ledger sums up
+	gatewaytest.Settled(t, g.Pool(), pid, charges) // every answered request charged once; the ledger sums up
 
 	// A stream cut after its first byte is not retried and not charged. Passthrough: the client
 	// has seen the answer start (200, no [DONE]). Translated: the upstream's first event
@@ -342,7 +359,7 @@ func TestRoutingRetriesFallbacksAndCredentials(t *testing.T) {
 	}{{"r-pass", "ra", 200}, {"r-trans", "rc", 502}} {
 		up.set(model.first, fault{cut: true})
 		n := up.count()
-		status, _, raw := g.post(t, "/v1/chat/completions", nil, chatBody(model.id, true, ""))
+		status, _, raw := post(t, g, nil, chatBody(model.id, true, ""))
 		if got := routesOf(up.since(n)); got != model.first || status != model.status || strings.Contains(string(raw), "[DONE]") {
 			t.Errorf("%s cut after the first byte: %d via %s: %s", model.id, status, got, raw)
 		}
@@ -356,7 +373,7 @@ func TestRoutingRetriesFallbacksAndCredentials(t *testing.T) {
 	up.mu.Unlock()
 	n := up.count()
 	for range 4 {
-		if status, _, raw := g.post(t, "/v1/chat/completions", nil, chatBody("r-pass", false, "")); status != 200 {
+		if status, _, raw := post(t, g, nil, chatBody("r-pass", false, "")); status != 200 {
 			t.Fatalf("with one credential refused: %d %s", status, raw)
 		}
 	}
@@ -368,7 +385,7 @@ func TestRoutingRetriesFallbacksAndCredentials(t *testing.T) {
 		t.Errorf("keys used %s: the refused key at most once, then set aside", k)
 	}
 	charges += 4
-	g.settled(t, pid, charges)
+	gatewaytest.Settled(t, g.Pool(), pid, charges)
 }
 
 // Weighted split: r-split weighs ra 3 : rb 1; 400 requests of distinct conversations land
@@ -378,7 +395,7 @@ func TestRoutingWeightedSplit(t *testing.T) {
 	n := up.count()
 	for i := range 400 {
 		body := fmt.Sprintf(`{"model":"r-split","max_tokens":1,"messages":[{"role":"user","content":"conversation %d"}]}`, i)
-		if status, _, raw := g.post(t, "/v1/chat/completions", nil, body); status != 200 {
+		if status, _, raw := post(t, g, nil, body); status != 200 {
 			t.Fatalf("%d %s", status, raw)
 		}
 	}
@@ -425,7 +442,7 @@ func TestRoutingAffinityKeepsAConversation(t *testing.T) {
 				msgs = append(msgs, fmt.Sprintf(`{"role":%q,"content":%q}`, role, h))
 			}
 			body := fmt.Sprintf(`{"model":"r-pair","max_tokens":12,"messages":[%s]%s}`, strings.Join(msgs, ","), conv.extra)
-			status, _, raw := g.post(t, "/v1/chat/completions", nil, body)
+			status, _, raw := post(t, g, nil, body)
 			if status != 200 {
 				t.Fatalf("%s turn %d: %d %s", conv.name, i, status, raw)
 			}
@@ -464,7 +481,7 @@ func TestRoutingCooldownSkipsThenProbes(t *testing.T) {
 	up.set("rx", fault{down: true, status: 503})
 	for i := range 5 {
 		n := up.count()
-		if status, _, raw := g.post(t, "/v1/chat/completions", nil, chatBody("r-cool", false, "")); status != 200 {
+		if status, _, raw := post(t, g, nil, chatBody("r-cool", false, "")); status != 200 {
 			t.Fatalf("request %d: %d %s", i, status, raw)
 		}
 		if got := routesOf(up.since(n)); got != "rx,rb" {
@@ -473,7 +490,7 @@ func TestRoutingCooldownSkipsThenProbes(t *testing.T) {
 	}
 	n := up.count()
 	for range 3 {
-		if status, _, raw := g.post(t, "/v1/chat/completions", nil, chatBody("r-cool", false, "")); status != 200 {
+		if status, _, raw := post(t, g, nil, chatBody("r-cool", false, "")); status != 200 {
 			t.Fatalf("%d %s", status, raw)
 		}
 	}
@@ -481,7 +498,7 @@ func TestRoutingCooldownSkipsThenProbes(t *testing.T) {
 		t.Fatalf("while rx cools down: %s, want rb only", got)
 	}
 	// Route health on the status page's model matrix: r-cool's chat cell has 1 of 2 routes set aside.
-	resp, err := http.Get(g.base + "/status")
+	resp, err := http.Get(g.Base + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +511,7 @@ func TestRoutingCooldownSkipsThenProbes(t *testing.T) {
 	up.clear() // rx is back
 	n = up.count()
 	for range 3 {
-		if status, _, raw := g.post(t, "/v1/chat/completions", nil, chatBody("r-cool", false, "")); status != 200 {
+		if status, _, raw := post(t, g, nil, chatBody("r-cool", false, "")); status != 200 {
 			t.Fatalf("%d %s", status, raw)
 		}
 	}
@@ -514,7 +531,7 @@ func TestRoutingAllDownThenOneBack(t *testing.T) {
 	for i := range 7 {
 		n := up.count()
 		start := time.Now()
-		status, _, raw := g.post(t, "/v1/chat/completions", nil, chatBody("r-down", false, ""))
+		status, _, raw := post(t, g, nil, chatBody("r-down", false, ""))
 		took, attempts := time.Since(start), len(up.since(n))
 		if status != 504 || attempts == 0 {
 			t.Fatalf("request %d: %d after %d attempts: %s", i, status, attempts, raw)
@@ -526,11 +543,11 @@ func TestRoutingAllDownThenOneBack(t *testing.T) {
 	up.set("rx", fault{down: true, stall: 5 * time.Second, status: 503})
 	up.set("ry", fault{})
 	n := up.count()
-	status, _, raw := g.post(t, "/v1/chat/completions", nil, chatBody("r-down", false, ""))
+	status, _, raw := post(t, g, nil, chatBody("r-down", false, ""))
 	if status != 200 {
 		t.Fatalf("the first request after ry came back: %d via %s: %s", status, routesOf(up.since(n)), raw)
 	}
-	g.settled(t, pid, 1) // only the answered request is charged
+	gatewaytest.Settled(t, g.Pool(), pid, 1) // only the answered request is charged
 }
 
 // The request record lists every attempt (ListUsage), and only the one that answered is
@@ -539,21 +556,21 @@ func TestRoutingAllDownThenOneBack(t *testing.T) {
 func TestRoutingRecordsEveryAttempt(t *testing.T) {
 	g, up, pid := startRouting(t)
 	up.set("ra", fault{fail: 1, status: 503})
-	if status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "route-rec-1"}, chatBody("r-pass", false, "")); status != 200 {
+	if status, _, raw := post(t, g, map[string]string{"X-Request-Id": "route-rec-1"}, chatBody("r-pass", false, "")); status != 200 {
 		t.Fatalf("%d %s", status, raw)
 	}
 	up.set("ra", fault{down: true, status: 400})
-	if status, _, raw := g.post(t, "/v1/chat/completions", map[string]string{"X-Request-Id": "route-rec-2"}, chatBody("r-pass", false, "")); status != 400 {
+	if status, _, raw := post(t, g, map[string]string{"X-Request-Id": "route-rec-2"}, chatBody("r-pass", false, "")); status != 400 {
 		t.Fatalf("%d %s", status, raw)
 	}
-	g.settled(t, pid, 1)
+	gatewaytest.Settled(t, g.Pool(), pid, 1)
 	want := map[string]string{
 		"route-rec-1": `[ra up-a 503 upstream_status] [ra up-a 200 ]`,
 		"route-rec-2": `[ra up-a 400 upstream_status]`,
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		usage := g.admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")
+		usage := g.Admin("GET", "/admin/v1/profiles/"+pid+"/usage", "")
 		got := map[string]string{}
 		costs := map[string]any{}
 		for _, r := range usage["records"].([]any) {
@@ -604,24 +621,26 @@ func TestDemoBalancedShowsPoolsAndAffinity(t *testing.T) {
 		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
 	}))
 	t.Cleanup(spy.Close)
-	e := startGateway(t, storetest.DatabaseURL(t), adminToken, func(c *Config) { c.Env = os.Getenv })
+	e := gatewaytest.Start(t, gatewaytest.Options{})          // the simulator's keys from the environment, set above
 	doc, err := catalog.Parse(simulator.DemoCatalog(spy.URL)) // YAML: applied as make run does
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.g.Store.ApplyCatalog(ctx, doc); err != nil {
+	if _, err := (&store.Store{Pool: e.Pool()}).ApplyCatalog(ctx, doc); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.g.Snapshots.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	g := &genEnv{env: e}
-	g.key, _ = g.newProfile(t, "demo", "1000")
+	// The replica reloads on the change's notification, as make run's does.
+	gatewaytest.WaitFor(t, 20*time.Second, "the demo catalogue on the replica", func() bool {
+		_, _, body := gatewaytest.GetCatalog(t, e.Base, "")
+		return strings.Contains(string(body), `"demo-balanced"`)
+	})
+	g := &gatewaytest.Gen{Gateway: e}
+	g.Key, _ = g.NewProfile("demo", "1000")
 	// Distinct conversations: sim-pool-a (weight 3) serves most, its pool in turn, so the
 	// revoked credential comes up, is refused, and the request goes on with the other.
 	for i := range 10 {
 		body := fmt.Sprintf(`{"model":"demo-balanced","max_tokens":4,"messages":[{"role":"user","content":"question %d"}]}`, i)
-		if status, _, raw := g.post(t, "/v1/chat/completions", nil, body); status != 200 {
+		if status, _, raw := post(t, g, nil, body); status != 200 {
 			t.Fatalf("request %d: %d %s", i, status, raw)
 		}
 	}
@@ -629,7 +648,7 @@ func TestDemoBalancedShowsPoolsAndAffinity(t *testing.T) {
 	var cachedLater float64
 	for i := range 6 {
 		body := `{"model":"demo-balanced","max_tokens":4,"prompt_cache_key":"demo-conv","messages":[` + msgs + `]}`
-		status, _, raw := g.post(t, "/v1/chat/completions", nil, body)
+		status, _, raw := post(t, g, nil, body)
 		if status != 200 {
 			t.Fatalf("turn %d: %d %s", i, status, raw)
 		}

@@ -1,9 +1,8 @@
-package main
+package billing_test
 
 import (
 	"context"
 	"fmt"
-	"modelgateway/core/gatewaytest"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/gatewaytest"
 	"modelgateway/core/store/storetest"
 )
 
@@ -22,19 +22,17 @@ import (
 func TestKeyBudgetOnTwoGateways(t *testing.T) {
 	t.Parallel()
 	db := storetest.DatabaseURL(t)
-	a := startGenWithDB(t, db, func(*Config) {})
-	doc := gatewaytest.GenCatalog(a.upURL)
-	a.admin("POST", "/admin/v1/catalog:apply", doc)
-	b := startGenWithDB(t, db, func(*Config) {})
-	_, pid := a.newProfile(t, "budget", "100")
-	k := a.admin("POST", "/admin/v1/profiles/"+pid+"/keys",
+	a := gatewaytest.StartGen(t, gatewaytest.Options{Name: "a", DatabaseURL: db})
+	b := &gatewaytest.Gen{Gateway: gatewaytest.Start(t, gatewaytest.Options{Name: "b", DatabaseURL: db}), Up: a.Up}
+	_, pid := a.NewProfile("budget", "100")
+	k := a.Admin("POST", "/admin/v1/profiles/"+pid+"/keys",
 		`{"name":"capped","allowed_endpoints":["*"],"allowed_models":["*"],"budget":{"amount":"0.1","period":"DAY"}}`)
 	key, keyID := k["secret"].(string), k["key"].(map[string]any)["id"].(string)
 	if got := k["key"].(map[string]any)["budget"]; fmt.Sprint(got) != "map[amount:0.1 period:DAY]" || k["key"].(map[string]any)["budget_spent"] != "0" {
 		t.Fatalf("created key %v", k["key"])
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if s, _, _ := b.do("GET", "/v1/key", bearer(key), ""); s == 200 {
+		if s, _, _ := b.Do("GET", "/v1/key", gatewaytest.Bearer(key), ""); s == 200 {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the key did not reach replica B: %d", s)
@@ -50,9 +48,9 @@ func TestKeyBudgetOnTwoGateways(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g := []*genEnv{a, b}[i%2]
+			g := []*gatewaytest.Gen{a, b}[i%2]
 			id := fmt.Sprintf("budget-%d-%s", i, uuid.NewString()[:8])
-			status, _, raw := g.postAs(t, key, "/v1/chat/completions", map[string]string{"x-request-id": id}, chat)
+			status, _, raw := g.PostAs(key, "/v1/chat/completions", map[string]string{"x-request-id": id}, chat)
 			mu.Lock()
 			defer mu.Unlock()
 			switch status {
@@ -60,7 +58,7 @@ func TestKeyBudgetOnTwoGateways(t *testing.T) {
 				served++
 			case 402:
 				refused++
-				if code, msg, rid := envelope(t, raw); code != "budget_exceeded" || rid != id ||
+				if code, msg, rid := gatewaytest.Envelope(t, raw); code != "budget_exceeded" || rid != id ||
 					!strings.Contains(msg, "budget of 0.1 RUB per day has ") || !strings.Contains(msg, "it resets at "+time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)+"T00:00:00Z") {
 					t.Errorf("refusal %s", raw)
 				}
@@ -70,10 +68,10 @@ func TestKeyBudgetOnTwoGateways(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	bal := a.checkMoney(t, pid)
+	bal := gatewaytest.CheckMoney(t, a.Pool(), pid)
 	charged := decimal.NewFromInt(100).Sub(bal)
 	var spent decimal.Decimal
-	if err := a.g.Store.Pool.QueryRow(context.Background(), `SELECT coalesce(sum(cost), 0) FROM requests WHERE key_id = $1`, uuid.MustParse(keyID)).Scan(&spent); err != nil {
+	if err := a.Pool().QueryRow(context.Background(), `SELECT coalesce(sum(cost), 0) FROM requests WHERE key_id = $1`, uuid.MustParse(keyID)).Scan(&spent); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d served, %d refused, %s charged of a budget of 0.1", served, refused, charged)
@@ -81,18 +79,18 @@ func TestKeyBudgetOnTwoGateways(t *testing.T) {
 		t.Fatalf("%d served, %d refused: charged %s (the key's records %s) on a budget of 0.1", served, refused, charged, spent)
 	}
 
-	if one := b.admin("GET", "/admin/v1/keys/"+keyID, ""); one["budget_spent"] != charged.String() || one["budget_resets_at"] == nil {
+	if one := b.Admin("GET", "/admin/v1/keys/"+keyID, ""); one["budget_spent"] != charged.String() || one["budget_resets_at"] == nil {
 		t.Fatalf("GetKey on replica B: %v, want budget_spent %s", one, charged)
 	}
 
 	// Raised on A, in force on B within a second.
-	upd := a.admin("PATCH", "/admin/v1/keys/"+keyID, `{"budget":{"amount":"1","period":"DAY"}}`)
+	upd := a.Admin("PATCH", "/admin/v1/keys/"+keyID, `{"budget":{"amount":"1","period":"DAY"}}`)
 	if upd["budget_spent"] != charged.String() {
 		t.Errorf("updated key %v, want budget_spent %s", upd, charged)
 	}
 	raised := time.Now()
 	for {
-		if status, _, _ := b.postAs(t, key, "/v1/chat/completions", nil, chat); status == 200 {
+		if status, _, _ := b.PostAs(key, "/v1/chat/completions", nil, chat); status == 200 {
 			break
 		}
 		if time.Since(raised) > time.Second {
@@ -103,9 +101,9 @@ func TestKeyBudgetOnTwoGateways(t *testing.T) {
 	t.Logf("the raised budget served on replica B after %s", time.Since(raised))
 
 	// GET /v1/key on each key mechanism of /v1, on both replicas.
-	for i, h := range []map[string]string{bearer(key), {"x-api-key": key}, {"api-key": key}} {
-		g := []*genEnv{a, b}[i%2]
-		status, _, view := g.do("GET", "/v1/key", h, "")
+	for i, h := range []map[string]string{gatewaytest.Bearer(key), {"x-api-key": key}, {"api-key": key}} {
+		g := []*gatewaytest.Gen{a, b}[i%2]
+		status, _, view := g.Do("GET", "/v1/key", h, "")
 		if status != 200 {
 			t.Fatalf("GET /v1/key with %v: %d %v", h, status, view)
 		}
@@ -121,7 +119,7 @@ func TestKeyBudgetOnTwoGateways(t *testing.T) {
 			}
 		}
 	}
-	if status, _, body := a.do("GET", "/v1/key", nil, ""); status != 401 || code(body) != "invalid_key" {
+	if status, _, body := a.Do("GET", "/v1/key", nil, ""); status != 401 || gatewaytest.Code(body) != "invalid_key" {
 		t.Fatalf("GET /v1/key without a key: %d %v", status, body)
 	}
 }

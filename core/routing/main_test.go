@@ -1,0 +1,11 @@
+package routing_test
+
+import (
+	"testing"
+
+	"modelgateway/core/gatewaytest"
+)
+
+// TestMain: the end-to-end routing tests run the gateway binary on a throwaway PostgreSQL
+// (gatewaytest); the package's own tests need neither.
+func TestMain(m *testing.M) { gatewaytest.Main(m) }
