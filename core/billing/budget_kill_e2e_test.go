@@ -72,6 +72,10 @@ func TestBudgetOfAKilledReplicaReturnsAtTheLeaseDeadline(t *testing.T) {
 		_, _, raw, _ := b.Raw("GET", "/v1/key", map[string]string{"Authorization": "Bearer " + key}, "")
 		return bytes.Contains(raw, []byte(`"amount":"0.1"`))
 	})
+	// GET /v1/key reads the key's row; b enforces the budget once its snapshot has it, which
+	// the contract bounds at 1 s after the update's answer (a request admitted before that is
+	// capped at settlement instead, and refused as insufficient_balance).
+	time.Sleep(1500 * time.Millisecond)
 	// A stalled stream keeps a's hold, and so its budget lease, in use.
 	go chat(a.Gateway, key, true, "hi #sim:stall=60s")
 	var expires, now time.Time

@@ -290,7 +290,7 @@ func (s *CoreServer) ListBatches(ctx context.Context, req *corev1.ListBatchesReq
 }
 
 // CancelBatch implements the RPC.
-func (s *CoreServer) CancelBatch(ctx context.Context, req *corev1.GetBatchRequest) (*corev1.BatchAPIJSON, error) {
+func (s *CoreServer) CancelBatch(ctx context.Context, req *corev1.CancelBatchRequest) (*corev1.BatchAPIJSON, error) {
 	family, api := batchAPI(req.GetApi())
 	_, k, err := s.familyCaller(ctx, family)
 	if err != nil {
@@ -306,7 +306,7 @@ func (s *CoreServer) CancelBatch(ctx context.Context, req *corev1.GetBatchReques
 }
 
 // DeleteBatch implements the RPC (Anthropic's).
-func (s *CoreServer) DeleteBatch(ctx context.Context, req *corev1.GetBatchRequest) (*corev1.BatchAPIJSON, error) {
+func (s *CoreServer) DeleteBatch(ctx context.Context, req *corev1.DeleteBatchRequest) (*corev1.BatchAPIJSON, error) {
 	family, api := batchAPI(req.GetApi())
 	_, k, err := s.familyCaller(ctx, family)
 	if err != nil {
@@ -324,7 +324,7 @@ func (s *CoreServer) DeleteBatch(ctx context.Context, req *corev1.GetBatchReques
 }
 
 // GetBatchResults implements the RPC: Anthropic's results JSONL, once the batch has ended.
-func (s *CoreServer) GetBatchResults(req *corev1.GetBatchRequest, stream corev1.CoreService_GetBatchResultsServer) error {
+func (s *CoreServer) GetBatchResults(req *corev1.GetBatchResultsRequest, stream corev1.CoreService_GetBatchResultsServer) error {
 	ctx := stream.Context()
 	family, api := batchAPI(req.GetApi())
 	_, k, err := s.familyCaller(ctx, family)

@@ -269,7 +269,7 @@ func (s *CoreServer) ListBatchFiles(ctx context.Context, req *corev1.ListBatchFi
 }
 
 // DeleteBatchFile implements the RPC.
-func (s *CoreServer) DeleteBatchFile(ctx context.Context, req *corev1.GetBatchFileRequest) (*corev1.BatchAPIJSON, error) {
+func (s *CoreServer) DeleteBatchFile(ctx context.Context, req *corev1.DeleteBatchFileRequest) (*corev1.BatchAPIJSON, error) {
 	_, k, err := s.familyCaller(ctx, FilesFamily)
 	if err != nil {
 		return nil, err
@@ -284,7 +284,7 @@ func (s *CoreServer) DeleteBatchFile(ctx context.Context, req *corev1.GetBatchFi
 
 // GetBatchFileContent implements the RPC: an uploaded file chunk by chunk; a batch's result
 // file as the lines of its finished items.
-func (s *CoreServer) GetBatchFileContent(req *corev1.GetBatchFileRequest, stream corev1.CoreService_GetBatchFileContentServer) error {
+func (s *CoreServer) GetBatchFileContent(req *corev1.GetBatchFileContentRequest, stream corev1.CoreService_GetBatchFileContentServer) error {
 	ctx := stream.Context()
 	_, k, err := s.familyCaller(ctx, FilesFamily)
 	if err != nil {

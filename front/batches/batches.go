@@ -129,13 +129,13 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request, rest string) {
 			notAllowed(w, r, "GET")
 			return
 		}
-		stream, err := h.Core.GetBatchFileContent(ctx, &corev1.GetBatchFileRequest{Id: id})
+		stream, err := h.Core.GetBatchFileContent(ctx, &corev1.GetBatchFileContentRequest{Id: id})
 		streamOut(w, r, stream, err, "application/octet-stream")
 	case r.Method == http.MethodGet:
 		out, err := h.Core.GetBatchFile(ctx, &corev1.GetBatchFileRequest{Id: id})
 		writeJSON(w, r, out, err)
 	case r.Method == http.MethodDelete:
-		out, err := h.Core.DeleteBatchFile(ctx, &corev1.GetBatchFileRequest{Id: id})
+		out, err := h.Core.DeleteBatchFile(ctx, &corev1.DeleteBatchFileRequest{Id: id})
 		writeJSON(w, r, out, err)
 	default:
 		notAllowed(w, r, "GET, DELETE")

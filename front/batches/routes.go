@@ -49,13 +49,12 @@ func (h *Handler) batches(w http.ResponseWriter, r *http.Request, api corev1.Bat
 	case id == "" || strings.Contains(action, "/"):
 		noRoute(w, r)
 	case action == "":
-		req := &corev1.GetBatchRequest{Api: api, Id: id, BaseUrl: base}
 		switch {
 		case r.Method == http.MethodGet:
-			out, err := h.Core.GetBatch(ctx, req)
+			out, err := h.Core.GetBatch(ctx, &corev1.GetBatchRequest{Api: api, Id: id, BaseUrl: base})
 			writeJSON(w, r, out, err)
 		case r.Method == http.MethodDelete && anthropic:
-			out, err := h.Core.DeleteBatch(ctx, req)
+			out, err := h.Core.DeleteBatch(ctx, &corev1.DeleteBatchRequest{Api: api, Id: id, BaseUrl: base})
 			writeJSON(w, r, out, err)
 		case anthropic:
 			notAllowed(w, r, "GET, DELETE")
@@ -67,14 +66,14 @@ func (h *Handler) batches(w http.ResponseWriter, r *http.Request, api corev1.Bat
 			notAllowed(w, r, "POST")
 			return
 		}
-		out, err := h.Core.CancelBatch(ctx, &corev1.GetBatchRequest{Api: api, Id: id, BaseUrl: base})
+		out, err := h.Core.CancelBatch(ctx, &corev1.CancelBatchRequest{Api: api, Id: id, BaseUrl: base})
 		writeJSON(w, r, out, err)
 	case action == "results" && anthropic:
 		if r.Method != http.MethodGet {
 			notAllowed(w, r, "GET")
 			return
 		}
-		stream, err := h.Core.GetBatchResults(ctx, &corev1.GetBatchRequest{Api: api, Id: id, BaseUrl: base})
+		stream, err := h.Core.GetBatchResults(ctx, &corev1.GetBatchResultsRequest{Api: api, Id: id})
 		streamOut(w, r, stream, err, "application/x-jsonl")
 	default:
 		noRoute(w, r)

@@ -1820,6 +1820,94 @@ func (x *GetBatchFileRequest) GetId() string {
 	return ""
 }
 
+type DeleteBatchFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBatchFileRequest) Reset() {
+	*x = DeleteBatchFileRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBatchFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBatchFileRequest) ProtoMessage() {}
+
+func (x *DeleteBatchFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBatchFileRequest.ProtoReflect.Descriptor instead.
+func (*DeleteBatchFileRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DeleteBatchFileRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetBatchFileContentRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBatchFileContentRequest) Reset() {
+	*x = GetBatchFileContentRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBatchFileContentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBatchFileContentRequest) ProtoMessage() {}
+
+func (x *GetBatchFileContentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBatchFileContentRequest.ProtoReflect.Descriptor instead.
+func (*GetBatchFileContentRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GetBatchFileContentRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 type ListBatchFilesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	After string                 `protobuf:"bytes,1,opt,name=after,proto3" json:"after,omitempty"`
@@ -1834,7 +1922,7 @@ type ListBatchFilesRequest struct {
 
 func (x *ListBatchFilesRequest) Reset() {
 	*x = ListBatchFilesRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[30]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +1934,7 @@ func (x *ListBatchFilesRequest) String() string {
 func (*ListBatchFilesRequest) ProtoMessage() {}
 
 func (x *ListBatchFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[30]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +1947,7 @@ func (x *ListBatchFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListBatchFilesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{30}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListBatchFilesRequest) GetAfter() string {
@@ -1899,7 +1987,7 @@ type BatchFileChunk struct {
 
 func (x *BatchFileChunk) Reset() {
 	*x = BatchFileChunk{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[31]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +1999,7 @@ func (x *BatchFileChunk) String() string {
 func (*BatchFileChunk) ProtoMessage() {}
 
 func (x *BatchFileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[31]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2012,7 @@ func (x *BatchFileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchFileChunk.ProtoReflect.Descriptor instead.
 func (*BatchFileChunk) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{31}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BatchFileChunk) GetData() []byte {
@@ -1947,7 +2035,7 @@ type CreateBatchRequest struct {
 
 func (x *CreateBatchRequest) Reset() {
 	*x = CreateBatchRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[32]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2047,7 @@ func (x *CreateBatchRequest) String() string {
 func (*CreateBatchRequest) ProtoMessage() {}
 
 func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[32]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2060,7 @@ func (x *CreateBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBatchRequest.ProtoReflect.Descriptor instead.
 func (*CreateBatchRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{32}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateBatchRequest) GetApi() BatchAPI {
@@ -2007,7 +2095,7 @@ type GetBatchRequest struct {
 
 func (x *GetBatchRequest) Reset() {
 	*x = GetBatchRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[33]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2019,7 +2107,7 @@ func (x *GetBatchRequest) String() string {
 func (*GetBatchRequest) ProtoMessage() {}
 
 func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[33]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2032,7 +2120,7 @@ func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchRequest.ProtoReflect.Descriptor instead.
 func (*GetBatchRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{33}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetBatchRequest) GetApi() BatchAPI {
@@ -2056,6 +2144,178 @@ func (x *GetBatchRequest) GetBaseUrl() string {
 	return ""
 }
 
+type CancelBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Api           BatchAPI               `protobuf:"varint,1,opt,name=api,proto3,enum=gateway.core.v1.BatchAPI" json:"api,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	BaseUrl       string                 `protobuf:"bytes,3,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBatchRequest) Reset() {
+	*x = CancelBatchRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBatchRequest) ProtoMessage() {}
+
+func (x *CancelBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBatchRequest.ProtoReflect.Descriptor instead.
+func (*CancelBatchRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *CancelBatchRequest) GetApi() BatchAPI {
+	if x != nil {
+		return x.Api
+	}
+	return BatchAPI_BATCH_API_UNSPECIFIED
+}
+
+func (x *CancelBatchRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CancelBatchRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+type DeleteBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Api           BatchAPI               `protobuf:"varint,1,opt,name=api,proto3,enum=gateway.core.v1.BatchAPI" json:"api,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	BaseUrl       string                 `protobuf:"bytes,3,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBatchRequest) Reset() {
+	*x = DeleteBatchRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBatchRequest) ProtoMessage() {}
+
+func (x *DeleteBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBatchRequest.ProtoReflect.Descriptor instead.
+func (*DeleteBatchRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *DeleteBatchRequest) GetApi() BatchAPI {
+	if x != nil {
+		return x.Api
+	}
+	return BatchAPI_BATCH_API_UNSPECIFIED
+}
+
+func (x *DeleteBatchRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DeleteBatchRequest) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+type GetBatchResultsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Api           BatchAPI               `protobuf:"varint,1,opt,name=api,proto3,enum=gateway.core.v1.BatchAPI" json:"api,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBatchResultsRequest) Reset() {
+	*x = GetBatchResultsRequest{}
+	mi := &file_gateway_core_v1_core_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBatchResultsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBatchResultsRequest) ProtoMessage() {}
+
+func (x *GetBatchResultsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_core_v1_core_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBatchResultsRequest.ProtoReflect.Descriptor instead.
+func (*GetBatchResultsRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *GetBatchResultsRequest) GetApi() BatchAPI {
+	if x != nil {
+		return x.Api
+	}
+	return BatchAPI_BATCH_API_UNSPECIFIED
+}
+
+func (x *GetBatchResultsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 type ListBatchesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Api   BatchAPI               `protobuf:"varint,1,opt,name=api,proto3,enum=gateway.core.v1.BatchAPI" json:"api,omitempty"`
@@ -2071,7 +2331,7 @@ type ListBatchesRequest struct {
 
 func (x *ListBatchesRequest) Reset() {
 	*x = ListBatchesRequest{}
-	mi := &file_gateway_core_v1_core_proto_msgTypes[34]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2343,7 @@ func (x *ListBatchesRequest) String() string {
 func (*ListBatchesRequest) ProtoMessage() {}
 
 func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gateway_core_v1_core_proto_msgTypes[34]
+	mi := &file_gateway_core_v1_core_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2356,7 @@ func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesRequest.ProtoReflect.Descriptor instead.
 func (*ListBatchesRequest) Descriptor() ([]byte, []int) {
-	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{34}
+	return file_gateway_core_v1_core_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListBatchesRequest) GetApi() BatchAPI {
@@ -2260,6 +2520,10 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\apurpose\x18\x03 \x01(\tR\apurpose\x12\x16\n" +
 	"\x06finish\x18\x04 \x01(\bR\x06finish\"%\n" +
 	"\x13GetBatchFileRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"(\n" +
+	"\x16DeleteBatchFileRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\",\n" +
+	"\x1aGetBatchFileContentRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"s\n" +
 	"\x15ListBatchFilesRequest\x12\x14\n" +
 	"\x05after\x18\x01 \x01(\tR\x05after\x12\x14\n" +
@@ -2275,7 +2539,18 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\x0fGetBatchRequest\x12+\n" +
 	"\x03api\x18\x01 \x01(\x0e2\x19.gateway.core.v1.BatchAPIR\x03api\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x19\n" +
-	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"\xa0\x01\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"l\n" +
+	"\x12CancelBatchRequest\x12+\n" +
+	"\x03api\x18\x01 \x01(\x0e2\x19.gateway.core.v1.BatchAPIR\x03api\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x19\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"l\n" +
+	"\x12DeleteBatchRequest\x12+\n" +
+	"\x03api\x18\x01 \x01(\x0e2\x19.gateway.core.v1.BatchAPIR\x03api\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x19\n" +
+	"\bbase_url\x18\x03 \x01(\tR\abaseUrl\"U\n" +
+	"\x16GetBatchResultsRequest\x12+\n" +
+	"\x03api\x18\x01 \x01(\x0e2\x19.gateway.core.v1.BatchAPIR\x03api\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xa0\x01\n" +
 	"\x12ListBatchesRequest\x12+\n" +
 	"\x03api\x18\x01 \x01(\x0e2\x19.gateway.core.v1.BatchAPIR\x03api\x12\x14\n" +
 	"\x05after\x18\x02 \x01(\tR\x05after\x12\x16\n" +
@@ -2285,7 +2560,7 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\bBatchAPI\x12\x19\n" +
 	"\x15BATCH_API_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10BATCH_API_OPENAI\x10\x01\x12\x17\n" +
-	"\x13BATCH_API_ANTHROPIC\x10\x022\x9e\x16\n" +
+	"\x13BATCH_API_ANTHROPIC\x10\x022\xb5\x16\n" +
 	"\vCoreService\x12i\n" +
 	"\n" +
 	"ListModels\x12\".gateway.core.v1.ListModelsRequest\x1a#.gateway.core.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\f\x12\n" +
@@ -2310,15 +2585,15 @@ const file_gateway_core_v1_core_proto_rawDesc = "" +
 	"\fGetCallerKey\x12$.gateway.core.v1.GetCallerKeyRequest\x1a\x1a.gateway.core.v1.CallerKey\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/v1/key\x12[\n" +
 	"\x0fUploadBatchFile\x12'.gateway.core.v1.UploadBatchFileRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON(\x01\x12S\n" +
 	"\fGetBatchFile\x12$.gateway.core.v1.GetBatchFileRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12W\n" +
-	"\x0eListBatchFiles\x12&.gateway.core.v1.ListBatchFilesRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12V\n" +
-	"\x0fDeleteBatchFile\x12$.gateway.core.v1.GetBatchFileRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12^\n" +
-	"\x13GetBatchFileContent\x12$.gateway.core.v1.GetBatchFileRequest\x1a\x1f.gateway.core.v1.BatchFileChunk0\x01\x12Q\n" +
+	"\x0eListBatchFiles\x12&.gateway.core.v1.ListBatchFilesRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12Y\n" +
+	"\x0fDeleteBatchFile\x12'.gateway.core.v1.DeleteBatchFileRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12e\n" +
+	"\x13GetBatchFileContent\x12+.gateway.core.v1.GetBatchFileContentRequest\x1a\x1f.gateway.core.v1.BatchFileChunk0\x01\x12Q\n" +
 	"\vCreateBatch\x12#.gateway.core.v1.CreateBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12K\n" +
 	"\bGetBatch\x12 .gateway.core.v1.GetBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12Q\n" +
-	"\vListBatches\x12#.gateway.core.v1.ListBatchesRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12N\n" +
-	"\vCancelBatch\x12 .gateway.core.v1.GetBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12N\n" +
-	"\vDeleteBatch\x12 .gateway.core.v1.GetBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12V\n" +
-	"\x0fGetBatchResults\x12 .gateway.core.v1.GetBatchRequest\x1a\x1f.gateway.core.v1.BatchFileChunk0\x01B)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
+	"\vListBatches\x12#.gateway.core.v1.ListBatchesRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12Q\n" +
+	"\vCancelBatch\x12#.gateway.core.v1.CancelBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12Q\n" +
+	"\vDeleteBatch\x12#.gateway.core.v1.DeleteBatchRequest\x1a\x1d.gateway.core.v1.BatchAPIJSON\x12]\n" +
+	"\x0fGetBatchResults\x12'.gateway.core.v1.GetBatchResultsRequest\x1a\x1f.gateway.core.v1.BatchFileChunk0\x01B)Z'modelgateway/gen/gateway/core/v1;corev1b\x06proto3"
 
 var (
 	file_gateway_core_v1_core_proto_rawDescOnce sync.Once
@@ -2333,7 +2608,7 @@ func file_gateway_core_v1_core_proto_rawDescGZIP() []byte {
 }
 
 var file_gateway_core_v1_core_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_gateway_core_v1_core_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_gateway_core_v1_core_proto_goTypes = []any{
 	(BatchAPI)(0),                               // 0: gateway.core.v1.BatchAPI
 	(*ListModelsRequest)(nil),                   // 1: gateway.core.v1.ListModelsRequest
@@ -2366,99 +2641,107 @@ var file_gateway_core_v1_core_proto_goTypes = []any{
 	(*BatchAPIJSON)(nil),                        // 28: gateway.core.v1.BatchAPIJSON
 	(*UploadBatchFileRequest)(nil),              // 29: gateway.core.v1.UploadBatchFileRequest
 	(*GetBatchFileRequest)(nil),                 // 30: gateway.core.v1.GetBatchFileRequest
-	(*ListBatchFilesRequest)(nil),               // 31: gateway.core.v1.ListBatchFilesRequest
-	(*BatchFileChunk)(nil),                      // 32: gateway.core.v1.BatchFileChunk
-	(*CreateBatchRequest)(nil),                  // 33: gateway.core.v1.CreateBatchRequest
-	(*GetBatchRequest)(nil),                     // 34: gateway.core.v1.GetBatchRequest
-	(*ListBatchesRequest)(nil),                  // 35: gateway.core.v1.ListBatchesRequest
-	(*timestamppb.Timestamp)(nil),               // 36: google.protobuf.Timestamp
-	(*GenerateRequest)(nil),                     // 37: gateway.core.v1.GenerateRequest
-	(*CountTokensRequest)(nil),                  // 38: gateway.core.v1.CountTokensRequest
-	(*EmbedRequest)(nil),                        // 39: gateway.core.v1.EmbedRequest
-	(*ForwardRequest)(nil),                      // 40: gateway.core.v1.ForwardRequest
-	(*RealtimeRequest)(nil),                     // 41: gateway.core.v1.RealtimeRequest
-	(*GenerateEvent)(nil),                       // 42: gateway.core.v1.GenerateEvent
-	(*CountTokensResponse)(nil),                 // 43: gateway.core.v1.CountTokensResponse
-	(*EmbedResponse)(nil),                       // 44: gateway.core.v1.EmbedResponse
-	(*ForwardResponse)(nil),                     // 45: gateway.core.v1.ForwardResponse
-	(*RealtimeResponse)(nil),                    // 46: gateway.core.v1.RealtimeResponse
+	(*DeleteBatchFileRequest)(nil),              // 31: gateway.core.v1.DeleteBatchFileRequest
+	(*GetBatchFileContentRequest)(nil),          // 32: gateway.core.v1.GetBatchFileContentRequest
+	(*ListBatchFilesRequest)(nil),               // 33: gateway.core.v1.ListBatchFilesRequest
+	(*BatchFileChunk)(nil),                      // 34: gateway.core.v1.BatchFileChunk
+	(*CreateBatchRequest)(nil),                  // 35: gateway.core.v1.CreateBatchRequest
+	(*GetBatchRequest)(nil),                     // 36: gateway.core.v1.GetBatchRequest
+	(*CancelBatchRequest)(nil),                  // 37: gateway.core.v1.CancelBatchRequest
+	(*DeleteBatchRequest)(nil),                  // 38: gateway.core.v1.DeleteBatchRequest
+	(*GetBatchResultsRequest)(nil),              // 39: gateway.core.v1.GetBatchResultsRequest
+	(*ListBatchesRequest)(nil),                  // 40: gateway.core.v1.ListBatchesRequest
+	(*timestamppb.Timestamp)(nil),               // 41: google.protobuf.Timestamp
+	(*GenerateRequest)(nil),                     // 42: gateway.core.v1.GenerateRequest
+	(*CountTokensRequest)(nil),                  // 43: gateway.core.v1.CountTokensRequest
+	(*EmbedRequest)(nil),                        // 44: gateway.core.v1.EmbedRequest
+	(*ForwardRequest)(nil),                      // 45: gateway.core.v1.ForwardRequest
+	(*RealtimeRequest)(nil),                     // 46: gateway.core.v1.RealtimeRequest
+	(*GenerateEvent)(nil),                       // 47: gateway.core.v1.GenerateEvent
+	(*CountTokensResponse)(nil),                 // 48: gateway.core.v1.CountTokensResponse
+	(*EmbedResponse)(nil),                       // 49: gateway.core.v1.EmbedResponse
+	(*ForwardResponse)(nil),                     // 50: gateway.core.v1.ForwardResponse
+	(*RealtimeResponse)(nil),                    // 51: gateway.core.v1.RealtimeResponse
 }
 var file_gateway_core_v1_core_proto_depIdxs = []int32{
 	4,  // 0: gateway.core.v1.ListModelsResponse.data:type_name -> gateway.core.v1.Model
 	5,  // 1: gateway.core.v1.Model.top_provider:type_name -> gateway.core.v1.TopProvider
 	11, // 2: gateway.core.v1.ListGenerativeModelsResponse.models:type_name -> gateway.core.v1.GenerativeModel
 	25, // 3: gateway.core.v1.CallerKey.budget:type_name -> gateway.core.v1.CallerKeyBudget
-	36, // 4: gateway.core.v1.CallerKey.budget_resets_at:type_name -> google.protobuf.Timestamp
-	36, // 5: gateway.core.v1.CallerKey.expire_time:type_name -> google.protobuf.Timestamp
+	41, // 4: gateway.core.v1.CallerKey.budget_resets_at:type_name -> google.protobuf.Timestamp
+	41, // 5: gateway.core.v1.CallerKey.expire_time:type_name -> google.protobuf.Timestamp
 	26, // 6: gateway.core.v1.CallerKey.usage:type_name -> gateway.core.v1.CallerKeyUsage
 	27, // 7: gateway.core.v1.CallerKeyUsage.today:type_name -> gateway.core.v1.CallerKeyUsageWindow
 	27, // 8: gateway.core.v1.CallerKeyUsage.month:type_name -> gateway.core.v1.CallerKeyUsageWindow
 	0,  // 9: gateway.core.v1.CreateBatchRequest.api:type_name -> gateway.core.v1.BatchAPI
 	0,  // 10: gateway.core.v1.GetBatchRequest.api:type_name -> gateway.core.v1.BatchAPI
-	0,  // 11: gateway.core.v1.ListBatchesRequest.api:type_name -> gateway.core.v1.BatchAPI
-	1,  // 12: gateway.core.v1.CoreService.ListModels:input_type -> gateway.core.v1.ListModelsRequest
-	3,  // 13: gateway.core.v1.CoreService.GetModel:input_type -> gateway.core.v1.GetModelRequest
-	6,  // 14: gateway.core.v1.CoreService.GetBalance:input_type -> gateway.core.v1.GetBalanceRequest
-	8,  // 15: gateway.core.v1.CoreService.ListGenerativeModels:input_type -> gateway.core.v1.ListGenerativeModelsRequest
-	10, // 16: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
-	12, // 17: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
-	13, // 18: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
-	37, // 19: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
-	38, // 20: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
-	39, // 21: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
-	40, // 22: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
-	41, // 23: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
-	15, // 24: gateway.core.v1.CoreService.GetStoredResponseChain:input_type -> gateway.core.v1.GetStoredResponseChainRequest
-	17, // 25: gateway.core.v1.CoreService.PutStoredResponse:input_type -> gateway.core.v1.PutStoredResponseRequest
-	19, // 26: gateway.core.v1.CoreService.GetStoredResponse:input_type -> gateway.core.v1.GetStoredResponseRequest
-	20, // 27: gateway.core.v1.CoreService.ListStoredResponseInputItems:input_type -> gateway.core.v1.ListStoredResponseInputItemsRequest
-	21, // 28: gateway.core.v1.CoreService.DeleteStoredResponse:input_type -> gateway.core.v1.DeleteStoredResponseRequest
-	23, // 29: gateway.core.v1.CoreService.GetCallerKey:input_type -> gateway.core.v1.GetCallerKeyRequest
-	29, // 30: gateway.core.v1.CoreService.UploadBatchFile:input_type -> gateway.core.v1.UploadBatchFileRequest
-	30, // 31: gateway.core.v1.CoreService.GetBatchFile:input_type -> gateway.core.v1.GetBatchFileRequest
-	31, // 32: gateway.core.v1.CoreService.ListBatchFiles:input_type -> gateway.core.v1.ListBatchFilesRequest
-	30, // 33: gateway.core.v1.CoreService.DeleteBatchFile:input_type -> gateway.core.v1.GetBatchFileRequest
-	30, // 34: gateway.core.v1.CoreService.GetBatchFileContent:input_type -> gateway.core.v1.GetBatchFileRequest
-	33, // 35: gateway.core.v1.CoreService.CreateBatch:input_type -> gateway.core.v1.CreateBatchRequest
-	34, // 36: gateway.core.v1.CoreService.GetBatch:input_type -> gateway.core.v1.GetBatchRequest
-	35, // 37: gateway.core.v1.CoreService.ListBatches:input_type -> gateway.core.v1.ListBatchesRequest
-	34, // 38: gateway.core.v1.CoreService.CancelBatch:input_type -> gateway.core.v1.GetBatchRequest
-	34, // 39: gateway.core.v1.CoreService.DeleteBatch:input_type -> gateway.core.v1.GetBatchRequest
-	34, // 40: gateway.core.v1.CoreService.GetBatchResults:input_type -> gateway.core.v1.GetBatchRequest
-	2,  // 41: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
-	4,  // 42: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
-	7,  // 43: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
-	9,  // 44: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
-	11, // 45: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
-	2,  // 46: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
-	14, // 47: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
-	42, // 48: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
-	43, // 49: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
-	44, // 50: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
-	45, // 51: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
-	46, // 52: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
-	16, // 53: gateway.core.v1.CoreService.GetStoredResponseChain:output_type -> gateway.core.v1.StoredResponseChain
-	18, // 54: gateway.core.v1.CoreService.PutStoredResponse:output_type -> gateway.core.v1.PutStoredResponseResponse
-	22, // 55: gateway.core.v1.CoreService.GetStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
-	22, // 56: gateway.core.v1.CoreService.ListStoredResponseInputItems:output_type -> gateway.core.v1.StoredResponseJSON
-	22, // 57: gateway.core.v1.CoreService.DeleteStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
-	24, // 58: gateway.core.v1.CoreService.GetCallerKey:output_type -> gateway.core.v1.CallerKey
-	28, // 59: gateway.core.v1.CoreService.UploadBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
-	28, // 60: gateway.core.v1.CoreService.GetBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
-	28, // 61: gateway.core.v1.CoreService.ListBatchFiles:output_type -> gateway.core.v1.BatchAPIJSON
-	28, // 62: gateway.core.v1.CoreService.DeleteBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
-	32, // 63: gateway.core.v1.CoreService.GetBatchFileContent:output_type -> gateway.core.v1.BatchFileChunk
-	28, // 64: gateway.core.v1.CoreService.CreateBatch:output_type -> gateway.core.v1.BatchAPIJSON
-	28, // 65: gateway.core.v1.CoreService.GetBatch:output_type -> gateway.core.v1.BatchAPIJSON
-	28, // 66: gateway.core.v1.CoreService.ListBatches:output_type -> gateway.core.v1.BatchAPIJSON
-	28, // 67: gateway.core.v1.CoreService.CancelBatch:output_type -> gateway.core.v1.BatchAPIJSON
-	28, // 68: gateway.core.v1.CoreService.DeleteBatch:output_type -> gateway.core.v1.BatchAPIJSON
-	32, // 69: gateway.core.v1.CoreService.GetBatchResults:output_type -> gateway.core.v1.BatchFileChunk
-	41, // [41:70] is the sub-list for method output_type
-	12, // [12:41] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	0,  // 11: gateway.core.v1.CancelBatchRequest.api:type_name -> gateway.core.v1.BatchAPI
+	0,  // 12: gateway.core.v1.DeleteBatchRequest.api:type_name -> gateway.core.v1.BatchAPI
+	0,  // 13: gateway.core.v1.GetBatchResultsRequest.api:type_name -> gateway.core.v1.BatchAPI
+	0,  // 14: gateway.core.v1.ListBatchesRequest.api:type_name -> gateway.core.v1.BatchAPI
+	1,  // 15: gateway.core.v1.CoreService.ListModels:input_type -> gateway.core.v1.ListModelsRequest
+	3,  // 16: gateway.core.v1.CoreService.GetModel:input_type -> gateway.core.v1.GetModelRequest
+	6,  // 17: gateway.core.v1.CoreService.GetBalance:input_type -> gateway.core.v1.GetBalanceRequest
+	8,  // 18: gateway.core.v1.CoreService.ListGenerativeModels:input_type -> gateway.core.v1.ListGenerativeModelsRequest
+	10, // 19: gateway.core.v1.CoreService.GetGenerativeModel:input_type -> gateway.core.v1.GetGenerativeModelRequest
+	12, // 20: gateway.core.v1.CoreService.ListCompatModels:input_type -> gateway.core.v1.ListCompatModelsRequest
+	13, // 21: gateway.core.v1.CoreService.Authorize:input_type -> gateway.core.v1.AuthorizeRequest
+	42, // 22: gateway.core.v1.CoreService.Generate:input_type -> gateway.core.v1.GenerateRequest
+	43, // 23: gateway.core.v1.CoreService.CountTokens:input_type -> gateway.core.v1.CountTokensRequest
+	44, // 24: gateway.core.v1.CoreService.Embed:input_type -> gateway.core.v1.EmbedRequest
+	45, // 25: gateway.core.v1.CoreService.Forward:input_type -> gateway.core.v1.ForwardRequest
+	46, // 26: gateway.core.v1.CoreService.Realtime:input_type -> gateway.core.v1.RealtimeRequest
+	15, // 27: gateway.core.v1.CoreService.GetStoredResponseChain:input_type -> gateway.core.v1.GetStoredResponseChainRequest
+	17, // 28: gateway.core.v1.CoreService.PutStoredResponse:input_type -> gateway.core.v1.PutStoredResponseRequest
+	19, // 29: gateway.core.v1.CoreService.GetStoredResponse:input_type -> gateway.core.v1.GetStoredResponseRequest
+	20, // 30: gateway.core.v1.CoreService.ListStoredResponseInputItems:input_type -> gateway.core.v1.ListStoredResponseInputItemsRequest
+	21, // 31: gateway.core.v1.CoreService.DeleteStoredResponse:input_type -> gateway.core.v1.DeleteStoredResponseRequest
+	23, // 32: gateway.core.v1.CoreService.GetCallerKey:input_type -> gateway.core.v1.GetCallerKeyRequest
+	29, // 33: gateway.core.v1.CoreService.UploadBatchFile:input_type -> gateway.core.v1.UploadBatchFileRequest
+	30, // 34: gateway.core.v1.CoreService.GetBatchFile:input_type -> gateway.core.v1.GetBatchFileRequest
+	33, // 35: gateway.core.v1.CoreService.ListBatchFiles:input_type -> gateway.core.v1.ListBatchFilesRequest
+	31, // 36: gateway.core.v1.CoreService.DeleteBatchFile:input_type -> gateway.core.v1.DeleteBatchFileRequest
+	32, // 37: gateway.core.v1.CoreService.GetBatchFileContent:input_type -> gateway.core.v1.GetBatchFileContentRequest
+	35, // 38: gateway.core.v1.CoreService.CreateBatch:input_type -> gateway.core.v1.CreateBatchRequest
+	36, // 39: gateway.core.v1.CoreService.GetBatch:input_type -> gateway.core.v1.GetBatchRequest
+	40, // 40: gateway.core.v1.CoreService.ListBatches:input_type -> gateway.core.v1.ListBatchesRequest
+	37, // 41: gateway.core.v1.CoreService.CancelBatch:input_type -> gateway.core.v1.CancelBatchRequest
+	38, // 42: gateway.core.v1.CoreService.DeleteBatch:input_type -> gateway.core.v1.DeleteBatchRequest
+	39, // 43: gateway.core.v1.CoreService.GetBatchResults:input_type -> gateway.core.v1.GetBatchResultsRequest
+	2,  // 44: gateway.core.v1.CoreService.ListModels:output_type -> gateway.core.v1.ListModelsResponse
+	4,  // 45: gateway.core.v1.CoreService.GetModel:output_type -> gateway.core.v1.Model
+	7,  // 46: gateway.core.v1.CoreService.GetBalance:output_type -> gateway.core.v1.Balance
+	9,  // 47: gateway.core.v1.CoreService.ListGenerativeModels:output_type -> gateway.core.v1.ListGenerativeModelsResponse
+	11, // 48: gateway.core.v1.CoreService.GetGenerativeModel:output_type -> gateway.core.v1.GenerativeModel
+	2,  // 49: gateway.core.v1.CoreService.ListCompatModels:output_type -> gateway.core.v1.ListModelsResponse
+	14, // 50: gateway.core.v1.CoreService.Authorize:output_type -> gateway.core.v1.AuthorizeResponse
+	47, // 51: gateway.core.v1.CoreService.Generate:output_type -> gateway.core.v1.GenerateEvent
+	48, // 52: gateway.core.v1.CoreService.CountTokens:output_type -> gateway.core.v1.CountTokensResponse
+	49, // 53: gateway.core.v1.CoreService.Embed:output_type -> gateway.core.v1.EmbedResponse
+	50, // 54: gateway.core.v1.CoreService.Forward:output_type -> gateway.core.v1.ForwardResponse
+	51, // 55: gateway.core.v1.CoreService.Realtime:output_type -> gateway.core.v1.RealtimeResponse
+	16, // 56: gateway.core.v1.CoreService.GetStoredResponseChain:output_type -> gateway.core.v1.StoredResponseChain
+	18, // 57: gateway.core.v1.CoreService.PutStoredResponse:output_type -> gateway.core.v1.PutStoredResponseResponse
+	22, // 58: gateway.core.v1.CoreService.GetStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
+	22, // 59: gateway.core.v1.CoreService.ListStoredResponseInputItems:output_type -> gateway.core.v1.StoredResponseJSON
+	22, // 60: gateway.core.v1.CoreService.DeleteStoredResponse:output_type -> gateway.core.v1.StoredResponseJSON
+	24, // 61: gateway.core.v1.CoreService.GetCallerKey:output_type -> gateway.core.v1.CallerKey
+	28, // 62: gateway.core.v1.CoreService.UploadBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 63: gateway.core.v1.CoreService.GetBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 64: gateway.core.v1.CoreService.ListBatchFiles:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 65: gateway.core.v1.CoreService.DeleteBatchFile:output_type -> gateway.core.v1.BatchAPIJSON
+	34, // 66: gateway.core.v1.CoreService.GetBatchFileContent:output_type -> gateway.core.v1.BatchFileChunk
+	28, // 67: gateway.core.v1.CoreService.CreateBatch:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 68: gateway.core.v1.CoreService.GetBatch:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 69: gateway.core.v1.CoreService.ListBatches:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 70: gateway.core.v1.CoreService.CancelBatch:output_type -> gateway.core.v1.BatchAPIJSON
+	28, // 71: gateway.core.v1.CoreService.DeleteBatch:output_type -> gateway.core.v1.BatchAPIJSON
+	34, // 72: gateway.core.v1.CoreService.GetBatchResults:output_type -> gateway.core.v1.BatchFileChunk
+	44, // [44:73] is the sub-list for method output_type
+	15, // [15:44] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_gateway_core_v1_core_proto_init() }
@@ -2479,7 +2762,7 @@ func file_gateway_core_v1_core_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_core_v1_core_proto_rawDesc), len(file_gateway_core_v1_core_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   35,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -119,9 +119,9 @@ type CoreServiceClient interface {
 	// ListBatchFiles is GET /v1/files.
 	ListBatchFiles(ctx context.Context, in *ListBatchFilesRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
 	// DeleteBatchFile is DELETE /v1/files/{id}.
-	DeleteBatchFile(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	DeleteBatchFile(ctx context.Context, in *DeleteBatchFileRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
 	// GetBatchFileContent is GET /v1/files/{id}/content: the bytes in chunks, as stored.
-	GetBatchFileContent(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error)
+	GetBatchFileContent(ctx context.Context, in *GetBatchFileContentRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error)
 	// CreateBatch is POST /v1/batches and POST /v1/messages/batches (api says which).
 	CreateBatch(ctx context.Context, in *CreateBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
 	// GetBatch is GET /v1/batches/{id} and GET /v1/messages/batches/{id}.
@@ -129,11 +129,11 @@ type CoreServiceClient interface {
 	// ListBatches is GET /v1/batches and GET /v1/messages/batches.
 	ListBatches(ctx context.Context, in *ListBatchesRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
 	// CancelBatch is POST .../batches/{id}/cancel.
-	CancelBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	CancelBatch(ctx context.Context, in *CancelBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
 	// DeleteBatch is DELETE /v1/messages/batches/{id} (only once ended).
-	DeleteBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
+	DeleteBatch(ctx context.Context, in *DeleteBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error)
 	// GetBatchResults is GET /v1/messages/batches/{id}/results: JSONL in chunks.
-	GetBatchResults(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error)
+	GetBatchResults(ctx context.Context, in *GetBatchResultsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error)
 }
 
 type coreServiceClient struct {
@@ -372,7 +372,7 @@ func (c *coreServiceClient) ListBatchFiles(ctx context.Context, in *ListBatchFil
 	return out, nil
 }
 
-func (c *coreServiceClient) DeleteBatchFile(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+func (c *coreServiceClient) DeleteBatchFile(ctx context.Context, in *DeleteBatchFileRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BatchAPIJSON)
 	err := c.cc.Invoke(ctx, CoreService_DeleteBatchFile_FullMethodName, in, out, cOpts...)
@@ -382,13 +382,13 @@ func (c *coreServiceClient) DeleteBatchFile(ctx context.Context, in *GetBatchFil
 	return out, nil
 }
 
-func (c *coreServiceClient) GetBatchFileContent(ctx context.Context, in *GetBatchFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error) {
+func (c *coreServiceClient) GetBatchFileContent(ctx context.Context, in *GetBatchFileContentRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &CoreService_ServiceDesc.Streams[4], CoreService_GetBatchFileContent_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[GetBatchFileRequest, BatchFileChunk]{ClientStream: stream}
+	x := &grpc.GenericClientStream[GetBatchFileContentRequest, BatchFileChunk]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -431,7 +431,7 @@ func (c *coreServiceClient) ListBatches(ctx context.Context, in *ListBatchesRequ
 	return out, nil
 }
 
-func (c *coreServiceClient) CancelBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+func (c *coreServiceClient) CancelBatch(ctx context.Context, in *CancelBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BatchAPIJSON)
 	err := c.cc.Invoke(ctx, CoreService_CancelBatch_FullMethodName, in, out, cOpts...)
@@ -441,7 +441,7 @@ func (c *coreServiceClient) CancelBatch(ctx context.Context, in *GetBatchRequest
 	return out, nil
 }
 
-func (c *coreServiceClient) DeleteBatch(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
+func (c *coreServiceClient) DeleteBatch(ctx context.Context, in *DeleteBatchRequest, opts ...grpc.CallOption) (*BatchAPIJSON, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BatchAPIJSON)
 	err := c.cc.Invoke(ctx, CoreService_DeleteBatch_FullMethodName, in, out, cOpts...)
@@ -451,13 +451,13 @@ func (c *coreServiceClient) DeleteBatch(ctx context.Context, in *GetBatchRequest
 	return out, nil
 }
 
-func (c *coreServiceClient) GetBatchResults(ctx context.Context, in *GetBatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error) {
+func (c *coreServiceClient) GetBatchResults(ctx context.Context, in *GetBatchResultsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BatchFileChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &CoreService_ServiceDesc.Streams[5], CoreService_GetBatchResults_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[GetBatchRequest, BatchFileChunk]{ClientStream: stream}
+	x := &grpc.GenericClientStream[GetBatchResultsRequest, BatchFileChunk]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -539,9 +539,9 @@ type CoreServiceServer interface {
 	// ListBatchFiles is GET /v1/files.
 	ListBatchFiles(context.Context, *ListBatchFilesRequest) (*BatchAPIJSON, error)
 	// DeleteBatchFile is DELETE /v1/files/{id}.
-	DeleteBatchFile(context.Context, *GetBatchFileRequest) (*BatchAPIJSON, error)
+	DeleteBatchFile(context.Context, *DeleteBatchFileRequest) (*BatchAPIJSON, error)
 	// GetBatchFileContent is GET /v1/files/{id}/content: the bytes in chunks, as stored.
-	GetBatchFileContent(*GetBatchFileRequest, grpc.ServerStreamingServer[BatchFileChunk]) error
+	GetBatchFileContent(*GetBatchFileContentRequest, grpc.ServerStreamingServer[BatchFileChunk]) error
 	// CreateBatch is POST /v1/batches and POST /v1/messages/batches (api says which).
 	CreateBatch(context.Context, *CreateBatchRequest) (*BatchAPIJSON, error)
 	// GetBatch is GET /v1/batches/{id} and GET /v1/messages/batches/{id}.
@@ -549,11 +549,11 @@ type CoreServiceServer interface {
 	// ListBatches is GET /v1/batches and GET /v1/messages/batches.
 	ListBatches(context.Context, *ListBatchesRequest) (*BatchAPIJSON, error)
 	// CancelBatch is POST .../batches/{id}/cancel.
-	CancelBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error)
+	CancelBatch(context.Context, *CancelBatchRequest) (*BatchAPIJSON, error)
 	// DeleteBatch is DELETE /v1/messages/batches/{id} (only once ended).
-	DeleteBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error)
+	DeleteBatch(context.Context, *DeleteBatchRequest) (*BatchAPIJSON, error)
 	// GetBatchResults is GET /v1/messages/batches/{id}/results: JSONL in chunks.
-	GetBatchResults(*GetBatchRequest, grpc.ServerStreamingServer[BatchFileChunk]) error
+	GetBatchResults(*GetBatchResultsRequest, grpc.ServerStreamingServer[BatchFileChunk]) error
 	mustEmbedUnimplementedCoreServiceServer()
 }
 
@@ -627,10 +627,10 @@ func (UnimplementedCoreServiceServer) GetBatchFile(context.Context, *GetBatchFil
 func (UnimplementedCoreServiceServer) ListBatchFiles(context.Context, *ListBatchFilesRequest) (*BatchAPIJSON, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListBatchFiles not implemented")
 }
-func (UnimplementedCoreServiceServer) DeleteBatchFile(context.Context, *GetBatchFileRequest) (*BatchAPIJSON, error) {
+func (UnimplementedCoreServiceServer) DeleteBatchFile(context.Context, *DeleteBatchFileRequest) (*BatchAPIJSON, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteBatchFile not implemented")
 }
-func (UnimplementedCoreServiceServer) GetBatchFileContent(*GetBatchFileRequest, grpc.ServerStreamingServer[BatchFileChunk]) error {
+func (UnimplementedCoreServiceServer) GetBatchFileContent(*GetBatchFileContentRequest, grpc.ServerStreamingServer[BatchFileChunk]) error {
 	return status.Error(codes.Unimplemented, "method GetBatchFileContent not implemented")
 }
 func (UnimplementedCoreServiceServer) CreateBatch(context.Context, *CreateBatchRequest) (*BatchAPIJSON, error) {
@@ -642,13 +642,13 @@ func (UnimplementedCoreServiceServer) GetBatch(context.Context, *GetBatchRequest
 func (UnimplementedCoreServiceServer) ListBatches(context.Context, *ListBatchesRequest) (*BatchAPIJSON, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListBatches not implemented")
 }
-func (UnimplementedCoreServiceServer) CancelBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error) {
+func (UnimplementedCoreServiceServer) CancelBatch(context.Context, *CancelBatchRequest) (*BatchAPIJSON, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelBatch not implemented")
 }
-func (UnimplementedCoreServiceServer) DeleteBatch(context.Context, *GetBatchRequest) (*BatchAPIJSON, error) {
+func (UnimplementedCoreServiceServer) DeleteBatch(context.Context, *DeleteBatchRequest) (*BatchAPIJSON, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteBatch not implemented")
 }
-func (UnimplementedCoreServiceServer) GetBatchResults(*GetBatchRequest, grpc.ServerStreamingServer[BatchFileChunk]) error {
+func (UnimplementedCoreServiceServer) GetBatchResults(*GetBatchResultsRequest, grpc.ServerStreamingServer[BatchFileChunk]) error {
 	return status.Error(codes.Unimplemented, "method GetBatchResults not implemented")
 }
 func (UnimplementedCoreServiceServer) mustEmbedUnimplementedCoreServiceServer() {}
@@ -1011,7 +1011,7 @@ func _CoreService_ListBatchFiles_Handler(srv interface{}, ctx context.Context, d
 }
 
 func _CoreService_DeleteBatchFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetBatchFileRequest)
+	in := new(DeleteBatchFileRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -1023,17 +1023,17 @@ func _CoreService_DeleteBatchFile_Handler(srv interface{}, ctx context.Context, 
 		FullMethod: CoreService_DeleteBatchFile_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(CoreServiceServer).DeleteBatchFile(ctx, req.(*GetBatchFileRequest))
+		return srv.(CoreServiceServer).DeleteBatchFile(ctx, req.(*DeleteBatchFileRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _CoreService_GetBatchFileContent_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(GetBatchFileRequest)
+	m := new(GetBatchFileContentRequest)
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(CoreServiceServer).GetBatchFileContent(m, &grpc.GenericServerStream[GetBatchFileRequest, BatchFileChunk]{ServerStream: stream})
+	return srv.(CoreServiceServer).GetBatchFileContent(m, &grpc.GenericServerStream[GetBatchFileContentRequest, BatchFileChunk]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
@@ -1094,7 +1094,7 @@ func _CoreService_ListBatches_Handler(srv interface{}, ctx context.Context, dec 
 }
 
 func _CoreService_CancelBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetBatchRequest)
+	in := new(CancelBatchRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -1106,13 +1106,13 @@ func _CoreService_CancelBatch_Handler(srv interface{}, ctx context.Context, dec 
 		FullMethod: CoreService_CancelBatch_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(CoreServiceServer).CancelBatch(ctx, req.(*GetBatchRequest))
+		return srv.(CoreServiceServer).CancelBatch(ctx, req.(*CancelBatchRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _CoreService_DeleteBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetBatchRequest)
+	in := new(DeleteBatchRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -1124,17 +1124,17 @@ func _CoreService_DeleteBatch_Handler(srv interface{}, ctx context.Context, dec 
 		FullMethod: CoreService_DeleteBatch_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(CoreServiceServer).DeleteBatch(ctx, req.(*GetBatchRequest))
+		return srv.(CoreServiceServer).DeleteBatch(ctx, req.(*DeleteBatchRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _CoreService_GetBatchResults_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(GetBatchRequest)
+	m := new(GetBatchResultsRequest)
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(CoreServiceServer).GetBatchResults(m, &grpc.GenericServerStream[GetBatchRequest, BatchFileChunk]{ServerStream: stream})
+	return srv.(CoreServiceServer).GetBatchResults(m, &grpc.GenericServerStream[GetBatchResultsRequest, BatchFileChunk]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
