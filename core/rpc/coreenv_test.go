@@ -25,6 +25,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/catalog"
 	"modelgateway/core/provider"
+	"modelgateway/core/provider/anthropic"
 	"modelgateway/core/provider/openai"
 	"modelgateway/core/routing"
 	"modelgateway/core/simulator"
@@ -130,7 +131,7 @@ func newCoreEnvWith(t *testing.T, o coreOptions) *coreEnv {
 	ledger := billing.NewLedger(st, log)
 	t.Cleanup(func() { ledger.Close(context.Background()) })
 	srv := &CoreServer{Snapshots: holder, Store: st, Deps: &Deps{
-		Adapters: map[string]provider.Adapter{"openai": openai.Adapter{}}, Ledger: ledger, Log: log,
+		Adapters: map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}}, Ledger: ledger, Log: log,
 		Env:     o.env,
 		Counter: func(*corev1.GenerateRequest) int64 { return 7 },
 		// Each test its own memory of routes and credentials: the process's shared one would

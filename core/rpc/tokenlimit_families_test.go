@@ -69,9 +69,9 @@ type rtSession struct {
 }
 
 // openRealtime opens a session of model; the error is core's refusal.
-func (e *coreEnv) openRealtime(t *testing.T, key, model string) (*rtSession, error) {
+func (e *coreEnv) openRealtime(t *testing.T, key, model, requestID string) (*rtSession, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(as(key, ""), 30*time.Second)
+	ctx, cancel := context.WithTimeout(as(key, requestID), 30*time.Second)
 	t.Cleanup(cancel)
 	st, err := e.core.Realtime(ctx)
 	if err != nil {
@@ -167,7 +167,7 @@ func TestRealtimeCountsTokensPerMinute(t *testing.T) {
 
 	t.Run("the handshake counts the first response and the end gives back the next", func(t *testing.T) {
 		key, profile := e.tpmKey(t, 50000)
-		first, err := e.openRealtime(t, key, "rt")
+		first, err := e.openRealtime(t, key, "rt", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,14 +175,14 @@ func TestRealtimeCountsTokensPerMinute(t *testing.T) {
 			t.Errorf("remaining after the handshake %d, want %d", got, 50000-worst)
 		}
 		// A second session's first response does not fit beside the first's.
-		if _, err := e.openRealtime(t, key, "rt"); code(err) != "rate_limited" {
+		if _, err := e.openRealtime(t, key, "rt", ""); code(err) != "rate_limited" {
 			t.Fatalf("a second session with %d of 50000 counted: %v, want rate_limited", worst, err)
 		}
 		used := first.respond("hello")
 		first.close()
 		e.balance(t, profile, 1) // the response was charged once
 		// What is left counts the response's usage, not its reserve, nor the next one's.
-		second, err := e.openRealtime(t, key, "rt")
+		second, err := e.openRealtime(t, key, "rt", "")
 		if err != nil {
 			t.Fatalf("after the first session ended: %v", err)
 		}
@@ -196,7 +196,7 @@ func TestRealtimeCountsTokensPerMinute(t *testing.T) {
 		// A share below one response's worst case admits one response into an empty minute;
 		// the next one's count does not fit beside the first's usage.
 		key, profile := e.tpmKey(t, 30000)
-		s, err := e.openRealtime(t, key, "rt")
+		s, err := e.openRealtime(t, key, "rt", "")
 		if err != nil {
 			t.Fatal(err)
 		}
