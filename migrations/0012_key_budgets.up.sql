@@ -11,9 +11,10 @@ ALTER TABLE api_keys
     ADD CONSTRAINT api_keys_budget_whole CHECK ((budget_amount IS NULL) = (budget_period IS NULL));
 
 -- What each key's charges took, per UTC day of the requests' start: the spend of any window
--- is a sum of at most 31 rows, and stays right when a budget is set, raised or given another
--- period mid-window. Kept for every key (one upsert per key and day in a settlement), so that
--- a budget set later counts what the window already spent.
+-- is a sum of at most 31 rows, and stays right when a budget is raised or given another
+-- period mid-window. Kept by gateway_settle for keys with a budget (one upsert per key and day
+-- in a settlement); a budget set on a key without one rebuilds the key's rows from its request
+-- records (store.UpdateKey), so that it counts what the window already spent.
 CREATE TABLE key_spend (
     key_id uuid NOT NULL,
     day    date NOT NULL,

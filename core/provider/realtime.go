@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -68,7 +69,15 @@ func DialOpenAIRealtime(ctx context.Context, base string, up Upstream, open *cor
 		return conn, nil
 	}
 	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-		return nil, StatusError(resp.StatusCode, nil)
+		var raw []byte
+		if resp.Body != nil { // (the dialer keeps the start of the refusal's body; no Close needed)
+			raw, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		}
+		e := StatusError(resp.StatusCode, raw)
+		// A rate-limited handshake says when to come back, as an HTTP answer does: the
+		// credential is set aside that long and a retry waits for it (core/rpc firstAnswer).
+		e.RetryAfter = RetryAfter(resp.Header, time.Now())
+		return nil, e
 	}
 	if errors.Is(dctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		return nil, &Error{Message: "the upstream did not answer in time", Timeout: true, Retryable: true, Err: err}

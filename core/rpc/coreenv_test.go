@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/catalog"
 	"modelgateway/core/provider"
+	"modelgateway/core/provider/anthropic"
 	"modelgateway/core/provider/openai"
+	"modelgateway/core/routing"
 	"modelgateway/core/simulator"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
@@ -74,19 +77,46 @@ type coreEnv struct {
 	cat    catalogv1.CatalogServiceClient
 }
 
+// coreOptions change what newCoreEnvWith serves.
+type coreOptions struct {
+	// catalog is a catalogue with one %s, the upstream's address; coreCatalog when empty.
+	catalog string
+	// upstream answers the providers' calls; the simulator when nil.
+	upstream http.Handler
+	// env gives the providers' credentials; every one is "up-secret" when nil.
+	env func(string) string
+	// replicas overrides the replicas sharing the key limits (KeyLimiter.Replicas).
+	replicas int
+}
+
 // newCoreEnv serves the core and catalogue services over a real socket with the interceptors
 // of the gRPC listener, on a throwaway database, against the upstream simulator.
 func newCoreEnv(t *testing.T, limiterReplicas int) *coreEnv {
 	t.Helper()
+	return newCoreEnvWith(t, coreOptions{replicas: limiterReplicas})
+}
+
+// newCoreEnvWith is newCoreEnv with another catalogue, upstream or credentials.
+func newCoreEnvWith(t *testing.T, o coreOptions) *coreEnv {
+	t.Helper()
 	ctx := context.Background()
-	up := httptest.NewServer(simulator.New(simulator.Options{Words: 3}))
+	if o.catalog == "" {
+		o.catalog = coreCatalog
+	}
+	if o.upstream == nil {
+		o.upstream = simulator.New(simulator.Options{Words: 3})
+	}
+	if o.env == nil {
+		o.env = func(string) string { return "up-secret" }
+	}
+	up := httptest.NewServer(o.upstream)
 	t.Cleanup(up.Close)
 	st, err := store.Open(ctx, storetest.DatabaseURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	doc, err := catalog.Parse(fmt.Appendf(nil, coreCatalog, up.URL))
+	doc, err := catalog.Parse(fmt.Appendf(nil, o.catalog, up.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +131,15 @@ func newCoreEnv(t *testing.T, limiterReplicas int) *coreEnv {
 	ledger := billing.NewLedger(st, log)
 	t.Cleanup(func() { ledger.Close(context.Background()) })
 	srv := &CoreServer{Snapshots: holder, Store: st, Deps: &Deps{
-		Adapters: map[string]provider.Adapter{"openai": openai.Adapter{}}, Ledger: ledger, Log: log,
-		Env:     func(string) string { return "up-secret" },
+		Adapters: map[string]provider.Adapter{"openai": openai.Adapter{}, "anthropic": anthropic.Adapter{}}, Ledger: ledger, Log: log,
+		Env:     o.env,
 		Counter: func(*corev1.GenerateRequest) int64 { return 7 },
+		// Each test its own memory of routes and credentials: the process's shared one would
+		// carry one test's failures into another's routes of the same name.
+		Health: routing.NewHealth(),
 	}}
-	limiter := &KeyLimiter{Snapshots: holder, Replicas: limiterReplicas}
+	limiter := &KeyLimiter{Snapshots: holder, Replicas: o.replicas}
+	srv.Deps.Limiter = limiter // the token limits, as serve.go wires them
 	g := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(ExternalUnary, ErrorInterceptor(log), limiter.Unary),
 		grpc.ChainStreamInterceptor(ExternalStream, StreamErrorInterceptor(log), limiter.Stream),

@@ -8,8 +8,6 @@ import (
 
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
-	"modelgateway/core/routing"
-	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
@@ -32,7 +30,7 @@ func (s *CoreServer) countTokensRPC(ctx context.Context, req *corev1.GenerateReq
 		}
 		return nil, err
 	}
-	n, err := s.countTokens(ctx, b.snap, b.m, req)
+	n, err := s.countTokens(b, req)
 	if err != nil {
 		b.out.Status = store.StatusUpstreamError
 		return nil, err
@@ -42,32 +40,40 @@ func (s *CoreServer) countTokensRPC(ctx context.Context, req *corev1.GenerateReq
 	return &corev1.CountTokensResponse{InputTokens: n}, nil
 }
 
-// countTokens asks the model's routes to count, then the local tokenizer.
-func (s *CoreServer) countTokens(ctx context.Context, snap *snapshot.Snapshot, m *snapshot.Model, req *corev1.GenerateRequest) (int64, error) {
-	var lastErr error
-	for route, p := range routing.Routes(snap, m, req.GetEndpointFamily()) {
-		adapter := s.Deps.Adapters[p.Kind]
-		if adapter == nil {
-			continue
+// countTokens asks the model's routes to count as a generation asks them to answer
+// (firstAnswer: the routing plan, retries with backoff, the credentials of a pool in turn, a
+// refused credential set aside), then the local tokenizer: when the route reached cannot count
+// (its protocol has no counting route), or when the routes failed only in ways another
+// attempt could get past. A non-retryable upstream answer passes on, as a generation's does.
+func (s *CoreServer) countTokens(b *billed, req *corev1.GenerateRequest) (int64, error) {
+	var cannot bool
+	var last error // the last upstream call's failure
+	n, _, err := firstAnswer(b, always, func(a provider.Adapter, up provider.Upstream) (int64, error) {
+		if cannot {
+			// The local tokenizer counts: no other route is asked, nor recorded as tried.
+			return 0, errNoAdapter
 		}
-		n, err := adapter.CountTokens(ctx, s.Deps.call(m, routing.Upstream(m, p, route, s.Deps.Env), req))
-		if err == nil {
-			return n, nil
-		}
+		n, err := a.CountTokens(b.ctx, s.Deps.call(b.m, up, req))
 		if errors.Is(err, provider.ErrCannotCount) {
-			break
+			cannot = true
+			return 0, errNoAdapter
 		}
-		lastErr = err
-		var pe *provider.Error
-		if errors.As(err, &pe) && !pe.Retryable {
-			return 0, upstreamError(err)
-		}
+		last = err
+		return n, err
+	})
+	if err == nil {
+		return n, nil
 	}
-	if lastErr != nil && s.Deps.Counter == nil {
-		return 0, upstreamError(lastErr)
+	var pe *provider.Error
+	switch {
+	case b.ctx.Err() != nil:
+		return 0, err
+	case errors.As(last, &pe) && !pe.Retryable:
+		return 0, err
+	case s.Deps.Counter != nil:
+		return s.Deps.Counter(req), nil
+	case last != nil:
+		return 0, err
 	}
-	if s.Deps.Counter == nil {
-		return 0, apierror.New(apierror.Internal, "no token counter")
-	}
-	return s.Deps.Counter(req), nil
+	return 0, apierror.New(apierror.Internal, "no token counter")
 }

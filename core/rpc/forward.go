@@ -16,6 +16,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 )
@@ -50,7 +51,10 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 	if _, ok := provider.FamilyPaths[family]; !ok {
 		return apierror.New(apierror.InvalidRequest, "Forward does not serve %q", family)
 	}
-	b, err := s.admit(ctx, family, head.GetModel())
+	b, err := s.admit(ctx, family, head.GetModel(), tokenLimit{
+		estimate:  func(m *snapshot.Model) int64 { return forwardTokens(m, head) },
+		setHeader: srv.SetHeader,
+	})
 	if err != nil {
 		return err
 	}
@@ -194,6 +198,25 @@ func forwardEstimate(head *corev1.ForwardHead) (input, output int64) {
 		output = billing.DefaultOutputTokens
 	}
 	return input, output
+}
+
+// forwardTokens is what a forwarded request counts against its key's max_tokens_per_minute
+// at admission. Priced per token (rerank, moderations, images, transcriptions, speech), its
+// hold is sized in tokens: the same estimate counts (forwardEstimate), corrected to the
+// answer's reported usage by its charge (and given back when none is reported, as for a
+// generation). Priced per request, neither its hold nor its charge says anything of tokens,
+// and an estimate would be invented (a full default output for an image that may report
+// none): it counts the least, one token, so it is refused only while the key's minute is
+// already full, and the tokens its answer reports (an image model's usage) count when it is
+// charged.
+// Without a price it counts nothing: the hold refuses it.
+func forwardTokens(m *snapshot.Model, head *corev1.ForwardHead) int64 {
+	p, err := billing.Find(m.Prices, head.GetEndpointFamily(), false)
+	if err != nil || p.PerRequest {
+		return 0
+	}
+	in, out := forwardEstimate(head)
+	return in + out
 }
 
 // moderationTexts are the texts of a moderations request, measured when the upstream reports

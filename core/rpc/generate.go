@@ -44,8 +44,9 @@ type Deps struct {
 	TextCounter func(texts []string) int64
 	// Ledger holds and charges; every generation goes through it.
 	Ledger *billing.Ledger
-	// Limiter counts the tokens of generations and embeddings against their keys' token
-	// limits (the request limits are its interceptors'); nil: no token limits.
+	// Limiter counts the tokens of generations, embeddings, forwarded (media) requests and
+	// realtime responses against their keys' token limits (the request limits are its
+	// interceptors'); nil: no token limits.
 	Limiter  *KeyLimiter
 	Observer Observer
 	Log      *slog.Logger

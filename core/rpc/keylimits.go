@@ -20,7 +20,8 @@ import (
 
 // KeyLimiter enforces the per-key limits of the admin API (Key.max_concurrent_requests,
 // Key.max_requests_per_second on the RPCs that reach an upstream; Key.max_tokens_per_minute
-// on the generations and embeddings, through countTokens).
+// on the generations, embeddings, forwarded requests and realtime responses, through
+// countTokens).
 //
 // Across replicas the limits hold approximately, without a shared counter on the request path:
 // each replica enforces its share, the limit divided by the number of live replicas (the

@@ -19,6 +19,7 @@ import (
 	"modelgateway/core/billing"
 	"modelgateway/core/metering"
 	"modelgateway/core/provider"
+	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/callmd"
@@ -60,7 +61,12 @@ func (s *CoreServer) Realtime(srv corev1.CoreService_RealtimeServer) error {
 	if open == nil {
 		return apierror.New(apierror.InvalidRequest, "the first Realtime message must open the session")
 	}
-	b, err := s.admit(ctx, "realtime", open.GetModel())
+	// The key's token limit counts each response's worst case, what its reserve pays for:
+	// the first one's here, each next one's when its reserve is held (session.charge).
+	b, err := s.admit(ctx, "realtime", open.GetModel(), tokenLimit{
+		estimate:  func(*snapshot.Model) int64 { return realtimeReserveInput + realtimeReserveOutput },
+		setHeader: srv.SetHeader,
+	})
 	if err != nil {
 		return err
 	}
@@ -122,8 +128,9 @@ type session struct {
 
 	// responses counts the session's charged responses: part of each one's record id.
 	responses int
-	// overBudget: the next response's reserve was refused by the key's budget, not the balance.
-	overBudget bool
+	// ended says why the session cannot pay for or admit another response (exhausted):
+	// empty for the balance, else the key's budget or its token limit.
+	ended string
 
 	sendMu sync.Mutex // the client side has two writers: both loops
 	upMu   sync.Mutex // the upstream connection has two writers too
@@ -246,8 +253,8 @@ func (x *session) fromUpstream() {
 		}
 		if exhausted {
 			reason := "insufficient_balance: the balance cannot pay for another response"
-			if x.overBudget {
-				reason = "budget_exceeded: the key's budget cannot pay for another response"
+			if x.ended != "" {
+				reason = x.ended
 			}
 			x.closeClient(closeBalance, reason)
 			_ = x.controlUp(websocket.CloseMessage, closePayload(websocket.CloseNormalClosure, ""))
@@ -300,6 +307,13 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 		id = "-"
 	}
 	x.responses++
+	// The response's count against the key's token limit is corrected to its reported usage;
+	// without one its worst case stays counted. Either way it is the response's alone now,
+	// and finish must not give it back.
+	if u.Reliable {
+		b.tokens.settle(usedTokens(u))
+	}
+	b.tokens = nil
 	o := b.out
 	o.RequestID, o.Status, o.Usage, o.Cost = fmt.Sprintf("%s %d %s", b.out.RequestID, x.responses, id), store.StatusOK, u, decimal.NullDecimal{}
 	o.StartTime, x.started = x.started, time.Now()
@@ -338,9 +352,20 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	}
 	b.money.StartAt(x.started) // the next response's charge counts in the window it starts in
 	if err := b.money.Hold(b.ctx, b.money.Price(), x.reserve); err != nil {
-		x.overBudget = errors.Is(err, billing.ErrBudgetExceeded)
+		if errors.Is(err, billing.ErrBudgetExceeded) {
+			x.ended = "budget_exceeded: the key's budget cannot pay for another response"
+		}
 		return true, nil
 	}
+	// As a new request would be: the next response's worst case must fit the key's tokens
+	// of the minute, or the session ends here (finish gives back the hold), as it does when
+	// the balance cannot pay for it.
+	c, _, limitErr := b.s.Deps.Limiter.countTokens(b.k, input+realtimeReserveOutput)
+	if limitErr != nil {
+		x.ended = "rate_limited: the key's max_tokens_per_minute cannot admit another response"
+		return true, nil
+	}
+	b.tokens = c
 	x.run = b.newRunning(input, realtimeReserveOutput)
 	return false, nil
 }

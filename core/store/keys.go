@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -140,9 +141,75 @@ type KeyUpdate struct {
 var ErrKeyRevoked = fmt.Errorf("key is revoked")
 
 // UpdateKey changes the policy or name of an active key.
+//
+// gateway_settle keeps a key's spend per day (key_spend) only while the key has a budget, so
+// that settling the charges of keys without one costs no write for them. A budget set on a key
+// without one therefore rebuilds the key's key_spend from its request records (and those of
+// the keys it replaced), so that the new budget counts what its window already spent. The
+// rebuild runs under a lock on the key's profile that gateway_settle's lock waits for: a
+// settlement that committed first saw no budget and has its records counted by the rebuild,
+// one after it sees the budget and adds to key_spend itself.
 func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key, error) {
+	k, err := s.updateKeySpend(ctx, id, u)
+	if errors.Is(err, ErrNotFound) {
+		if _, getErr := s.GetKey(ctx, id); getErr == nil {
+			return nil, ErrKeyRevoked
+		}
+	}
+	return k, err
+}
+
+// updateKeySpend updates the key, rebuilding its key_spend when a budget is set on it.
+func (s *Store) updateKeySpend(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key, error) {
+	if !u.SetBudget || u.Budget == nil {
+		return updateKey(ctx, s.Pool, id, u)
+	}
+	var k *Key
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var profile uuid.UUID
+		if err := tx.QueryRow(ctx, `SELECT profile_id FROM api_keys WHERE id = $1`, id).Scan(&profile); err != nil {
+			return interpretError(err)
+		}
+		// FOR SHARE: gateway_settle's FOR UPDATE waits for it; a rotation's foreign-key
+		// check (FOR KEY SHARE) does not, so the two cannot deadlock over the key's row.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM profiles WHERE id = $1 FOR SHARE`, profile); err != nil {
+			return fmt.Errorf("lock profile: %w", err)
+		}
+		var had bool
+		if err := tx.QueryRow(ctx, `SELECT budget_amount IS NOT NULL FROM api_keys WHERE id = $1 FOR UPDATE`, id).Scan(&had); err != nil {
+			return interpretError(err)
+		}
+		var err error
+		if k, err = updateKey(ctx, tx, id, u); err != nil || had {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM key_spend WHERE key_id = $1`, id); err != nil {
+			return fmt.Errorf("rebuild key spend: %w", err)
+		}
+		_, err = tx.Exec(ctx, `
+			WITH RECURSIVE chain(id) AS (
+				SELECT $1::uuid
+				UNION
+				SELECT a.id FROM api_keys a JOIN chain c ON a.replaced_by = c.id WHERE a.profile_id = $2
+			)
+			INSERT INTO key_spend (key_id, day, spent)
+			SELECT $1, (r.start_time AT TIME ZONE 'UTC')::date, sum(r.cost)
+			FROM requests r WHERE r.profile_id = $2 AND r.key_id IN (SELECT id FROM chain) AND r.cost IS NOT NULL AND r.cost <> 0
+			GROUP BY 2`, id, profile)
+		if err != nil {
+			return fmt.Errorf("rebuild key spend: %w", err)
+		}
+		return nil
+	})
+	return k, err
+}
+
+// updateKey is UpdateKey's one statement.
+func updateKey(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, id uuid.UUID, u KeyUpdate) (*Key, error) {
 	amount, period := budgetArgs(u.Budget)
-	k, err := scanKey(s.Pool.QueryRow(ctx, `
+	return scanKey(q.QueryRow(ctx, `
 		UPDATE api_keys SET
 			name = coalesce($2, name),
 			allowed_endpoints = coalesce($3, allowed_endpoints),
@@ -156,12 +223,6 @@ func (s *Store) UpdateKey(ctx context.Context, id uuid.UUID, u KeyUpdate) (*Key,
 		WHERE id = $1 AND state = '`+KeyActive+`'
 		RETURNING `+keyColumns, id, u.Name, u.AllowedEndpoints, u.AllowedModels, u.MaxConcurrent, u.MaxRPS, u.MaxTPM,
 		u.SetBudget, amount, period, u.SetExpire, u.ExpireTime))
-	if err == ErrNotFound {
-		if _, getErr := s.GetKey(ctx, id); getErr == nil {
-			return nil, ErrKeyRevoked
-		}
-	}
-	return k, err
 }
 
 // RevokeKey marks a key revoked; revoking twice is a no-op that returns the key.

@@ -10,13 +10,17 @@
 -- usage above a hold never takes the balance below zero nor spends money another replica has
 -- reserved. A charged record is final: a later uncharged settlement does not undo it.
 --
--- Key budgets (migration 0012): every fresh charge adds to its key's spend of the UTC day its
--- request started (key_spend). A charge of a key with a budget is also capped at what is free
--- in the key's window holding its start, free = max(budget - the window's spend - other
--- replicas' unexpired leases on that window, 0), taken in record order like the balance, so
--- the charges of a window never exceed the budget; and the replica's lease on that window
--- shrinks by what was charged. The profile lock covers all of it: a key belongs to one
--- profile, and gateway_extend_budget_lease takes the same lock.
+-- Key budgets (migration 0012): a fresh charge of a key with a budget adds to its key's spend
+-- of the UTC day its request started (key_spend), and is capped at what is free in the key's
+-- window holding its start, free = max(budget - the window's spend - other replicas'
+-- unexpired leases on that window, 0), taken in record order like the balance, so the charges
+-- of a window never exceed the budget; and the replica's lease on that window shrinks by what
+-- was charged. The profile lock covers all of it: a key belongs to one profile, and
+-- gateway_extend_budget_lease takes the same lock. A key without a budget costs nothing here
+-- beyond one look at api_keys per key of the batch: its key_spend is not kept, and a budget
+-- set on it later rebuilds it from the request records under the same profile lock
+-- (store.UpdateKey), so a settlement either sees the budget and counts its charge in key_spend
+-- or has its records counted by that rebuild.
 --
 -- Rows returned: one per record (idx, what was charged or NULL, whether it was capped), then
 -- one per charged profile with the replica's lease after the charges (present = false when
@@ -57,7 +61,11 @@ BEGIN
         RAISE EXCEPTION 'charge for a profile that does not exist' USING ERRCODE = 'foreign_key_violation';
     END IF;
 
-    WITH rec AS (
+    -- The batch's keys with a budget, each key looked up once (not once per record).
+    WITH bk AS MATERIALIZED (
+        SELECT a.id, a.budget_amount, a.budget_period FROM api_keys a
+        WHERE a.id = ANY (p_keys) AND a.budget_amount IS NOT NULL
+    ), rec AS (
         SELECT t.i, t.p, t.k, t.cost, t.st, o.prior, o.withheld, b.budget, b.period, b.ws,
                coalesce(t.cost IS NOT NULL AND o.prior IS NULL AND NOT o.withheld, false) AS due
         FROM unnest(p_profiles, p_ids, p_costs, p_statuses, p_keys, p_starts) WITH ORDINALITY AS t(p, rid, cost, st, k, start, i)
@@ -66,8 +74,8 @@ BEGIN
                    EXISTS (SELECT 1 FROM ledger_entries e WHERE e.profile_id = t.p AND e.idempotency_key = 'refund ' || t.rid) AS withheld
             WHERE t.cost IS NOT NULL) o ON true
         LEFT JOIN LATERAL (
-            SELECT a.budget_amount AS budget, a.budget_period AS period, gateway_budget_window(a.budget_period, t.start) AS ws
-            FROM api_keys a WHERE t.cost IS NOT NULL AND a.id = t.k AND a.budget_amount IS NOT NULL) b ON true
+            SELECT bk.budget_amount AS budget, bk.budget_period AS period, gateway_budget_window(bk.budget_period, t.start) AS ws
+            FROM bk WHERE t.cost IS NOT NULL AND bk.id = t.k) b ON true
     ), run AS (
         SELECT r.*, coalesce(sum(r.cost) FILTER (WHERE r.due) OVER (PARTITION BY r.p ORDER BY r.i ROWS UNBOUNDED PRECEDING), 0)
             - CASE WHEN r.due THEN r.cost ELSE 0 END AS before,
@@ -101,7 +109,7 @@ BEGIN
 
     INSERT INTO key_spend AS s (key_id, day, spent)
     SELECT t.k, (t.start AT TIME ZONE 'UTC')::date, sum(t.take)
-    FROM unnest(p_keys, p_starts, took, fresh) AS t(k, start, take, f) WHERE t.f AND t.take <> 0
+    FROM unnest(p_keys, p_starts, took, fresh, wins) AS t(k, start, take, f, w) WHERE t.f AND t.take <> 0 AND t.w IS NOT NULL
     GROUP BY 1, 2 ORDER BY 1, 2
     ON CONFLICT (key_id, day) DO UPDATE SET spent = s.spent + excluded.spent;
 
