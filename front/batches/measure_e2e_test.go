@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openai/openai-go/v3"
 
 	"modelgateway/core/gatewaytest"
@@ -39,6 +40,12 @@ func TestBatchThroughputMeasure(t *testing.T) {
 		}
 		return v
 	}
+	// With pg_stat_statements loaded (shared_preload_libraries on TEST_DATABASE_URL's server),
+	// the statements behind the transactions are listed too.
+	_, statErr := g.Pool().Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
+	if statErr == nil {
+		_, statErr = g.Pool().Exec(ctx, `SELECT pg_stat_statements_reset()`)
+	}
 	cpu0, x0, start := procCPU(t, pid), xacts(), time.Now()
 	b, err := c.Batches.New(ctx, openai.BatchNewParams{InputFileID: file, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
 		CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
@@ -61,6 +68,29 @@ func TestBatchThroughputMeasure(t *testing.T) {
 	took, cpu, x := time.Since(start), procCPU(t, pid)-cpu0, xacts()-x0
 	t.Logf("%d items in %s: %.0f items/s, %.0f items per CPU second of the replica, %.2f transactions per item, peak RSS %s",
 		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(n)/cpu.Seconds(), float64(x)/float64(n), peakRSS(t, pid))
+	if statErr == nil {
+		logStatements(t, g.Pool(), n)
+	}
+}
+
+// logStatements lists the statements run in the database since the reset, most called first,
+// with their calls per item.
+func logStatements(t *testing.T, pool *pgxpool.Pool, n int) {
+	rows, err := pool.Query(context.Background(), `SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY calls DESC LIMIT 25`)
+	if err != nil {
+		t.Logf("pg_stat_statements: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var calls int64
+		var q string
+		if err := rows.Scan(&calls, &q); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%6.3f/item %s", float64(calls)/float64(n), q)
+	}
 }
 
 // procCPU is a process's user and system CPU time so far.
