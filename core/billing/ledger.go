@@ -105,12 +105,12 @@ type Ledger struct {
 	closed     bool  // Close has begun: no more charges
 	dropped    int64 // uncharged records not kept while too many were pending
 	refunds    sync.WaitGroup
-	live       atomic.Int32   // LiveReplicas
+	live       atomic.Int32 // LiveReplicas
 	// batchRunning is the number of batch items running on the replica (SetBatchRunning).
 	batchRunning func() int64
-	background sync.WaitGroup // lease growths beside requests
-	waits      ring           // Charge waits
-	txs        ring           // group commit transactions
+	background   sync.WaitGroup // lease growths beside requests
+	waits        ring           // Charge waits
+	txs          ring           // group commit transactions
 }
 
 // Stats counts the committer's work.
