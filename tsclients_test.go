@@ -31,7 +31,7 @@ func TestOfficialTypeScriptSDKs(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "\n*** "+msg+" ***")
 		t.Skip(msg)
 	}
-	g := startGen(t)
+	g := startGenWith(t, func(c *Config) { c.BatchConcurrency = 4 }) // the batch flows need a runner
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "suite.mjs")

@@ -4,6 +4,7 @@
 //   - admin.go: profiles, credits, the catalogue and fx rates;
 //   - usage.go: ListUsage and GetUsageSummary, the request records read back;
 //   - keys.go: keys, their policies and request limits;
+//   - batches.go: ListProfileBatches, a profile's batches and their request counts;
 //   - verify.go: VerifyCapabilities, which runs core/verify's prober;
 //   - incidents.go: the status site's incidents and maintenances;
 //   - bot.go: the chat bot's state and health;

@@ -59,67 +59,51 @@ type Runner struct {
 	Counted func(outcome string)
 	Log     *slog.Logger
 
-	mu       sync.Mutex
-	running  map[string]bool // request ids of the attempts running here
-	active   atomic.Int64
-	finishes chan finishReq
+	mu      sync.Mutex
+	claims  map[string]bool // request ids of the attempts claimed here: held or running
+	active  atomic.Int64
+	results chan result
 }
 
-// finishReq is an item's result waiting to be recorded; done hears how that went.
-type finishReq struct {
-	item store.FinishedItem
-	done chan error
+// result is an item's end, waiting to be recorded. abandon: nothing to record (the item was
+// put back, or its claim is left to lapse).
+type result struct {
+	item    store.FinishedItem
+	outcome string
+	abandon bool
 }
 
-// Grouping of results: the committer writes the results that are waiting, up to maxGroup,
-// in one transaction, lingering up to groupLinger for more after the first.
+// The database work of a replica's items is done in rounds, one transaction each
+// (store.BatchRound): the results waiting are recorded, the items the runner holds unstarted
+// are refilled, and the batches of those items are checked for a cancel or the end of their
+// window. An item's slot is free as soon as its request ends (its charge has committed in
+// the request path's own group commit); its result waits for the next round.
 const (
-	maxGroup    = 64
-	groupLinger = 2 * time.Millisecond
+	// claimAhead is how many items a round claims per slot: a runner holds up to that many
+	// unstarted, so that claims are rare, and claims again when fewer than Concurrency are
+	// left.
+	claimAhead = 16
+	// maxHeld bounds what one replica holds unstarted, whatever its concurrency.
+	maxHeld = 256
+	// maxResults is the most results a round records; a round starts as soon as that many
+	// wait.
+	maxResults = 64
+	// resultLinger is the longest a result waits for a round. It is also the longest a
+	// killed replica's finished items can go unrecorded (their answers are then lost, their
+	// charges are not repeated: result_lost).
+	resultLinger = 100 * time.Millisecond
+	// statusFresh is how recent the check of a held item's batch must be for the item to
+	// start: a cancel (or the window's end) reaches the items held here within about that.
+	statusFresh = 200 * time.Millisecond
+	// pumpTick is how often the runner looks at its state when nothing else wakes it.
+	pumpTick = 10 * time.Millisecond
 )
-
-// commit records results in groups until finishes closes.
-func (r *Runner) commit() {
-	for first := range r.finishes {
-		group := []finishReq{first}
-		linger := time.NewTimer(groupLinger)
-	collect:
-		for len(group) < maxGroup {
-			select {
-			case f, ok := <-r.finishes:
-				if !ok {
-					break collect
-				}
-				group = append(group, f)
-			case <-linger.C:
-				break collect
-			}
-		}
-		linger.Stop()
-		items := make([]store.FinishedItem, len(group))
-		for i, f := range group {
-			items[i] = f.item
-		}
-		var err error
-		for attempt := range 5 {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err = r.Store.FinishBatchItems(ctx, items)
-			cancel()
-			if err == nil {
-				break
-			}
-			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-		}
-		for _, f := range group {
-			f.done <- err
-		}
-	}
-}
 
 // Active is the number of items running on this replica now.
 func (r *Runner) Active() int64 { return r.active.Load() }
 
-// Run claims and runs items until ctx ends, then waits for the items running.
+// Run claims and runs items until ctx ends, then waits for the items running, records their
+// results and puts back the items it held unstarted.
 func (r *Runner) Run(ctx context.Context) {
 	n := r.Concurrency
 	if n <= 0 {
@@ -131,63 +115,242 @@ func (r *Runner) Run(ctx context.Context) {
 	if r.Log == nil {
 		r.Log = slog.Default()
 	}
-	r.running = map[string]bool{}
-	r.finishes = make(chan finishReq)
-	committed := make(chan struct{})
-	go func() { defer close(committed); r.commit() }()
-	slots := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	defer func() {
-		wg.Wait()
-		close(r.finishes)
-		<-committed
-	}()
+	r.claims = map[string]bool{}
+	r.results = make(chan result, n)
 	go r.renew(ctx)
-	sweep, purge := time.Now(), time.Now()
-	for ctx.Err() == nil {
-		if time.Since(sweep) >= idlePoll {
-			sweep = time.Now()
-			if _, err := r.Store.ExpireBatches(ctx); err != nil && ctx.Err() == nil {
-				r.Log.Warn("expiring batches failed", "err", err)
-			}
+	p := &pump{r: r, n: n, target: min(claimAhead*n, maxHeld)}
+	p.run(ctx)
+}
+
+// pump owns a runner's held items and waiting results; only its goroutine touches them.
+type pump struct {
+	r       *Runner
+	n       int // concurrency
+	target  int // items held after a claim
+	held    []*store.ClaimedItem
+	waiting []store.FinishedItem
+	// outcomes are the metric outcomes of waiting, by position.
+	outcomes []string
+	oldest   time.Time // when the oldest waiting result came
+	running  int
+	checked  time.Time // when the held items' batches were last checked
+	// idleUntil: a claim found nothing; the next waits until then.
+	idleUntil time.Time
+	failures  int
+	sweep     time.Time
+	purge     time.Time
+}
+
+func (p *pump) run(ctx context.Context) {
+	r := p.r
+	tick := time.NewTicker(pumpTick)
+	defer tick.Stop()
+	p.sweep, p.purge = time.Now(), time.Now()
+	for {
+		stopping := ctx.Err() != nil
+		if !stopping {
+			p.maintain(ctx)
 		}
-		if time.Since(purge) >= purgeEvery {
-			purge = time.Now()
-			if _, err := r.Store.PurgeBatchFiles(ctx, purgeBatch); err != nil && ctx.Err() == nil {
-				r.Log.Warn("purging batch files failed", "err", err)
-			}
+		p.start(ctx, stopping)
+		if p.roundDue(stopping) {
+			p.round(stopping)
 		}
-		free := n - len(slots)
-		// Claims come in groups: while items run, a claim waits until half the slots are
-		// free, so one claiming transaction serves several items.
-		if free == 0 || (free < n && free < (n+1)/2) || (r.Yield != nil && r.Yield()) {
-			sleep(ctx, 20*time.Millisecond)
-			continue
+		if stopping && p.running == 0 && len(p.waiting) == 0 {
+			p.release()
+			return
 		}
-		items, err := r.Store.ClaimBatchItems(ctx, free, r.Lease)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.Log.Warn("claiming batch items failed", "err", err)
-			}
-			sleep(ctx, idlePoll)
-			continue
+		done := ctx.Done()
+		if stopping {
+			done = nil
 		}
-		if len(items) == 0 {
-			sleep(ctx, idlePoll)
-			continue
-		}
-		for _, it := range items {
-			slots <- struct{}{}
-			wg.Add(1)
-			r.track(it.RequestID, true)
-			go func() {
-				defer func() { r.track(it.RequestID, false); <-slots; wg.Done() }()
-				// An item runs to its end even when the replica stops: its charge and its
-				// result belong together.
-				r.runItem(context.WithoutCancel(ctx), it)
-			}()
+		select {
+		case res := <-r.results:
+			p.take(res)
+		case <-tick.C:
+		case <-done:
 		}
 	}
+}
+
+// maintain runs the expiry sweep and the purge of old files when they are due.
+func (p *pump) maintain(ctx context.Context) {
+	r := p.r
+	if time.Since(p.sweep) >= idlePoll {
+		p.sweep = time.Now()
+		if _, err := r.Store.ExpireBatches(ctx); err != nil && ctx.Err() == nil {
+			r.Log.Warn("expiring batches failed", "err", err)
+		}
+	}
+	if time.Since(p.purge) >= purgeEvery {
+		p.purge = time.Now()
+		if _, err := r.Store.PurgeBatchFiles(ctx, purgeBatch); err != nil && ctx.Err() == nil {
+			r.Log.Warn("purging batch files failed", "err", err)
+		}
+	}
+}
+
+// take counts a finished item's end: its slot is free, its result waits for a round.
+func (p *pump) take(res result) {
+	p.running--
+	p.r.active.Add(-1)
+	if res.abandon {
+		p.r.mu.Lock()
+		delete(p.r.claims, res.item.Item.RequestID)
+		p.r.mu.Unlock()
+		return
+	}
+	p.wait(res)
+}
+
+// wait queues a result for the next round.
+func (p *pump) wait(res result) {
+	if len(p.waiting) == 0 {
+		p.oldest = time.Now()
+	}
+	p.waiting = append(p.waiting, res.item)
+	p.outcomes = append(p.outcomes, res.outcome)
+}
+
+// start runs held items in the free slots, while their batches' check is fresh and no live
+// request waits.
+func (p *pump) start(ctx context.Context, stopping bool) {
+	r := p.r
+	for !stopping && p.running < p.n && len(p.held) > 0 && time.Since(p.checked) < statusFresh {
+		if r.Yield != nil && r.Yield() {
+			return
+		}
+		it := p.held[0]
+		p.held = p.held[1:]
+		p.running++
+		r.active.Add(1)
+		go func() {
+			// An item runs to its end even when the replica stops: its charge and its
+			// result belong together.
+			r.results <- r.runItem(context.WithoutCancel(ctx), it)
+		}()
+	}
+}
+
+// roundDue says whether a round is needed now: results have waited long enough (or enough
+// of them wait), the held items run low, or the held items' check is stale while slots are
+// free.
+func (p *pump) roundDue(stopping bool) bool {
+	switch {
+	case len(p.waiting) >= maxResults || (len(p.waiting) > 0 && (stopping || time.Since(p.oldest) >= resultLinger)):
+		return true
+	case stopping:
+		return false
+	case p.wantClaim() > 0:
+		return true
+	}
+	return len(p.held) > 0 && p.running < p.n && time.Since(p.checked) >= statusFresh
+}
+
+// wantClaim is how many items the next round should claim.
+func (p *pump) wantClaim() int {
+	r := p.r
+	if len(p.held) >= p.n || time.Now().Before(p.idleUntil) || (r.Yield != nil && r.Yield()) {
+		return 0
+	}
+	return p.target - len(p.held)
+}
+
+// round runs one store.BatchRound.
+func (p *pump) round(stopping bool) {
+	r := p.r
+	claim := 0
+	if !stopping {
+		claim = p.wantClaim()
+	}
+	watch := map[string]bool{}
+	for _, it := range p.held {
+		watch[it.BatchID] = true
+	}
+	ids := make([]string, 0, len(watch))
+	for id := range watch {
+		ids = append(ids, id)
+	}
+	done := p.waiting
+	if len(done) > maxResults {
+		done = done[:maxResults]
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	claimed, stopped, err := r.Store.BatchRound(ctx, done, claim, r.Lease, ids)
+	cancel()
+	if err != nil {
+		p.failures++
+		r.Log.Warn("a batch round failed", "results", len(done), "err", err)
+		if p.failures >= 5 && len(done) > 0 {
+			// The claims of these items lapse and they are taken again: their charges, if
+			// any, are found then.
+			r.Log.Error("recording batch results failed; their items will be taken again", "results", len(done), "err", err)
+			p.drop(len(done), false)
+			p.failures = 0
+		}
+		time.Sleep(time.Duration(min(p.failures, 5)) * 200 * time.Millisecond)
+		return
+	}
+	p.failures = 0
+	p.drop(len(done), true)
+	if claim > 0 && len(claimed) == 0 {
+		p.idleUntil = time.Now().Add(idlePoll)
+	}
+	if len(stopped) > 0 {
+		kept := p.held[:0]
+		for _, it := range p.held {
+			if o := stopped[it.BatchID]; o != "" {
+				p.wait(result{item: store.FinishedItem{Item: it, Result: &store.ItemResult{Outcome: o}}, outcome: o})
+				continue
+			}
+			kept = append(kept, it)
+		}
+		p.held = kept
+	}
+	r.mu.Lock()
+	for _, it := range claimed {
+		r.claims[it.RequestID] = true
+	}
+	r.mu.Unlock()
+	p.held = append(p.held, claimed...)
+	p.checked = began
+}
+
+// drop forgets the first k waiting results: recorded (counted in the metrics), or given up.
+func (p *pump) drop(k int, recorded bool) {
+	r := p.r
+	r.mu.Lock()
+	for _, d := range p.waiting[:k] {
+		delete(r.claims, d.Item.RequestID)
+	}
+	r.mu.Unlock()
+	if recorded && r.Counted != nil {
+		for _, o := range p.outcomes[:k] {
+			r.Counted(o)
+		}
+	}
+	p.waiting, p.outcomes = p.waiting[k:], p.outcomes[k:]
+	if len(p.waiting) > 0 {
+		p.oldest = time.Now()
+	}
+}
+
+// release puts back the items held unstarted when the runner stops, so that another replica
+// takes them at once rather than after the lease.
+func (p *pump) release() {
+	if len(p.held) == 0 {
+		return
+	}
+	ids := make([]string, len(p.held))
+	for i, it := range p.held {
+		ids[i] = it.RequestID
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.r.Store.ReleaseBatchItems(ctx, ids); err != nil {
+		p.r.Log.Warn("putting back held batch items failed; their claims lapse", "items", len(ids), "err", err)
+	}
+	p.held = nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -199,19 +362,8 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (r *Runner) track(id string, on bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if on {
-		r.running[id] = true
-		r.active.Add(1)
-	} else {
-		delete(r.running, id)
-		r.active.Add(-1)
-	}
-}
-
-// renew keeps this replica's claims alive.
+// renew keeps this replica's claims alive (the items held and running), in one statement a
+// tick.
 func (r *Runner) renew(ctx context.Context) {
 	t := time.NewTicker(r.Lease / 3)
 	defer t.Stop()
@@ -222,8 +374,8 @@ func (r *Runner) renew(ctx context.Context) {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		ids := make([]string, 0, len(r.running))
-		for id := range r.running {
+		ids := make([]string, 0, len(r.claims))
+		for id := range r.claims {
 			ids = append(ids, id)
 		}
 		r.mu.Unlock()
@@ -233,8 +385,8 @@ func (r *Runner) renew(ctx context.Context) {
 	}
 }
 
-// runItem runs one attempt of an item and records its result.
-func (r *Runner) runItem(ctx context.Context, it *store.ClaimedItem) {
+// runItem runs one attempt of an item; its result is recorded by the next round.
+func (r *Runner) runItem(ctx context.Context, it *store.ClaimedItem) result {
 	var res *store.ItemResult
 	outcome := ""
 	if it.PreviousRequestID != "" {
@@ -243,7 +395,7 @@ func (r *Runner) runItem(ctx context.Context, it *store.ClaimedItem) {
 		charged, err := r.Store.RequestCharged(ctx, it.ProfileID, it.PreviousRequestID)
 		if err != nil {
 			r.Log.Warn("checking a batch item's earlier attempt failed", "batch", it.BatchID, "item", it.Idx, "err", err)
-			return // the claim lapses and the item is tried again
+			return result{item: store.FinishedItem{Item: it}, abandon: true} // the claim lapses and the item is tried again
 		}
 		if charged {
 			res = &store.ItemResult{Outcome: store.OutcomeError, ErrorCode: "result_lost",
@@ -264,19 +416,10 @@ func (r *Runner) runItem(ctx context.Context, it *store.ClaimedItem) {
 			if err := r.Store.ReleaseBatchItem(ctx, it); err != nil {
 				r.Log.Warn("releasing a batch item failed", "err", err)
 			}
-			return
+			return result{item: store.FinishedItem{Item: it}, abandon: true}
 		}
 	}
-	done := make(chan error, 1)
-	r.finishes <- finishReq{item: store.FinishedItem{Item: it, Result: res}, done: done}
-	if err := <-done; err != nil {
-		// The claim lapses and the item is taken again: its charge, if any, is found then.
-		r.Log.Error("recording a batch item's result failed", "batch", it.BatchID, "item", it.Idx, "request_id", it.RequestID, "err", err)
-		return
-	}
-	if r.Counted != nil {
-		r.Counted(outcome)
-	}
+	return result{item: store.FinishedItem{Item: it, Result: res}, outcome: outcome}
 }
 
 // path is the route an item runs on.

@@ -42,6 +42,10 @@ const (
 	// more only lengthened every answer's end (BenchmarkChargeConcurrent, 64 requests: wait
 	// p50 3.1-4.8 ms without the window, 5.2-6.6 ms with 1 ms, and no more transactions).
 	DefaultGroupWindow = 0
+	// DefaultBatchWindow: see Ledger.BatchWindow. A batch item waits at most this long more
+	// for its charge; its items are not waited for by anyone, and their commits are what
+	// a batch costs the database.
+	DefaultBatchWindow = 20 * time.Millisecond
 	// leaseFactor: a lease grows by this many holds at once, so that a busy profile costs one
 	// database transaction per several requests instead of one per request.
 	leaseFactor = 8
@@ -81,6 +85,10 @@ type Ledger struct {
 	OnSettle func(batch int, took time.Duration, err error)
 	// OnCharge, when set, observes how long each Charge waited (metrics).
 	OnCharge func(wait time.Duration)
+	// BatchWindow bounds how long a group of batch items' charges waits for the other batch
+	// items running on the replica (gatherBatch); DefaultBatchWindow when 0, none when
+	// negative.
+	BatchWindow time.Duration
 
 	mu       sync.Mutex
 	accounts map[uuid.UUID]*account
@@ -97,10 +105,12 @@ type Ledger struct {
 	closed     bool  // Close has begun: no more charges
 	dropped    int64 // uncharged records not kept while too many were pending
 	refunds    sync.WaitGroup
-	live       atomic.Int32   // LiveReplicas
-	background sync.WaitGroup // lease growths beside requests
-	waits      ring           // Charge waits
-	txs        ring           // group commit transactions
+	live       atomic.Int32 // LiveReplicas
+	// batchRunning is the number of batch items running on the replica (SetBatchRunning).
+	batchRunning func() int64
+	background   sync.WaitGroup // lease growths beside requests
+	waits        ring           // Charge waits
+	txs          ring           // group commit transactions
 }
 
 // Stats counts the committer's work.
@@ -128,6 +138,7 @@ type queued struct {
 type charge struct {
 	rec     store.RequestRecord
 	hold    *Hold
+	batch   bool // a batch item's charge (gatherBatch)
 	done    chan struct{}
 	charged decimal.Decimal
 	capped  bool

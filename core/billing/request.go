@@ -28,12 +28,18 @@ type Request struct {
 	// durable: the request's own charge is in the database (Settle); refunded: and was given
 	// back since, its answer cut after all (Unsettle).
 	durable, refunded bool
+	// batch: a batch item's request (BatchItem).
+	batch bool
 }
 
 // NewRequest starts the money of a request of the profile; it holds nothing yet.
 func (l *Ledger) NewRequest(profile uuid.UUID) Request {
 	return Request{ledger: l, profile: profile}
 }
+
+// BatchItem marks the request as a batch item's: its charge may wait a little for the
+// charges of the replica's other batch items, to share their commit (Ledger.gatherBatch).
+func (r *Request) BatchItem() { r.batch = true }
 
 // Limit makes the request's holds count against the key's budget b too, in the window holding
 // start (the request's start: its charge counts in that window).
@@ -126,7 +132,7 @@ func (r *Request) Settle(ctx context.Context, rec store.RequestRecord) (decimal.
 // response of a realtime session): the hold pays for it and is spent, and the request is not
 // Durable; the next part needs a hold of its own (Hold). On error the hold is kept.
 func (r *Request) SettlePart(ctx context.Context, rec store.RequestRecord) (decimal.Decimal, error) {
-	charged, err := r.ledger.Charge(ctx, r.hold, rec, apierror.InsufficientBalance)
+	charged, err := r.ledger.charge(ctx, r.hold, rec, apierror.InsufficientBalance, r.batch)
 	if errors.Is(err, ErrInsufficient) {
 		return decimal.Zero, err
 	}

@@ -73,7 +73,8 @@ func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...t
 		tokens.settle(0)
 		return nil, idErr
 	}
-	if batchItemCall(ctx) {
+	batchItem := batchItemCall(ctx)
+	if batchItem {
 		m = batchPriced(m)
 	}
 	b := &billed{s: s, ctx: ctx, snap: snap, k: k, m: m, tokens: tokens, money: s.Deps.Ledger.NewRequest(k.ProfileID), out: Outcome{
@@ -83,6 +84,9 @@ func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...t
 	}}
 	if k.Budget != nil {
 		b.money.Limit(keyBudget(k), b.out.StartTime)
+	}
+	if batchItem {
+		b.money.BatchItem()
 	}
 	if !generated {
 		dctx, cancel := context.WithTimeout(ctx, s.Deps.Ledger.DBTimeout)

@@ -364,3 +364,45 @@ func (s *Store) CountNon2xx(ctx context.Context, batchID string) (int, error) {
 	}
 	return n, nil
 }
+
+// ProfileBatches is a profile's batches over a range, newest first, and the counts of every
+// batch of the range added up (the admin API's ListProfileBatches).
+type ProfileBatches struct {
+	Batches []*Batch
+	Totals  BatchTotals
+}
+
+// BatchTotals adds up batches' item counts; Running counts the batches not ended.
+type BatchTotals struct {
+	Batches, Running                            int64
+	Total, Completed, Failed, Canceled, Expired int64
+}
+
+// ListProfileBatches lists up to limit of the profile's batches (both APIs; not the ones
+// deleted through Anthropic's API) created at or after since (zero: all), of one key when
+// keyID is not uuid.Nil.
+func (s *Store) ListProfileBatches(ctx context.Context, profileID uuid.UUID, keyID uuid.UUID, since time.Time, limit int) (*ProfileBatches, error) {
+	const where = `WHERE profile_id = $1 AND deleted_at IS NULL AND ($2 = '00000000-0000-0000-0000-000000000000'::uuid OR key_id = $2) AND created_at >= $3`
+	out := &ProfileBatches{}
+	t := &out.Totals
+	err := s.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status IN ('in_progress', 'cancelling')),
+			coalesce(sum(total), 0), coalesce(sum(completed), 0), coalesce(sum(failed), 0), coalesce(sum(canceled), 0), coalesce(sum(expired), 0)
+		FROM batches `+where, profileID, keyID, since).Scan(&t.Batches, &t.Running, &t.Total, &t.Completed, &t.Failed, &t.Canceled, &t.Expired)
+	if err != nil {
+		return nil, fmt.Errorf("add up batches: %w", interpretError(err))
+	}
+	rows, err := s.Pool.Query(ctx, `SELECT `+batchColumns+` FROM batches `+where+` ORDER BY created_at DESC, id DESC LIMIT $4`,
+		profileID, keyID, since, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list batches: %w", interpretError(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		b, err := scanBatch(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan batch: %w", err)
+		}
+		out.Batches = append(out.Batches, b)
+	}
+	return out, rows.Err()
+}

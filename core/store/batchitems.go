@@ -38,7 +38,16 @@ type ClaimedItem struct {
 // own ("gw-" batch "-" index "-" attempt), so a new attempt never meets the record of an
 // old one.
 func (s *Store) ClaimBatchItems(ctx context.Context, n int, lease time.Duration) ([]*ClaimedItem, error) {
-	rows, err := s.Pool.Query(ctx, `
+	return claimItems(ctx, s.Pool, n, lease)
+}
+
+// querier is what the item moves need of a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func claimItems(ctx context.Context, q querier, n int, lease time.Duration) ([]*ClaimedItem, error) {
+	rows, err := q.Query(ctx, `
 		WITH c AS (
 			SELECT bi.batch_id, bi.idx, bi.request_id AS previous FROM batch_items bi JOIN batches b ON b.id = bi.batch_id
 			WHERE (bi.state = 'pending' AND b.status = 'in_progress' AND b.expires_at > now())
@@ -117,6 +126,57 @@ func (s *Store) FinishBatchItem(ctx context.Context, it *ClaimedItem, res *ItemR
 // An attempt's request id must still be its item's: an attempt whose claim was taken over
 // (its replica seemed dead) records nothing.
 func (s *Store) FinishBatchItems(ctx context.Context, done []FinishedItem) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return finishItems(ctx, tx, done) })
+}
+
+// BatchRound is a runner's transaction (core/batchrun): it records the results waiting, then
+// claims up to claim items (ClaimBatchItems), and says which of the watched batches may run
+// nothing more (cancelled: OutcomeCanceled; past their window: OutcomeExpired), so that the
+// items a runner holds unstarted for them end as their unstarted siblings did. One
+// transaction for all three is what keeps a batch's database work per item small.
+func (s *Store) BatchRound(ctx context.Context, done []FinishedItem, claim int, lease time.Duration, watch []string) (claimed []*ClaimedItem, stopped map[string]string, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		claimed, stopped = nil, map[string]string{}
+		if err := finishItems(ctx, tx, done); err != nil {
+			return err
+		}
+		if len(watch) > 0 {
+			rows, err := tx.Query(ctx, `SELECT id, CASE WHEN status IN ('cancelling', 'cancelled') THEN 'canceled' ELSE 'expired' END
+				FROM batches WHERE id = ANY($1) AND (status <> 'in_progress' OR expires_at <= now())`, watch)
+			if err != nil {
+				return fmt.Errorf("read batches' status: %w", interpretError(err))
+			}
+			for rows.Next() {
+				var id, outcome string
+				if err := rows.Scan(&id, &outcome); err != nil {
+					rows.Close()
+					return fmt.Errorf("scan batch status: %w", err)
+				}
+				stopped[id] = outcome
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("read batches' status: %w", interpretError(err))
+			}
+		}
+		if claim > 0 {
+			var err error
+			if claimed, err = claimItems(ctx, tx, claim, lease); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return claimed, stopped, nil
+}
+
+func finishItems(ctx context.Context, tx pgx.Tx, done []FinishedItem) error {
+	if len(done) == 0 {
+		return nil
+	}
 	batches := map[string]map[string]int{}
 	for _, d := range done {
 		if batches[d.Item.BatchID] == nil {
@@ -128,40 +188,66 @@ func (s *Store) FinishBatchItems(ctx context.Context, done []FinishedItem) error
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		// The batch rows first, in one order: every finish, cancel and expiry of a batch
-		// locks it before its items.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
-			return fmt.Errorf("lock batches: %w", interpretError(err))
+	// The batch rows first, in one order: every finish, cancel and expiry of a batch locks
+	// it before its items.
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM batches WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+		return fmt.Errorf("lock batches: %w", interpretError(err))
+	}
+	// The results in one statement: each row whose attempt still holds its item is done.
+	n := len(done)
+	bids, idxs, rids, outcomes, codes, resps, ecodes, emsgs := make([]string, n), make([]int32, n), make([]string, n), make([]string, n),
+		make([]int32, n), make([][]byte, n), make([]string, n), make([]string, n)
+	for i, d := range done {
+		bids[i], idxs[i], rids[i] = d.Item.BatchID, int32(d.Item.Idx), d.Item.RequestID
+		outcomes[i], codes[i], resps[i], ecodes[i], emsgs[i] = d.Result.Outcome, int32(d.Result.StatusCode), d.Result.Response, d.Result.ErrorCode, d.Result.ErrorText
+	}
+	rows, err := tx.Query(ctx, `UPDATE batch_items i SET state = 'done', outcome = t.outcome, status_code = nullif(t.code, 0), response = t.resp,
+			error_code = nullif(t.ecode, ''), error_msg = nullif(t.emsg, ''), finished_at = now()
+		FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::int[], $6::bytea[], $7::text[], $8::text[]) AS t(bid, idx, rid, outcome, code, resp, ecode, emsg)
+		WHERE i.batch_id = t.bid AND i.idx = t.idx AND i.request_id = t.rid AND i.state = 'running'
+		RETURNING i.batch_id, i.outcome`, bids, idxs, rids, outcomes, codes, resps, ecodes, emsgs)
+	if err != nil {
+		return fmt.Errorf("finish batch items: %w", interpretError(err))
+	}
+	for rows.Next() {
+		var id, outcome string
+		if err := rows.Scan(&id, &outcome); err != nil {
+			rows.Close()
+			return fmt.Errorf("scan finished item: %w", err)
 		}
-		for _, d := range done {
-			it, res := d.Item, d.Result
-			tag, err := tx.Exec(ctx, `UPDATE batch_items SET state = 'done', outcome = $4, status_code = nullif($5, 0), response = $6,
-					error_code = nullif($7, ''), error_msg = nullif($8, ''), finished_at = now()
-				WHERE batch_id = $1 AND idx = $2 AND request_id = $3 AND state = 'running'`,
-				it.BatchID, it.Idx, it.RequestID, res.Outcome, res.StatusCode, res.Response, res.ErrorCode, res.ErrorText)
-			if err != nil {
-				return fmt.Errorf("finish item %d of batch %s: %w", it.Idx, it.BatchID, interpretError(err))
-			}
-			if tag.RowsAffected() == 1 {
-				batches[it.BatchID][res.Outcome]++
-			}
+		batches[id][outcome]++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("finish batch items: %w", interpretError(err))
+	}
+	for _, id := range ids {
+		c := batches[id]
+		if len(c) == 0 {
+			continue
 		}
-		for _, id := range ids {
-			c := batches[id]
-			if len(c) == 0 {
-				continue
-			}
-			if _, err := tx.Exec(ctx, `UPDATE batches SET completed = completed + $2, failed = failed + $3, canceled = canceled + $4, expired = expired + $5 WHERE id = $1`,
-				id, c[OutcomeResponse], c[OutcomeError], c[OutcomeCanceled], c[OutcomeExpired]); err != nil {
-				return fmt.Errorf("count items of batch %s: %w", id, interpretError(err))
-			}
-			if err := finalize(ctx, tx, id); err != nil {
-				return err
-			}
+		if _, err := tx.Exec(ctx, `UPDATE batches SET completed = completed + $2, failed = failed + $3, canceled = canceled + $4, expired = expired + $5 WHERE id = $1`,
+			id, c[OutcomeResponse], c[OutcomeError], c[OutcomeCanceled], c[OutcomeExpired]); err != nil {
+			return fmt.Errorf("count items of batch %s: %w", id, interpretError(err))
 		}
+		if err := finalize(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReleaseBatchItems puts claimed items back, unstarted (a replica stopping with items it had
+// not started yet).
+func (s *Store) ReleaseBatchItems(ctx context.Context, requestIDs []string) error {
+	if len(requestIDs) == 0 {
 		return nil
-	})
+	}
+	_, err := s.Pool.Exec(ctx, `UPDATE batch_items SET state = 'pending', claimed_at = NULL WHERE state = 'running' AND request_id = ANY($1)`, requestIDs)
+	if err != nil {
+		return fmt.Errorf("release batch items: %w", interpretError(err))
+	}
+	return nil
 }
 
 // ReleaseBatchItem puts a claimed item back, unstarted (a refusal to retry later).

@@ -102,7 +102,11 @@ func TestBatchSurvivesKilledReplica(t *testing.T) {
 	a := slowGen(t, 2*time.Second, "1000", env...)
 	c := sdk(a, a.Key)
 	b := createBatch(t, c, items("m-openai", 8))
-	gatewaytest.WaitFor(t, 30*time.Second, "items running on the first replica", func() bool { return itemStates(t, a.Pool(), b.ID)["running"] > 0 })
+	// Items in flight: claimed in the database and sent upstream (a replica claims ahead of
+	// its free slots, so a claim alone does not say that an item started).
+	gatewaytest.WaitFor(t, 30*time.Second, "items running on the first replica", func() bool {
+		return itemStates(t, a.Pool(), b.ID)["running"] > 0 && len(a.Up.Calls()) > 0
+	})
 	a.Kill()
 	replica := gatewaytest.Start(t, gatewaytest.Options{Name: "second", DatabaseURL: a.DatabaseURL, Env: env})
 	g2 := &gatewaytest.Gen{Gateway: replica, Up: a.Up, Key: a.Key, ProfileID: a.ProfileID}
@@ -146,7 +150,9 @@ func TestBatchCancelStopsUnstarted(t *testing.T) {
 	g := slowGen(t, 1500*time.Millisecond, "1000", "GATEWAY_BATCH_CONCURRENCY=1")
 	c := sdk(g, g.Key)
 	b := createBatch(t, c, items("m-openai", 5))
-	gatewaytest.WaitFor(t, 30*time.Second, "an item running", func() bool { return itemStates(t, g.Pool(), b.ID)["running"] == 1 })
+	// The first item reached the upstream (the replica holds the other four claimed and
+	// unstarted: they are what the cancel stops).
+	gatewaytest.WaitFor(t, 30*time.Second, "an item running", func() bool { return len(g.Up.Calls()) == 1 })
 	cb, err := c.Batches.Cancel(context.Background(), b.ID)
 	if err != nil || cb.Status != openai.BatchStatusCancelling || cb.CancellingAt == 0 {
 		t.Fatalf("cancel = %v %+v", err, cb)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openai/openai-go/v3"
 
 	"modelgateway/core/gatewaytest"
@@ -17,13 +18,18 @@ import (
 // TestBatchThroughputMeasure measures a batch of GATEWAY_BATCH_MEASURE items (chat items on
 // the canned upstream, one replica, default concurrency): items per second, items per CPU
 // second of the replica, database transactions per item, and the replica's peak RSS. It
-// only runs when GATEWAY_BATCH_MEASURE is set (it is a measurement, not a check).
+// only runs when GATEWAY_BATCH_MEASURE is set (it is a measurement, not a check);
+// GATEWAY_BATCH_MEASURE_CONCURRENCY sets the replica's GATEWAY_BATCH_CONCURRENCY.
 func TestBatchThroughputMeasure(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("GATEWAY_BATCH_MEASURE"))
 	if n <= 0 {
 		t.Skip("set GATEWAY_BATCH_MEASURE=<items> to measure")
 	}
-	g := gatewaytest.StartGen(t, gatewaytest.Options{})
+	var env []string
+	if c := os.Getenv("GATEWAY_BATCH_MEASURE_CONCURRENCY"); c != "" {
+		env = append(env, "GATEWAY_BATCH_CONCURRENCY="+c)
+	}
+	g := gatewaytest.StartGen(t, gatewaytest.Options{Env: env})
 	ctx := context.Background()
 	c := sdk(g, g.Key)
 	lines := make([]string, n)
@@ -39,13 +45,31 @@ func TestBatchThroughputMeasure(t *testing.T) {
 		}
 		return v
 	}
+	// With pg_stat_statements loaded (shared_preload_libraries on TEST_DATABASE_URL's server),
+	// the statements behind the transactions are listed too.
+	_, statErr := g.Pool().Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
+	if statErr == nil {
+		_, statErr = g.Pool().Exec(ctx, `SELECT pg_stat_statements_reset()`)
+	}
+	// PostgreSQL counts a backend's transactions in pg_stat_database when it flushes its
+	// statistics: at most once a second while busy, and up to 10 s after it went idle. The
+	// count is read after quiet spells of statsLag, and the replica's background work (its
+	// heartbeat, the ledger's flushes, the runner's sweeps) is measured over one of them and
+	// taken off.
+	const statsLag = 11 * time.Second
+	time.Sleep(statsLag)
+	xa, ta := xacts(), time.Now()
+	time.Sleep(statsLag)
 	cpu0, x0, start := procCPU(t, pid), xacts(), time.Now()
+	background := float64(x0-xa) / start.Sub(ta).Seconds()
 	b, err := c.Batches.New(ctx, openai.BatchNewParams{InputFileID: file, Endpoint: openai.BatchNewParamsEndpointV1ChatCompletions,
 		CompletionWindow: openai.BatchNewParamsCompletionWindow24h})
 	if err != nil {
 		t.Fatal(err)
 	}
+	polls := 0
 	for {
+		polls++ // one transaction each
 		got, err := c.Batches.Get(ctx, b.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -56,11 +80,36 @@ func TestBatchThroughputMeasure(t *testing.T) {
 			}
 			break
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
-	took, cpu, x := time.Since(start), procCPU(t, pid)-cpu0, xacts()-x0
-	t.Logf("%d items in %s: %.0f items/s, %.0f items per CPU second of the replica, %.2f transactions per item, peak RSS %s",
-		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(n)/cpu.Seconds(), float64(x)/float64(n), peakRSS(t, pid))
+	took, cpu := time.Since(start), procCPU(t, pid)-cpu0
+	time.Sleep(statsLag)
+	x := float64(xacts()-x0) - background*time.Since(start).Seconds() - float64(polls)
+	t.Logf("%d items in %s: %.0f items/s, %.0f items per CPU second of the replica, %.3f transactions per item (less %.1f/s of background and %d polls), peak RSS %s",
+		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(n)/cpu.Seconds(), x/float64(n), background, polls, peakRSS(t, pid))
+	if statErr == nil {
+		logStatements(t, g.Pool(), n)
+	}
+}
+
+// logStatements lists the statements run in the database since the reset, most called first,
+// with their calls per item.
+func logStatements(t *testing.T, pool *pgxpool.Pool, n int) {
+	rows, err := pool.Query(context.Background(), `SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY calls DESC LIMIT 25`)
+	if err != nil {
+		t.Logf("pg_stat_statements: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var calls int64
+		var q string
+		if err := rows.Scan(&calls, &q); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%6.3f/item %s", float64(calls)/float64(n), q)
+	}
 }
 
 // procCPU is a process's user and system CPU time so far.

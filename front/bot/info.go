@@ -103,7 +103,8 @@ func unitText(u string) string { return strings.ReplaceAll(u, "_", " ") }
 const usageDays = 7
 
 // cmdUsage shows the last usageDays days by day and model (requests, tokens by category,
-// cost) of all the user's keys, or of one: `/usage <key name or prefix>`.
+// cost) and the batches created in them (batches.go) of all the user's keys, or of one:
+// `/usage <key name or prefix>`.
 func (b *Bot) cmdUsage(ctx context.Context, c *call) error {
 	p, err := b.profile(ctx, c)
 	if err != nil {
@@ -134,9 +135,16 @@ func (b *Bot) cmdUsage(ctx context.Context, c *call) error {
 	if err != nil {
 		return b.failed(ctx, c, err)
 	}
+	batches, err := b.batchesLine(ctx, p.GetId(), req.GetKeyId(), req.GetStartTime())
+	if err != nil {
+		return b.failed(ctx, c, err)
+	}
+	if batches != "" {
+		batches = "\n\n" + esc(batches)
+	}
 	c.outcome = "ok"
 	if len(u.GetRows()) == 0 {
-		return b.reply(ctx, c, fmt.Sprintf("No requests in the last %d days (%s).", usageDays, of))
+		return b.reply(ctx, c, fmt.Sprintf("No requests in the last %d days (%s).", usageDays, of)+batches)
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "<b>Usage, last %d days</b> — %s\n", usageDays, of)
@@ -159,7 +167,7 @@ func (b *Bot) cmdUsage(ctx context.Context, c *call) error {
 			esc(cost.String()), esc(p.GetCurrency()))
 	}
 	fmt.Fprintf(&s, "\n\nTotal: %d requests, %s %s", requests, esc(total.String()), esc(p.GetCurrency()))
-	return b.reply(ctx, c, clip(s.String()))
+	return b.reply(ctx, c, clip(s.String()+batches))
 }
 
 // findKey finds one of the user's keys by name or prefix (at least 4 characters, "…" allowed

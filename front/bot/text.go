@@ -38,7 +38,7 @@ func (b *Bot) helpText(operator bool) string {
 	s.WriteString("/rotate &lt;name or prefix&gt; — replace a key by a new secret with the same policy; the old one stops working\n")
 	s.WriteString("/models — the models you can use and their prices\n")
 	s.WriteString("/balance — balance and what is available now\n")
-	s.WriteString("/usage [key] — the last 7 days by day and model: requests, tokens, cost\n")
+	s.WriteString("/usage [key] — the last 7 days by day and model: requests, tokens, cost; and batches\n")
 	if b.cfg.StarsRate.IsZero() {
 		s.WriteString("/topup &lt;amount&gt; — add funds\n")
 	} else {

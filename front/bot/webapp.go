@@ -105,6 +105,7 @@ func (b *Bot) webAppHandler(now func() time.Time) http.Handler {
 	api("POST /api/keys/{id}/revoke", b.apiRevokeKey)
 	api("POST /api/keys/{id}/rotate", b.apiRotateKey)
 	api("POST /api/topup", b.apiTopUp)
+	api("GET /api/batches", b.apiBatches) // batches.go
 	return securityHeaders(mux)
 }
 

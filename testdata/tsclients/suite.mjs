@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI, ApiError } from '@google/genai';
 import { GoogleGenerativeAI, GoogleGenerativeAIFetchError, SchemaType } from '@google/generative-ai';
@@ -424,4 +424,73 @@ test('rate limits: openai reads the headers and retries a 429 after retry-after'
   assert.ok(again.choices[0].message.content);
   assert.deepEqual(attempts.map((a) => a.status), [429, 200]);
   assert.ok(attempts[1].at - attempts[0].at >= 900, `retried after ${attempts[1].at - attempts[0].at} ms, retry-after says 1 s`);
+});
+
+// ---------------------------------------------------------------- batches (openai, anthropic)
+// The gateway runs a batch's items itself on every upstream kind: one item per model, each
+// answered and charged like a live request, the results read back the SDKs' own way.
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const POLL = 100; // ms between polls of a batch
+const POLL_FOR = 60_000;
+
+test('openai batches: files.create, batches.create, retrieve until completed, files.content of the output (every upstream kind)', async () => {
+  const c = openai();
+  const lines = MODELS.map((model, i) => JSON.stringify({ custom_id: `item-${i}`, method: 'POST', url: '/v1/chat/completions',
+    body: { model, max_completion_tokens: 32, messages: [{ role: 'user', content: 'hello' }] } }));
+  const file = await c.files.create({ file: await toFile(Buffer.from(lines.join('\n') + '\n'), 'items.jsonl'), purpose: 'batch' });
+  assert.equal(file.object, 'file');
+  assert.equal(file.purpose, 'batch');
+  assert.equal(file.bytes, Buffer.byteLength(lines.join('\n') + '\n'));
+
+  let b = await c.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h', metadata: { suite: 'ts' } });
+  assert.equal(b.object, 'batch');
+  assert.equal(b.input_file_id, file.id);
+  assert.deepEqual(b.metadata, { suite: 'ts' });
+  for (const until = Date.now() + POLL_FOR; !['completed', 'failed', 'expired', 'cancelled'].includes(b.status); ) {
+    assert.ok(Date.now() < until, `batch still ${b.status} after ${POLL_FOR} ms`);
+    await sleep(POLL);
+    b = await c.batches.retrieve(b.id);
+  }
+  assert.equal(b.status, 'completed', JSON.stringify(b.errors));
+  assert.deepEqual(b.request_counts, { total: MODELS.length, completed: MODELS.length, failed: 0 });
+  assert.ok(b.output_file_id && !b.error_file_id, `output ${b.output_file_id}, error ${b.error_file_id}`);
+  assert.ok(b.completed_at >= b.created_at);
+
+  const content = await c.files.content(b.output_file_id);
+  const got = (await content.text()).trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(got.map((l) => l.custom_id).sort(), MODELS.map((_, i) => `item-${i}`));
+  for (const l of got) {
+    assert.equal(l.error, null, l.custom_id);
+    assert.equal(l.response.status_code, 200, l.custom_id);
+    assert.ok(l.response.request_id, `${l.custom_id}: request_id`);
+    const model = MODELS[Number(l.custom_id.slice(5))];
+    assert.equal(l.response.body.object, 'chat.completion', l.custom_id);
+    assert.match(l.response.body.choices[0].message.content, /Simulated reply/, `${l.custom_id} (${model})`);
+    assert.ok(l.response.body.usage.completion_tokens > 0, l.custom_id);
+  }
+});
+
+test('anthropic message batches: create, retrieve until ended, results (every upstream kind)', async () => {
+  const a = anthropic();
+  const requests = MODELS.map((model, i) => ({ custom_id: `msg-${i}`, params: { model, max_tokens: 32, messages: [{ role: 'user', content: 'hello' }] } }));
+  let b = await a.messages.batches.create({ requests });
+  assert.equal(b.type, 'message_batch');
+  for (const until = Date.now() + POLL_FOR; b.processing_status !== 'ended'; ) {
+    assert.ok(Date.now() < until, `message batch still ${b.processing_status} after ${POLL_FOR} ms`);
+    await sleep(POLL);
+    b = await a.messages.batches.retrieve(b.id);
+  }
+  assert.equal(b.request_counts.succeeded, MODELS.length, JSON.stringify(b.request_counts));
+  assert.equal(b.request_counts.errored + b.request_counts.canceled + b.request_counts.expired + b.request_counts.processing, 0);
+  assert.ok(b.ended_at && b.results_url);
+
+  const seen = [];
+  for await (const r of await a.messages.batches.results(b.id)) {
+    seen.push(r.custom_id);
+    assert.equal(r.result.type, 'succeeded', `${r.custom_id}: ${JSON.stringify(r.result)}`);
+    assert.equal(r.result.message.type, 'message', r.custom_id);
+    assert.match(r.result.message.content[0].text, /Simulated reply/, r.custom_id);
+    assert.ok(r.result.message.usage.output_tokens > 0, r.custom_id);
+  }
+  assert.deepEqual(seen.sort(), requests.map((r) => r.custom_id));
 });

@@ -284,11 +284,32 @@
     });
   }
 
+  // loadBatches lists the user's batches of the window with their request counts.
+  function loadBatches() {
+    return api('GET', '/api/batches').then(function (r) {
+      $('batches-h').textContent = 'Batches, last ' + r.days + ' days';
+      $('batches-total').textContent = r.count
+        ? r.count + (r.count === 1 ? ' batch' : ' batches') + (r.running ? ', ' + r.running + ' running' : '') + ': ' +
+          r.done + ' of ' + r.total + ' requests done, ' + r.failed + ' failed'
+        : 'No batches. The OpenAI and Anthropic batch APIs run them with your keys.';
+      var list = $('batches');
+      list.textContent = '';
+      r.batches.forEach(function (b) {
+        var li = el('li');
+        li.appendChild(el('div', {}, b.id + ' · ' + b.status.replace('_', ' ')));
+        li.appendChild(el('div', { 'class': 'hint' }, b.endpoint + ' · ' + b.done + ' of ' + b.total + ' done, ' + b.failed + ' failed · ' +
+          b.create_time.slice(0, 16).replace('T', ' ') + ' UTC'));
+        list.appendChild(li);
+      });
+      $('batches-sec').hidden = false;
+    });
+  }
+
   function load() {
     return api('GET', '/api/me').then(function (m) {
       me = m;
       render();
-      return loadUsage();
+      return Promise.all([loadUsage(), loadBatches()]);
     });
   }
 

@@ -3151,6 +3151,366 @@ func (x *BotHealth) GetLastPollTime() *timestamppb.Timestamp {
 	return nil
 }
 
+type ListProfileBatchesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Profile id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Only batches created at or after this time; unset means all.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Only the batches this key created; empty means every key of the profile.
+	KeyId string `protobuf:"bytes,3,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The most batches listed: default 20, at most 1000.
+	PageSize      int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProfileBatchesRequest) Reset() {
+	*x = ListProfileBatchesRequest{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProfileBatchesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProfileBatchesRequest) ProtoMessage() {}
+
+func (x *ListProfileBatchesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProfileBatchesRequest.ProtoReflect.Descriptor instead.
+func (*ListProfileBatchesRequest) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListProfileBatchesRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ListProfileBatchesRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *ListProfileBatchesRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *ListProfileBatchesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type ListProfileBatchesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first (create_time, then id, both descending).
+	Batches []*ProfileBatch `protobuf:"bytes,1,rep,name=batches,proto3" json:"batches,omitempty"`
+	// Every batch of the range, listed or not, added up.
+	Totals        *ProfileBatchTotals `protobuf:"bytes,2,opt,name=totals,proto3" json:"totals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProfileBatchesResponse) Reset() {
+	*x = ListProfileBatchesResponse{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProfileBatchesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProfileBatchesResponse) ProtoMessage() {}
+
+func (x *ListProfileBatchesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProfileBatchesResponse.ProtoReflect.Descriptor instead.
+func (*ListProfileBatchesResponse) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListProfileBatchesResponse) GetBatches() []*ProfileBatch {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
+func (x *ListProfileBatchesResponse) GetTotals() *ProfileBatchTotals {
+	if x != nil {
+		return x.Totals
+	}
+	return nil
+}
+
+type ProfileBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "openai" (/v1/batches) or "anthropic" (/v1/messages/batches).
+	Api string `protobuf:"bytes,2,opt,name=api,proto3" json:"api,omitempty"`
+	// The endpoint its items run on, e.g. /v1/chat/completions.
+	Endpoint string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// OpenAI's batch status words for both APIs: in_progress, cancelling, completed, failed,
+	// expired, cancelled.
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// The key that created it.
+	KeyId string `protobuf:"bytes,5,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// Items: all, answered by an upstream (any status), refused by the gateway, canceled and
+	// expired. total - the other four is how many have not ended.
+	Total      int64                  `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
+	Completed  int64                  `protobuf:"varint,7,opt,name=completed,proto3" json:"completed,omitempty"`
+	Failed     int64                  `protobuf:"varint,8,opt,name=failed,proto3" json:"failed,omitempty"`
+	Canceled   int64                  `protobuf:"varint,9,opt,name=canceled,proto3" json:"canceled,omitempty"`
+	Expired    int64                  `protobuf:"varint,10,opt,name=expired,proto3" json:"expired,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// When it ended; unset while it runs.
+	EndTime       *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProfileBatch) Reset() {
+	*x = ProfileBatch{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProfileBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProfileBatch) ProtoMessage() {}
+
+func (x *ProfileBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProfileBatch.ProtoReflect.Descriptor instead.
+func (*ProfileBatch) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ProfileBatch) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProfileBatch) GetApi() string {
+	if x != nil {
+		return x.Api
+	}
+	return ""
+}
+
+func (x *ProfileBatch) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *ProfileBatch) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ProfileBatch) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *ProfileBatch) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ProfileBatch) GetCompleted() int64 {
+	if x != nil {
+		return x.Completed
+	}
+	return 0
+}
+
+func (x *ProfileBatch) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *ProfileBatch) GetCanceled() int64 {
+	if x != nil {
+		return x.Canceled
+	}
+	return 0
+}
+
+func (x *ProfileBatch) GetExpired() int64 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
+func (x *ProfileBatch) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *ProfileBatch) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+type ProfileBatchTotals struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Batches int64                  `protobuf:"varint,1,opt,name=batches,proto3" json:"batches,omitempty"`
+	// Batches not ended yet (in_progress or cancelling).
+	Running int64 `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	// Items of those batches, as in ProfileBatch.
+	Total         int64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	Completed     int64 `protobuf:"varint,4,opt,name=completed,proto3" json:"completed,omitempty"`
+	Failed        int64 `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
+	Canceled      int64 `protobuf:"varint,6,opt,name=canceled,proto3" json:"canceled,omitempty"`
+	Expired       int64 `protobuf:"varint,7,opt,name=expired,proto3" json:"expired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProfileBatchTotals) Reset() {
+	*x = ProfileBatchTotals{}
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProfileBatchTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProfileBatchTotals) ProtoMessage() {}
+
+func (x *ProfileBatchTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_gateway_admin_v1_admin_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProfileBatchTotals.ProtoReflect.Descriptor instead.
+func (*ProfileBatchTotals) Descriptor() ([]byte, []int) {
+	return file_gateway_admin_v1_admin_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ProfileBatchTotals) GetBatches() int64 {
+	if x != nil {
+		return x.Batches
+	}
+	return 0
+}
+
+func (x *ProfileBatchTotals) GetRunning() int64 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *ProfileBatchTotals) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ProfileBatchTotals) GetCompleted() int64 {
+	if x != nil {
+		return x.Completed
+	}
+	return 0
+}
+
+func (x *ProfileBatchTotals) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *ProfileBatchTotals) GetCanceled() int64 {
+	if x != nil {
+		return x.Canceled
+	}
+	return 0
+}
+
+func (x *ProfileBatchTotals) GetExpired() int64 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
 var File_gateway_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_gateway_admin_v1_admin_proto_rawDesc = "" +
@@ -3411,7 +3771,39 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\tBotHealth\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12D\n" +
 	"\x10last_report_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastReportTime\x12@\n" +
-	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime2\xc5\x18\n" +
+	"\x0elast_poll_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime\"\x9a\x01\n" +
+	"\x19ListProfileBatchesRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x129\n" +
+	"\n" +
+	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12\x15\n" +
+	"\x06key_id\x18\x03 \x01(\tR\x05keyId\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"\x94\x01\n" +
+	"\x1aListProfileBatchesResponse\x128\n" +
+	"\abatches\x18\x01 \x03(\v2\x1e.gateway.admin.v1.ProfileBatchR\abatches\x12<\n" +
+	"\x06totals\x18\x02 \x01(\v2$.gateway.admin.v1.ProfileBatchTotalsR\x06totals\"\xf1\x02\n" +
+	"\fProfileBatch\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03api\x18\x02 \x01(\tR\x03api\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x15\n" +
+	"\x06key_id\x18\x05 \x01(\tR\x05keyId\x12\x14\n" +
+	"\x05total\x18\x06 \x01(\x03R\x05total\x12\x1c\n" +
+	"\tcompleted\x18\a \x01(\x03R\tcompleted\x12\x16\n" +
+	"\x06failed\x18\b \x01(\x03R\x06failed\x12\x1a\n" +
+	"\bcanceled\x18\t \x01(\x03R\bcanceled\x12\x18\n" +
+	"\aexpired\x18\n" +
+	" \x01(\x03R\aexpired\x12;\n" +
+	"\vcreate_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x125\n" +
+	"\bend_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xca\x01\n" +
+	"\x12ProfileBatchTotals\x12\x18\n" +
+	"\abatches\x18\x01 \x01(\x03R\abatches\x12\x18\n" +
+	"\arunning\x18\x02 \x01(\x03R\arunning\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\x12\x1c\n" +
+	"\tcompleted\x18\x04 \x01(\x03R\tcompleted\x12\x16\n" +
+	"\x06failed\x18\x05 \x01(\x03R\x06failed\x12\x1a\n" +
+	"\bcanceled\x18\x06 \x01(\x03R\bcanceled\x12\x18\n" +
+	"\aexpired\x18\a \x01(\x03R\aexpired2\xe0\x19\n" +
 	"\fAdminService\x12q\n" +
 	"\rCreateProfile\x12&.gateway.admin.v1.CreateProfileRequest\x1a\x19.gateway.admin.v1.Profile\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/admin/v1/profiles\x12m\n" +
 	"\n" +
@@ -3439,7 +3831,8 @@ const file_gateway_admin_v1_admin_proto_rawDesc = "" +
 	"\fListBotState\x12%.gateway.admin.v1.ListBotStateRequest\x1a&.gateway.admin.v1.ListBotStateResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/bot/state\x12\x80\x01\n" +
 	"\x0fReportBotHealth\x12(.gateway.admin.v1.ReportBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/admin/v1/bot/health:report\x12p\n" +
 	"\fGetBotHealth\x12%.gateway.admin.v1.GetBotHealthRequest\x1a\x1b.gateway.admin.v1.BotHealth\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/admin/v1/bot/health\x12]\n" +
-	"\x06GetKey\x12\x1f.gateway.admin.v1.GetKeyRequest\x1a\x15.gateway.admin.v1.Key\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/keys/{id}B+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
+	"\x06GetKey\x12\x1f.gateway.admin.v1.GetKeyRequest\x1a\x15.gateway.admin.v1.Key\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/admin/v1/keys/{id}\x12\x98\x01\n" +
+	"\x12ListProfileBatches\x12+.gateway.admin.v1.ListProfileBatchesRequest\x1a,.gateway.admin.v1.ListProfileBatchesResponse\"'\x82\xd3\xe4\x93\x02!\x12\x1f/admin/v1/profiles/{id}/batchesB+Z)modelgateway/gen/gateway/admin/v1;adminv1b\x06proto3"
 
 var (
 	file_gateway_admin_v1_admin_proto_rawDescOnce sync.Once
@@ -3453,7 +3846,7 @@ func file_gateway_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_gateway_admin_v1_admin_proto_rawDescData
 }
 
-var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_gateway_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*Profile)(nil),                    // 0: gateway.admin.v1.Profile
 	(*CreateProfileRequest)(nil),       // 1: gateway.admin.v1.CreateProfileRequest
@@ -3502,114 +3895,125 @@ var file_gateway_admin_v1_admin_proto_goTypes = []any{
 	(*ReportBotHealthRequest)(nil),     // 44: gateway.admin.v1.ReportBotHealthRequest
 	(*GetBotHealthRequest)(nil),        // 45: gateway.admin.v1.GetBotHealthRequest
 	(*BotHealth)(nil),                  // 46: gateway.admin.v1.BotHealth
-	nil,                                // 47: gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	nil,                                // 48: gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	(*timestamppb.Timestamp)(nil),      // 49: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 50: google.protobuf.FieldMask
-	(*structpb.Struct)(nil),            // 51: google.protobuf.Struct
+	(*ListProfileBatchesRequest)(nil),  // 47: gateway.admin.v1.ListProfileBatchesRequest
+	(*ListProfileBatchesResponse)(nil), // 48: gateway.admin.v1.ListProfileBatchesResponse
+	(*ProfileBatch)(nil),               // 49: gateway.admin.v1.ProfileBatch
+	(*ProfileBatchTotals)(nil),         // 50: gateway.admin.v1.ProfileBatchTotals
+	nil,                                // 51: gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	nil,                                // 52: gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	(*timestamppb.Timestamp)(nil),      // 53: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 54: google.protobuf.FieldMask
+	(*structpb.Struct)(nil),            // 55: google.protobuf.Struct
 }
 var file_gateway_admin_v1_admin_proto_depIdxs = []int32{
-	49, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
-	49, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
+	53, // 0: gateway.admin.v1.Profile.create_time:type_name -> google.protobuf.Timestamp
+	53, // 1: gateway.admin.v1.Key.create_time:type_name -> google.protobuf.Timestamp
 	6,  // 2: gateway.admin.v1.Key.budget:type_name -> gateway.admin.v1.Budget
-	49, // 3: gateway.admin.v1.Key.budget_resets_at:type_name -> google.protobuf.Timestamp
-	49, // 4: gateway.admin.v1.Key.expire_time:type_name -> google.protobuf.Timestamp
+	53, // 3: gateway.admin.v1.Key.budget_resets_at:type_name -> google.protobuf.Timestamp
+	53, // 4: gateway.admin.v1.Key.expire_time:type_name -> google.protobuf.Timestamp
 	6,  // 5: gateway.admin.v1.CreateKeyRequest.budget:type_name -> gateway.admin.v1.Budget
-	49, // 6: gateway.admin.v1.CreateKeyRequest.expire_time:type_name -> google.protobuf.Timestamp
+	53, // 6: gateway.admin.v1.CreateKeyRequest.expire_time:type_name -> google.protobuf.Timestamp
 	5,  // 7: gateway.admin.v1.CreateKeyResponse.key:type_name -> gateway.admin.v1.Key
 	5,  // 8: gateway.admin.v1.ListKeysResponse.keys:type_name -> gateway.admin.v1.Key
 	5,  // 9: gateway.admin.v1.UpdateKeyRequest.key:type_name -> gateway.admin.v1.Key
-	50, // 10: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
+	54, // 10: gateway.admin.v1.UpdateKeyRequest.update_mask:type_name -> google.protobuf.FieldMask
 	5,  // 11: gateway.admin.v1.RotateKeyResponse.key:type_name -> gateway.admin.v1.Key
-	51, // 12: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
-	49, // 13: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
-	47, // 14: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
-	49, // 15: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
-	48, // 16: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
-	49, // 17: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	49, // 18: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	55, // 12: gateway.admin.v1.ApplyCatalogRequest.document:type_name -> google.protobuf.Struct
+	53, // 13: gateway.admin.v1.SetFxRatesRequest.fetched_at:type_name -> google.protobuf.Timestamp
+	51, // 14: gateway.admin.v1.SetFxRatesRequest.rates:type_name -> gateway.admin.v1.SetFxRatesRequest.RatesEntry
+	53, // 15: gateway.admin.v1.SetFxRatesResponse.fetched_at:type_name -> google.protobuf.Timestamp
+	52, // 16: gateway.admin.v1.SetFxRatesResponse.rates:type_name -> gateway.admin.v1.SetFxRatesResponse.RatesEntry
+	53, // 17: gateway.admin.v1.ListUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	53, // 18: gateway.admin.v1.ListUsageRequest.end_time:type_name -> google.protobuf.Timestamp
 	22, // 19: gateway.admin.v1.ListUsageResponse.records:type_name -> gateway.admin.v1.UsageRecord
-	49, // 20: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
-	49, // 21: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
+	53, // 20: gateway.admin.v1.UsageRecord.start_time:type_name -> google.protobuf.Timestamp
+	53, // 21: gateway.admin.v1.UsageRecord.end_time:type_name -> google.protobuf.Timestamp
 	23, // 22: gateway.admin.v1.UsageRecord.attempts:type_name -> gateway.admin.v1.UsageAttempt
-	49, // 23: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
-	49, // 24: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
+	53, // 23: gateway.admin.v1.GetUsageSummaryRequest.start_time:type_name -> google.protobuf.Timestamp
+	53, // 24: gateway.admin.v1.GetUsageSummaryRequest.end_time:type_name -> google.protobuf.Timestamp
 	26, // 25: gateway.admin.v1.GetUsageSummaryResponse.rows:type_name -> gateway.admin.v1.UsageSummaryRow
 	29, // 26: gateway.admin.v1.VerifyCapabilitiesResponse.capabilities:type_name -> gateway.admin.v1.Capability
-	49, // 27: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
-	49, // 28: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
-	49, // 29: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
-	49, // 30: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
-	49, // 31: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
-	49, // 32: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
+	53, // 27: gateway.admin.v1.Capability.verified_at:type_name -> google.protobuf.Timestamp
+	53, // 28: gateway.admin.v1.Incident.create_time:type_name -> google.protobuf.Timestamp
+	53, // 29: gateway.admin.v1.Incident.update_time:type_name -> google.protobuf.Timestamp
+	53, // 30: gateway.admin.v1.Incident.resolve_time:type_name -> google.protobuf.Timestamp
+	53, // 31: gateway.admin.v1.Incident.scheduled_for:type_name -> google.protobuf.Timestamp
+	53, // 32: gateway.admin.v1.Incident.scheduled_until:type_name -> google.protobuf.Timestamp
 	31, // 33: gateway.admin.v1.Incident.updates:type_name -> gateway.admin.v1.IncidentUpdate
-	49, // 34: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
-	49, // 35: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
-	49, // 36: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
+	53, // 34: gateway.admin.v1.IncidentUpdate.create_time:type_name -> google.protobuf.Timestamp
+	53, // 35: gateway.admin.v1.CreateIncidentRequest.scheduled_for:type_name -> google.protobuf.Timestamp
+	53, // 36: gateway.admin.v1.CreateIncidentRequest.scheduled_until:type_name -> google.protobuf.Timestamp
 	30, // 37: gateway.admin.v1.ListIncidentsResponse.incidents:type_name -> gateway.admin.v1.Incident
-	49, // 38: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
-	49, // 39: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
-	49, // 40: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
+	53, // 38: gateway.admin.v1.BotState.expire_time:type_name -> google.protobuf.Timestamp
+	53, // 39: gateway.admin.v1.BotState.update_time:type_name -> google.protobuf.Timestamp
+	53, // 40: gateway.admin.v1.PutBotStateRequest.expire_time:type_name -> google.protobuf.Timestamp
 	37, // 41: gateway.admin.v1.PutBotStateResponse.state:type_name -> gateway.admin.v1.BotState
 	37, // 42: gateway.admin.v1.ListBotStateResponse.states:type_name -> gateway.admin.v1.BotState
-	49, // 43: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
-	49, // 44: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
-	49, // 45: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
-	1,  // 46: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
-	2,  // 47: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
-	3,  // 48: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
-	4,  // 49: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
-	7,  // 50: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
-	9,  // 51: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
-	11, // 52: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
-	12, // 53: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
-	13, // 54: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
-	16, // 55: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
-	18, // 56: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
-	20, // 57: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
-	24, // 58: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
-	27, // 59: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
-	32, // 60: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
-	33, // 61: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
-	34, // 62: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
-	35, // 63: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
-	38, // 64: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
-	39, // 65: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
-	41, // 66: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
-	42, // 67: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
-	44, // 68: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
-	45, // 69: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
-	14, // 70: gateway.admin.v1.AdminService.GetKey:input_type -> gateway.admin.v1.GetKeyRequest
-	0,  // 71: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 72: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 73: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
-	0,  // 74: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
-	8,  // 75: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
-	10, // 76: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
-	5,  // 77: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
-	5,  // 78: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
-	15, // 79: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
-	17, // 80: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
-	19, // 81: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
-	21, // 82: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
-	25, // 83: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
-	28, // 84: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
-	30, // 85: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
-	30, // 86: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
-	30, // 87: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
-	36, // 88: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
-	37, // 89: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
-	40, // 90: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
-	37, // 91: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
-	43, // 92: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
-	46, // 93: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
-	46, // 94: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
-	5,  // 95: gateway.admin.v1.AdminService.GetKey:output_type -> gateway.admin.v1.Key
-	71, // [71:96] is the sub-list for method output_type
-	46, // [46:71] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	53, // 43: gateway.admin.v1.ReportBotHealthRequest.last_poll_time:type_name -> google.protobuf.Timestamp
+	53, // 44: gateway.admin.v1.BotHealth.last_report_time:type_name -> google.protobuf.Timestamp
+	53, // 45: gateway.admin.v1.BotHealth.last_poll_time:type_name -> google.protobuf.Timestamp
+	53, // 46: gateway.admin.v1.ListProfileBatchesRequest.start_time:type_name -> google.protobuf.Timestamp
+	49, // 47: gateway.admin.v1.ListProfileBatchesResponse.batches:type_name -> gateway.admin.v1.ProfileBatch
+	50, // 48: gateway.admin.v1.ListProfileBatchesResponse.totals:type_name -> gateway.admin.v1.ProfileBatchTotals
+	53, // 49: gateway.admin.v1.ProfileBatch.create_time:type_name -> google.protobuf.Timestamp
+	53, // 50: gateway.admin.v1.ProfileBatch.end_time:type_name -> google.protobuf.Timestamp
+	1,  // 51: gateway.admin.v1.AdminService.CreateProfile:input_type -> gateway.admin.v1.CreateProfileRequest
+	2,  // 52: gateway.admin.v1.AdminService.GetProfile:input_type -> gateway.admin.v1.GetProfileRequest
+	3,  // 53: gateway.admin.v1.AdminService.LookupProfile:input_type -> gateway.admin.v1.LookupProfileRequest
+	4,  // 54: gateway.admin.v1.AdminService.CreditProfile:input_type -> gateway.admin.v1.CreditProfileRequest
+	7,  // 55: gateway.admin.v1.AdminService.CreateKey:input_type -> gateway.admin.v1.CreateKeyRequest
+	9,  // 56: gateway.admin.v1.AdminService.ListKeys:input_type -> gateway.admin.v1.ListKeysRequest
+	11, // 57: gateway.admin.v1.AdminService.UpdateKey:input_type -> gateway.admin.v1.UpdateKeyRequest
+	12, // 58: gateway.admin.v1.AdminService.RevokeKey:input_type -> gateway.admin.v1.RevokeKeyRequest
+	13, // 59: gateway.admin.v1.AdminService.RotateKey:input_type -> gateway.admin.v1.RotateKeyRequest
+	16, // 60: gateway.admin.v1.AdminService.ApplyCatalog:input_type -> gateway.admin.v1.ApplyCatalogRequest
+	18, // 61: gateway.admin.v1.AdminService.SetFxRates:input_type -> gateway.admin.v1.SetFxRatesRequest
+	20, // 62: gateway.admin.v1.AdminService.ListUsage:input_type -> gateway.admin.v1.ListUsageRequest
+	24, // 63: gateway.admin.v1.AdminService.GetUsageSummary:input_type -> gateway.admin.v1.GetUsageSummaryRequest
+	27, // 64: gateway.admin.v1.AdminService.VerifyCapabilities:input_type -> gateway.admin.v1.VerifyCapabilitiesRequest
+	32, // 65: gateway.admin.v1.AdminService.CreateIncident:input_type -> gateway.admin.v1.CreateIncidentRequest
+	33, // 66: gateway.admin.v1.AdminService.UpdateIncident:input_type -> gateway.admin.v1.UpdateIncidentRequest
+	34, // 67: gateway.admin.v1.AdminService.ResolveIncident:input_type -> gateway.admin.v1.ResolveIncidentRequest
+	35, // 68: gateway.admin.v1.AdminService.ListIncidents:input_type -> gateway.admin.v1.ListIncidentsRequest
+	38, // 69: gateway.admin.v1.AdminService.GetBotState:input_type -> gateway.admin.v1.GetBotStateRequest
+	39, // 70: gateway.admin.v1.AdminService.PutBotState:input_type -> gateway.admin.v1.PutBotStateRequest
+	41, // 71: gateway.admin.v1.AdminService.TakeBotState:input_type -> gateway.admin.v1.TakeBotStateRequest
+	42, // 72: gateway.admin.v1.AdminService.ListBotState:input_type -> gateway.admin.v1.ListBotStateRequest
+	44, // 73: gateway.admin.v1.AdminService.ReportBotHealth:input_type -> gateway.admin.v1.ReportBotHealthRequest
+	45, // 74: gateway.admin.v1.AdminService.GetBotHealth:input_type -> gateway.admin.v1.GetBotHealthRequest
+	14, // 75: gateway.admin.v1.AdminService.GetKey:input_type -> gateway.admin.v1.GetKeyRequest
+	47, // 76: gateway.admin.v1.AdminService.ListProfileBatches:input_type -> gateway.admin.v1.ListProfileBatchesRequest
+	0,  // 77: gateway.admin.v1.AdminService.CreateProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 78: gateway.admin.v1.AdminService.GetProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 79: gateway.admin.v1.AdminService.LookupProfile:output_type -> gateway.admin.v1.Profile
+	0,  // 80: gateway.admin.v1.AdminService.CreditProfile:output_type -> gateway.admin.v1.Profile
+	8,  // 81: gateway.admin.v1.AdminService.CreateKey:output_type -> gateway.admin.v1.CreateKeyResponse
+	10, // 82: gateway.admin.v1.AdminService.ListKeys:output_type -> gateway.admin.v1.ListKeysResponse
+	5,  // 83: gateway.admin.v1.AdminService.UpdateKey:output_type -> gateway.admin.v1.Key
+	5,  // 84: gateway.admin.v1.AdminService.RevokeKey:output_type -> gateway.admin.v1.Key
+	15, // 85: gateway.admin.v1.AdminService.RotateKey:output_type -> gateway.admin.v1.RotateKeyResponse
+	17, // 86: gateway.admin.v1.AdminService.ApplyCatalog:output_type -> gateway.admin.v1.ApplyCatalogResponse
+	19, // 87: gateway.admin.v1.AdminService.SetFxRates:output_type -> gateway.admin.v1.SetFxRatesResponse
+	21, // 88: gateway.admin.v1.AdminService.ListUsage:output_type -> gateway.admin.v1.ListUsageResponse
+	25, // 89: gateway.admin.v1.AdminService.GetUsageSummary:output_type -> gateway.admin.v1.GetUsageSummaryResponse
+	28, // 90: gateway.admin.v1.AdminService.VerifyCapabilities:output_type -> gateway.admin.v1.VerifyCapabilitiesResponse
+	30, // 91: gateway.admin.v1.AdminService.CreateIncident:output_type -> gateway.admin.v1.Incident
+	30, // 92: gateway.admin.v1.AdminService.UpdateIncident:output_type -> gateway.admin.v1.Incident
+	30, // 93: gateway.admin.v1.AdminService.ResolveIncident:output_type -> gateway.admin.v1.Incident
+	36, // 94: gateway.admin.v1.AdminService.ListIncidents:output_type -> gateway.admin.v1.ListIncidentsResponse
+	37, // 95: gateway.admin.v1.AdminService.GetBotState:output_type -> gateway.admin.v1.BotState
+	40, // 96: gateway.admin.v1.AdminService.PutBotState:output_type -> gateway.admin.v1.PutBotStateResponse
+	37, // 97: gateway.admin.v1.AdminService.TakeBotState:output_type -> gateway.admin.v1.BotState
+	43, // 98: gateway.admin.v1.AdminService.ListBotState:output_type -> gateway.admin.v1.ListBotStateResponse
+	46, // 99: gateway.admin.v1.AdminService.ReportBotHealth:output_type -> gateway.admin.v1.BotHealth
+	46, // 100: gateway.admin.v1.AdminService.GetBotHealth:output_type -> gateway.admin.v1.BotHealth
+	5,  // 101: gateway.admin.v1.AdminService.GetKey:output_type -> gateway.admin.v1.Key
+	48, // 102: gateway.admin.v1.AdminService.ListProfileBatches:output_type -> gateway.admin.v1.ListProfileBatchesResponse
+	77, // [77:103] is the sub-list for method output_type
+	51, // [51:77] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_gateway_admin_v1_admin_proto_init() }
@@ -3623,7 +4027,7 @@ func file_gateway_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gateway_admin_v1_admin_proto_rawDesc), len(file_gateway_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   49,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -44,6 +44,7 @@ const (
 	AdminService_ReportBotHealth_FullMethodName    = "/gateway.admin.v1.AdminService/ReportBotHealth"
 	AdminService_GetBotHealth_FullMethodName       = "/gateway.admin.v1.AdminService/GetBotHealth"
 	AdminService_GetKey_FullMethodName             = "/gateway.admin.v1.AdminService/GetKey"
+	AdminService_ListProfileBatches_FullMethodName = "/gateway.admin.v1.AdminService/ListProfileBatches"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -106,6 +107,10 @@ type AdminServiceClient interface {
 	GetBotHealth(ctx context.Context, in *GetBotHealthRequest, opts ...grpc.CallOption) (*BotHealth, error)
 	// One key (never its secret), with its budget's spend in the current window.
 	GetKey(ctx context.Context, in *GetKeyRequest, opts ...grpc.CallOption) (*Key, error)
+	// A profile's batches, OpenAI's and Anthropic's (contract.md "Files and batches"), newest
+	// first, with their request counts, and the counts added up over every batch of the range
+	// (the list itself is cut at page_size).
+	ListProfileBatches(ctx context.Context, in *ListProfileBatchesRequest, opts ...grpc.CallOption) (*ListProfileBatchesResponse, error)
 }
 
 type adminServiceClient struct {
@@ -366,6 +371,16 @@ func (c *adminServiceClient) GetKey(ctx context.Context, in *GetKeyRequest, opts
 	return out, nil
 }
 
+func (c *adminServiceClient) ListProfileBatches(ctx context.Context, in *ListProfileBatchesRequest, opts ...grpc.CallOption) (*ListProfileBatchesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListProfileBatchesResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListProfileBatches_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -426,6 +441,10 @@ type AdminServiceServer interface {
 	GetBotHealth(context.Context, *GetBotHealthRequest) (*BotHealth, error)
 	// One key (never its secret), with its budget's spend in the current window.
 	GetKey(context.Context, *GetKeyRequest) (*Key, error)
+	// A profile's batches, OpenAI's and Anthropic's (contract.md "Files and batches"), newest
+	// first, with their request counts, and the counts added up over every batch of the range
+	// (the list itself is cut at page_size).
+	ListProfileBatches(context.Context, *ListProfileBatchesRequest) (*ListProfileBatchesResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -510,6 +529,9 @@ func (UnimplementedAdminServiceServer) GetBotHealth(context.Context, *GetBotHeal
 }
 func (UnimplementedAdminServiceServer) GetKey(context.Context, *GetKeyRequest) (*Key, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetKey not implemented")
+}
+func (UnimplementedAdminServiceServer) ListProfileBatches(context.Context, *ListProfileBatchesRequest) (*ListProfileBatchesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListProfileBatches not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -982,6 +1004,24 @@ func _AdminService_GetKey_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListProfileBatches_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListProfileBatchesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListProfileBatches(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListProfileBatches_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListProfileBatches(ctx, req.(*ListProfileBatchesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1088,6 +1128,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetKey",
 			Handler:    _AdminService_GetKey_Handler,
+		},
+		{
+			MethodName: "ListProfileBatches",
+			Handler:    _AdminService_ListProfileBatches_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
