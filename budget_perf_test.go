@@ -10,11 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"modelgateway/core/simulator"
-	"modelgateway/core/store/storetest"
-	"modelgateway/core/telemetry"
 )
 
 // BenchmarkChatBudgeted is BenchmarkChatNonStreamed's gateway path for a key with a budget
@@ -31,33 +27,8 @@ func BenchmarkChatBudgeted(b *testing.B) {
 	}
 	go func() { _ = simulator.ServeCanned(ctx, ln, simulator.New(simulator.Options{Words: 20})) }()
 	upstream := "http://" + ln.Addr().String()
-	log, err := telemetry.NewLogger(io.Discard, "json", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := &Config{DatabaseURL: storetest.DatabaseURL(b), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
-		AdminToken: adminToken, DrainTimeout: 5 * time.Second, MetricsAddr: "127.0.0.1:0",
-		Env: func(k string) string {
-			if k == "BENCH_UPSTREAM_KEY" {
-				return "bench-upstream-key"
-			}
-			return ""
-		}}
-	g, err := Start(context.Background(), cfg, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		http.DefaultClient.CloseIdleConnections()
-		if err := g.Shutdown(5 * time.Second); err != nil {
-			b.Errorf("shutdown: %v", err)
-		}
-	}()
-	e := &env{t: b, g: g, base: "http://" + g.HTTPAddr}
-	e.admin("POST", "/admin/v1/catalog:apply", perfCatalog(upstream))
-	p := e.admin("POST", "/admin/v1/profiles", `{"display_name":"Bench","external_ref":"tg:`+uuid.NewString()+`"}`)
-	pid := p["id"].(string)
-	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"1000000000","reason":"topup","idempotency_key":"c1"}`)
+	e, pid, stop := startBenchGateway(b, upstream)
+	defer stop()
 	keys := map[string]string{}
 	for name, extra := range map[string]string{"unlimited": "", "budgeted": `,"budget":{"amount":"1000000000","period":"MONTH"}`} {
 		k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"`+name+`","allowed_endpoints":["*"],"allowed_models":["*"]`+extra+`}`)
@@ -92,7 +63,7 @@ func BenchmarkChatBudgeted(b *testing.B) {
 			}
 			xact := func() (n int64) {
 				time.Sleep(1100 * time.Millisecond) // backends report their commits at most once a second
-				_ = g.Store.Pool.QueryRow(context.Background(), `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
+				_ = e.g.Store.Pool.QueryRow(context.Background(), `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
 				return n
 			}
 			x0 := xact()

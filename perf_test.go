@@ -109,37 +109,48 @@ func BenchmarkChatNonStreamed(b *testing.B) {
 	})
 
 	b.Run("gateway", func(b *testing.B) {
-		log, err := telemetry.NewLogger(io.Discard, "json", "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg := &Config{DatabaseURL: storetest.DatabaseURL(b), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
-			AdminToken: adminToken, DrainTimeout: 5 * time.Second, MetricsAddr: "127.0.0.1:0",
-			Env: func(k string) string {
-				if k == "BENCH_UPSTREAM_KEY" {
-					return "bench-upstream-key"
-				}
-				return ""
-			}}
-		g, err := Start(context.Background(), cfg, log)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() {
-			http.DefaultClient.CloseIdleConnections()
-			if err := g.Shutdown(5 * time.Second); err != nil {
-				b.Errorf("shutdown: %v", err)
-			}
-		}()
-		e := &env{t: b, g: g, base: "http://" + g.HTTPAddr}
-		e.admin("POST", "/admin/v1/catalog:apply", perfCatalog(upstream))
-		p := e.admin("POST", "/admin/v1/profiles", `{"display_name":"Bench","external_ref":"tg:`+uuid.NewString()+`"}`)
-		pid := p["id"].(string)
-		e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"1000000000","reason":"topup","idempotency_key":"c1"}`)
+		e, pid, stop := startBenchGateway(b, upstream)
+		defer stop()
 		k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"bench","allowed_endpoints":["*"],"allowed_models":["*"]}`)
 		if !strings.HasPrefix(e.base, "http://") {
 			b.Fatal(e.base)
 		}
 		run(b, e.base, "bench-gpt", k["secret"].(string))
 	})
+}
+
+// startBenchGateway starts a gateway in process for a benchmark: its log discarded, the perf
+// catalogue pointed at upstream, and one profile with an ample balance (its id returned);
+// stop shuts it down. Not a Cleanup: a benchmark's function runs once per b.N tried, and each
+// run must stop its own gateway.
+func startBenchGateway(b *testing.B, upstream string) (e *env, pid string, stop func()) {
+	b.Helper()
+	log, err := telemetry.NewLogger(io.Discard, "json", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := &Config{DatabaseURL: storetest.DatabaseURL(b), HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0",
+		AdminToken: adminToken, DrainTimeout: 5 * time.Second, MetricsAddr: "127.0.0.1:0",
+		Env: func(k string) string {
+			if k == "BENCH_UPSTREAM_KEY" {
+				return "bench-upstream-key"
+			}
+			return ""
+		}}
+	g, err := Start(context.Background(), cfg, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop = func() {
+		http.DefaultClient.CloseIdleConnections()
+		if err := g.Shutdown(5 * time.Second); err != nil {
+			b.Errorf("shutdown: %v", err)
+		}
+	}
+	e = &env{t: b, g: g, base: "http://" + g.HTTPAddr}
+	e.admin("POST", "/admin/v1/catalog:apply", perfCatalog(upstream))
+	p := e.admin("POST", "/admin/v1/profiles", `{"display_name":"Bench","external_ref":"tg:`+uuid.NewString()+`"}`)
+	pid = p["id"].(string)
+	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"1000000000","reason":"topup","idempotency_key":"c1"}`)
+	return e, pid, stop
 }
