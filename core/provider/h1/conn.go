@@ -43,6 +43,9 @@ type conn struct {
 	bw  *bufio.Writer // for chunked request bodies only, made on first use
 	p   parser
 	hw  headWriter
+	// head is the answer's head being read; abortFn is abort as a func value, made once.
+	head    head
+	abortFn func()
 	// Of the current exchange.
 	ctx     context.Context
 	trace   *httptrace.ClientTrace
@@ -57,7 +60,9 @@ type conn struct {
 }
 
 func newConn(t *Transport, key connKey, raw net.Conn) *conn {
-	return &conn{t: t, key: key, raw: raw, nc: raw, br: bufio.NewReaderSize(raw, 4096)}
+	c := &conn{t: t, key: key, raw: raw, nc: raw, br: bufio.NewReaderSize(raw, 4096)}
+	c.abortFn = c.abort
+	return c
 }
 
 // answer holds a response and its body in one allocation.
@@ -72,7 +77,7 @@ var chunkedTE = []string{"chunked"}
 // reused connection: the server closed it while it was idle.
 func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace, compress bool) (_ *http.Response, retry bool, _ error) {
 	c.ctx, c.trace = ctx, trace
-	stop := context.AfterFunc(ctx, c.abort)
+	stop := context.AfterFunc(ctx, c.abortFn)
 	werr := c.writeRequest(req, compress)
 	if werr != nil {
 		if c.aborted.Load() {
@@ -147,8 +152,9 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 
 // readFinalHead reads the answer's head, skipping informational (1xx) ones.
 func (c *conn) readFinalHead() (*head, error) {
+	h := &c.head
 	for n := 0; ; n++ {
-		h, err := c.p.readHead(c.br)
+		err := c.p.readHead(c.br, h)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF // the first byte had arrived
@@ -171,7 +177,8 @@ func (c *conn) readFinalHead() (*head, error) {
 func (c *conn) release(stop func() bool, reusable bool) {
 	trace := c.trace
 	c.ctx, c.trace = nil, nil
-	if !stop() || !reusable || !c.keep || !c.t.put(c) {
+	// Bytes after the answer are no answer to anything sent: the connection is out of step.
+	if !stop() || !reusable || !c.keep || c.br.Buffered() > 0 || !c.t.put(c) {
 		c.close()
 		if trace != nil && trace.PutIdleConn != nil {
 			trace.PutIdleConn(errNotPooled)

@@ -86,16 +86,17 @@ func (p *parser) readLine(br *bufio.Reader, budget *int, tooLong error) ([]byte,
 	return line, nil
 }
 
-// readHead reads one response head. io.EOF means the connection ended before its first byte.
-func (p *parser) readHead(br *bufio.Reader) (*head, error) {
+// readHead reads one response head into h. io.EOF means the connection ended before its
+// first byte.
+func (p *parser) readHead(br *bufio.Reader, h *head) error {
 	budget := MaxHeaderBytes
 	line, err := p.readLine(br, &budget, errHeaderTooLarge)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	h := &head{contentLen: -1}
+	*h = head{contentLen: -1}
 	if err := h.parseStatus(line); err != nil {
-		return nil, err
+		return err
 	}
 	p.buf, p.fields = p.buf[:0], p.fields[:0]
 	for {
@@ -104,7 +105,7 @@ func (p *parser) readHead(br *bufio.Reader) (*head, error) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return err
 		}
 		if len(line) == 0 {
 			break
@@ -113,11 +114,11 @@ func (p *parser) readHead(br *bufio.Reader) (*head, error) {
 			// An obsolete line folding continues the previous value (RFC 9112 5.2: replace
 			// it by a space), which is the last thing in buf.
 			if len(p.fields) == 0 {
-				return nil, malformed("continuation before the first header", line)
+				return malformed("continuation before the first header", line)
 			}
 			v := trimOWS(line)
 			if !validValue(v) {
-				return nil, malformed("header value", line)
+				return malformed("header value", line)
 			}
 			f := &p.fields[len(p.fields)-1]
 			if len(v) > 0 {
@@ -137,11 +138,11 @@ func (p *parser) readHead(br *bufio.Reader) (*head, error) {
 			}
 		}
 		if colon <= 0 || !validKey(line[:colon]) {
-			return nil, malformed("header line", line)
+			return malformed("header line", line)
 		}
 		v := trimOWS(line[colon+1:])
 		if !validValue(v) {
-			return nil, malformed("header value", line)
+			return malformed("header value", line)
 		}
 		var f field
 		f.k0 = len(p.buf)
@@ -153,7 +154,7 @@ func (p *parser) readHead(br *bufio.Reader) (*head, error) {
 		p.fields = append(p.fields, f)
 	}
 	h.header = p.header()
-	return h, h.frame()
+	return h.frame()
 }
 
 // header builds the http.Header of the fields read: one string for every key and value,

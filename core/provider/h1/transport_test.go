@@ -804,3 +804,24 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("%v, %d dials", err, dials.Load())
 	}
 }
+
+// Bytes the server sends after a complete answer put the connection out of step: it is not
+// reused (the positive case: the same answer without them is).
+func TestBytesAfterTheAnswerAreNotReused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		extra  string
+		reused bool
+	}{{"", true}, {"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false}} {
+		srv := scripted(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+tc.extra, false)
+		tr, dials := counted(t)
+		for range 2 {
+			if _, body, err := exchange(t, tr, srv.url()); err != nil || body != "ok" {
+				t.Fatalf("%q %v", body, err)
+			}
+		}
+		if (dials.Load() == 1) != tc.reused {
+			t.Fatalf("extra %q: %d dials", tc.extra, dials.Load())
+		}
+	}
+}
