@@ -66,6 +66,12 @@ type Transport struct {
 
 	proxyMu sync.RWMutex
 	proxied map[connKey]bool
+
+	// sessions resumes TLS sessions on new connections (when TLSClientConfig has no cache of
+	// its own): without HTTP/2 a burst opens a connection per request in flight, and a
+	// resumed handshake costs a fraction of a full one.
+	sessionsOnce sync.Once
+	sessions     tls.ClientSessionCache
 }
 
 // connKey names a pool: the scheme and the URL's host as written.
@@ -97,7 +103,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	key := connKey{https: req.URL.Scheme == "https", host: req.URL.Host}
 	trace := httptrace.ContextClientTrace(ctx)
 	compress := !t.DisableCompression && req.Method != http.MethodHead &&
-		req.Header.Get("Accept-Encoding") == "" && req.Header.Get("Range") == ""
+		first(req.Header["Accept-Encoding"]) == "" && first(req.Header["Range"]) == ""
 	for fresh := false; ; fresh = true {
 		if ctx.Err() != nil {
 			closeBody(req)
@@ -206,6 +212,14 @@ func validate(req *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// first is Header.Get for a canonical key, without canonicalizing it again.
+func first(values []string) string {
+	if len(values) == 0 {
+		return ""
+	}
+	return values[0]
 }
 
 func closeBody(req *http.Request) {
@@ -382,6 +396,10 @@ func (t *Transport) dial(ctx context.Context, key connKey, u *url.URL) (*conn, e
 		}
 		if cfg.ServerName == "" {
 			cfg.ServerName = host
+		}
+		if cfg.ClientSessionCache == nil {
+			t.sessionsOnce.Do(func() { t.sessions = tls.NewLRUClientSessionCache(0) })
+			cfg.ClientSessionCache = t.sessions
 		}
 		cfg.NextProtos = []string{"http/1.1"}
 		timeout := t.TLSHandshakeTimeout

@@ -467,6 +467,12 @@ func TestTLS(t *testing.T) {
 	if dials.Load() != 1 {
 		t.Fatalf("%d dials", dials.Load())
 	}
+	// A new connection resumes the session.
+	tr.CloseIdleConnections()
+	resp, _, err := exchange(t, tr, srv.URL)
+	if err != nil || dials.Load() != 2 || !resp.TLS.DidResume {
+		t.Fatalf("%v, %d dials, resumed %v", err, dials.Load(), resp != nil && resp.TLS.DidResume)
+	}
 	plain, _ := counted(t)
 	if _, _, err := exchange(t, plain, srv.URL); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("an unknown certificate was accepted: %v", err)
