@@ -112,6 +112,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c, err := t.getConn(ctx, key, req.URL, trace, fresh)
 		if err != nil {
 			closeBody(req)
+			if ctx.Err() != nil { // the dial's error says only "canceled"
+				err = fmt.Errorf("h1: %w (%v)", context.Cause(ctx), err)
+			}
 			return nil, err
 		}
 		resp, retry, err := c.roundTrip(ctx, req, trace, compress)

@@ -384,6 +384,7 @@ func TestCancellation(t *testing.T) {
 		phase string // where the server stalls
 	}{
 		{"during the dial", "dial"},
+		{"during the TLS handshake", "handshake"},
 		{"waiting for the head", "head"},
 		{"waiting for the body", "body"},
 		{"waiting for a chunk", "chunk"},
@@ -393,6 +394,10 @@ func TestCancellation(t *testing.T) {
 			t.Parallel()
 			gone := make(chan bool, 1)
 			srv := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+				if tc.phase == "handshake" { // a server that never answers the ClientHello
+					gone <- waitClosed(c, br, 5*time.Second)
+					return
+				}
 				if _, _, ok := readRequest(br); !ok {
 					return
 				}
@@ -415,18 +420,22 @@ func TestCancellation(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			time.AfterFunc(100*time.Millisecond, func() { cancel(cause) })
 			start := time.Now()
-			resp, err := tr.RoundTrip(post(t, ctx, srv.url(), "{}"))
+			u := srv.url()
+			if tc.phase == "handshake" {
+				u = strings.Replace(u, "http:", "https:", 1)
+			}
+			resp, err := tr.RoundTrip(post(t, ctx, u, "{}"))
 			if err == nil {
 				_, err = io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if tc.phase == "dial" || tc.phase == "head" {
+				if tc.phase == "dial" || tc.phase == "head" || tc.phase == "handshake" {
 					t.Fatal("an answer came")
 				}
 			}
 			if d := time.Since(start); d > 2*time.Second {
 				t.Fatalf("took %v", d)
 			}
-			if !errors.Is(err, cause) && !(tc.phase == "dial" && errors.Is(err, context.Canceled)) {
+			if !errors.Is(err, cause) {
 				t.Fatalf("error %v does not carry the cause", err)
 			}
 			if tc.phase != "dial" {
