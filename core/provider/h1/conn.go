@@ -140,7 +140,7 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 	}
 	a.body.c, a.body.release = c, stop
 	resp.Body = &a.body
-	if compress && equalFold(resp.Header.Get("Content-Encoding"), "gzip") {
+	if compress && equalFold(first(resp.Header["Content-Encoding"]), "gzip") {
 		resp.Body = &gzipBody{body: &a.body}
 		resp.Header.Del("Content-Encoding")
 		resp.Header.Del("Content-Length")

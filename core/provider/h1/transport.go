@@ -72,6 +72,8 @@ type Transport struct {
 	// resumed handshake costs a fraction of a full one.
 	sessionsOnce sync.Once
 	sessions     tls.ClientSessionCache
+
+	staleCheckAfter time.Duration // staleCheckAfter when 0; tests set it
 }
 
 // connKey names a pool: the scheme and the URL's host as written.
@@ -278,7 +280,11 @@ func (t *Transport) takeIdle(key connKey) (*conn, time.Duration) {
 		t.mu.Unlock()
 		c.idleTimer.Stop()
 		idleFor := time.Since(c.idleAt)
-		if idleFor >= t.idleTimeout() || (idleFor >= staleCheckAfter && !alive(c.raw)) {
+		check := t.staleCheckAfter
+		if check == 0 {
+			check = staleCheckAfter
+		}
+		if idleFor >= t.idleTimeout() || (idleFor >= check && !alive(c.raw)) {
 			c.close()
 			continue
 		}

@@ -287,6 +287,7 @@ func TestStaleIdleConnectionIsRetried(t *testing.T) {
 	t.Parallel()
 	srv, requests, closed := closingServer(t)
 	tr, dials := counted(t)
+	tr.staleCheckAfter = time.Hour // the retry, not the peek before reuse, finds the close
 	if _, body, err := exchange(t, tr, srv.url()); err != nil || body != `{"a":1}` {
 		t.Fatalf("%q %v", body, err)
 	}
@@ -838,5 +839,29 @@ func TestBytesAfterTheAnswerAreNotReused(t *testing.T) {
 		if (dials.Load() == 1) != tc.reused {
 			t.Fatalf("extra %q: %d dials", tc.extra, dials.Load())
 		}
+	}
+}
+
+// With the peek before reuse, a connection the server closed while idle is not used at
+// all: even a request that could not be sent again succeeds (the same request fails without
+// the peek, in TestStaleIdleConnectionIsRetried).
+func TestPeekAvoidsAClosedIdleConnection(t *testing.T) {
+	t.Parallel()
+	srv, requests, closed := closingServer(t)
+	tr, dials := counted(t)
+	tr.staleCheckAfter = time.Nanosecond
+	if _, _, err := exchange(t, tr, srv.url()); err != nil {
+		t.Fatal(err)
+	}
+	<-closed
+	req := post(t, context.Background(), srv.url(), `{"once":true}`)
+	req.GetBody = nil
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("the closed idle connection was used: %v", err)
+	}
+	resp.Body.Close()
+	if dials.Load() != 2 || requests.Load() != 2 {
+		t.Fatalf("%d dials, %d requests", dials.Load(), requests.Load())
 	}
 }
