@@ -25,7 +25,8 @@ func (w *wiring) runBatches(g *Gateway) {
 	yield := func() bool { return budget.Total > 0 && budget.Used() > budget.Total/2 }
 	r := &batchrun.Runner{Store: w.st, Serve: g.front.ServeInternal, Concurrency: n, Lease: w.cfg.BatchLease,
 		Log: w.log.With("component", "batches"), Counted: count, Yield: yield}
-	// The items' charges share commits (billing.Ledger.gatherBatch).
-	g.ledger.SetBatchRunning(r.Active)
+	// The items' charges share commits (billing.Ledger.gatherBatch), and an item's slot frees
+	// as soon as its charge is queued.
+	g.ledger.SetBatchRunning(r.Active, r.ChargeQueued)
 	go func() { defer close(g.batchDone); r.Run(ctx) }()
 }
