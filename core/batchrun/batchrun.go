@@ -55,6 +55,8 @@ type Runner struct {
 	Lease       time.Duration
 	// Yield, when set, says that live requests are waiting: no new item starts meanwhile.
 	Yield func() bool
+	// Priority, when set, holds items back while live requests come (priority.go).
+	Priority *Priority
 	// Counted hears each finished item's outcome (metrics); nil: none.
 	Counted func(outcome string)
 	Log     *slog.Logger
@@ -158,6 +160,7 @@ type pump struct {
 	// charge is not yet queued hold the slots (Runner.active).
 	inflight int
 	checked  time.Time // when the held items' batches were last checked
+	started  time.Time // when the last item started (Priority)
 	// idleUntil: a claim found nothing; the next waits until then.
 	idleUntil time.Time
 	failures  int
@@ -244,6 +247,11 @@ func (p *pump) start(ctx context.Context, stopping bool) {
 		if r.Yield != nil && r.Yield() {
 			return
 		}
+		now := time.Now()
+		if !r.Priority.allow(now, p.started) {
+			return
+		}
+		p.started = now
 		it := p.held[0]
 		p.held = p.held[1:]
 		p.inflight++
