@@ -43,7 +43,8 @@ run: deps-run
 # request, peak RSS and 25 MiB uploads (see core/bench; -uploads 0 skips those).
 # Flags: make bench BENCH_FLAGS='-duration 3s -warmup 1s'; -layout many on 4+ CPUs gives
 # PostgreSQL, the upstreams and the load generator CPUs of their own (README, Development);
-# -scenarios budget,routes,chain (or all) adds the gateway-against-itself pairs of issues 32-34.
+# -scenarios budget,routes,chain (or all) adds the gateway-against-itself pairs of issues 32-34;
+# -scenarios batch (or all) the batch of issue 37 (-batch-items, default 10000).
 .PHONY: bench
 bench: build
 	$(BIN)/gateway bench $(BENCH_FLAGS)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"modelgateway/core/batchrun"
 )
@@ -23,9 +24,13 @@ func (w *wiring) runBatches(g *Gateway) {
 	// the replica's body budget (front.Limits), the memory a live request needs to be taken.
 	budget := g.front.BodyBudget()
 	yield := func() bool { return budget.Total > 0 && budget.Used() > budget.Total/2 }
+	// And no item starts beside live requests arriving, but one at a time now and then.
+	live := g.front.Live()
+	prio := &batchrun.Priority{Live: func() (int64, time.Time) { return live.InFlight(), live.LastArrival() }}
 	r := &batchrun.Runner{Store: w.st, Serve: g.front.ServeInternal, Concurrency: n, Lease: w.cfg.BatchLease,
-		Log: w.log.With("component", "batches"), Counted: count, Yield: yield}
-	// The items' charges share commits (billing.Ledger.gatherBatch).
-	g.ledger.SetBatchRunning(r.Active)
+		Log: w.log.With("component", "batches"), Counted: count, Yield: yield, Priority: prio}
+	// The items' charges share commits (billing.Ledger.gatherBatch), and an item's slot frees
+	// as soon as its charge is queued.
+	g.ledger.SetBatchRunning(r.Active, r.ChargeQueued)
 	go func() { defer close(g.batchDone); r.Run(ctx) }()
 }

@@ -73,6 +73,7 @@ type Server struct {
 	gen      *generation
 	limits   Limits
 	budget   *relay.Budget
+	live     LiveTraffic // clients' generation requests (live.go)
 
 	adminFailures *failureLimiter
 }
@@ -155,7 +156,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = relay.Begin(r, generated)
 	relay.SetRequestID(r.Header, w.Header(), id)
-	s.route(w, r)
+	s.route(w, r, true)
 }
 
 // ServeInternal serves a request the gateway makes itself - a batch item (core/batchrun) -
@@ -163,14 +164,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ServeInternal(w http.ResponseWriter, r *http.Request, requestID string) {
 	r = relay.Begin(r, true)
 	relay.SetRequestID(r.Header, w.Header(), requestID)
-	s.route(w, r)
+	s.route(w, r, false)
 }
 
-// route is the dispatch table. Unknown paths and wrong methods get the envelope too.
-func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+// route is the dispatch table. Unknown paths and wrong methods get the envelope too. live: a
+// client's request, not a batch item's (LiveTraffic counts the live generation requests).
+func (s *Server) route(w http.ResponseWriter, r *http.Request, live bool) {
 	googleV1(r) // googlev1.go
 	p := r.URL.Path
 	if h := s.gen.handler(p); h != nil {
+		if live {
+			// Counted from before its key is checked: a live request waiting for
+			// admission already holds the batch items back.
+			defer s.live.begin()()
+		}
 		s.serveGeneration(w, r, h)
 		return
 	}

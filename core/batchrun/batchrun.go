@@ -55,14 +55,20 @@ type Runner struct {
 	Lease       time.Duration
 	// Yield, when set, says that live requests are waiting: no new item starts meanwhile.
 	Yield func() bool
+	// Priority, when set, holds items back while live requests come (priority.go).
+	Priority *Priority
 	// Counted hears each finished item's outcome (metrics); nil: none.
 	Counted func(outcome string)
 	Log     *slog.Logger
 
-	mu      sync.Mutex
-	claims  map[string]bool // request ids of the attempts claimed here: held or running
-	active  atomic.Int64
+	mu     sync.Mutex
+	claims map[string]bool // request ids of the attempts claimed here: held or running
+	// frees are the slot releases of the items running, by request id (ChargeQueued).
+	frees   map[string]func()
+	active  atomic.Int64 // items holding a slot: started, their charge not yet queued
 	results chan result
+	// freed wakes the pump when a slot frees before its item's result comes.
+	freed chan struct{}
 }
 
 // result is an item's end, waiting to be recorded. abandon: nothing to record (the item was
@@ -76,8 +82,13 @@ type result struct {
 // The database work of a replica's items is done in rounds, one transaction each
 // (store.BatchRound): the results waiting are recorded, the items the runner holds unstarted
 // are refilled, and the batches of those items are checked for a cancel or the end of their
-// window. An item's slot is free as soon as its request ends (its charge has committed in
-// the request path's own group commit); its result waits for the next round.
+// window. An item's slot is free as soon as its answer is complete and its charge queued
+// for the ledger's group commit (ChargeQueued), so that the next item runs while the charge
+// waits for its siblings' (billing.Ledger.gatherBatch): at 4 items at once a commit then
+// takes the charges of about a window's items rather than of the 4 running. The item's
+// result still waits for its request to end, charge committed or failed, and then for the
+// next round: an item is run again only when no result of it was recorded, and then only if
+// its charge did not commit (runItem).
 const (
 	// claimAhead is how many items a round claims per slot: a runner holds up to that many
 	// unstarted, so that claims are rare, and claims again when fewer than Concurrency are
@@ -99,8 +110,21 @@ const (
 	pumpTick = 10 * time.Millisecond
 )
 
-// Active is the number of items running on this replica now.
+// Active is the number of items running on this replica now whose charge is not yet
+// queued: the charges that may still join a group commit of batch charges.
 func (r *Runner) Active() int64 { return r.active.Load() }
+
+// ChargeQueued hears that the request of an item (its request id) has queued its charge:
+// its answer is complete, and its slot frees for the next item while the charge commits.
+// Other request ids are ignored.
+func (r *Runner) ChargeQueued(requestID string) {
+	r.mu.Lock()
+	free := r.frees[requestID]
+	r.mu.Unlock()
+	if free != nil {
+		free()
+	}
+}
 
 // Run claims and runs items until ctx ends, then waits for the items running, records their
 // results and puts back the items it held unstarted.
@@ -115,8 +139,8 @@ func (r *Runner) Run(ctx context.Context) {
 	if r.Log == nil {
 		r.Log = slog.Default()
 	}
-	r.claims = map[string]bool{}
-	r.results = make(chan result, n)
+	r.claims, r.frees = map[string]bool{}, map[string]func(){}
+	r.results, r.freed = make(chan result, n), make(chan struct{}, 1)
 	go r.renew(ctx)
 	p := &pump{r: r, n: n, target: min(claimAhead*n, maxHeld)}
 	p.run(ctx)
@@ -132,8 +156,11 @@ type pump struct {
 	// outcomes are the metric outcomes of waiting, by position.
 	outcomes []string
 	oldest   time.Time // when the oldest waiting result came
-	running  int
+	// inflight counts the items started whose result has not come; those of them whose
+	// charge is not yet queued hold the slots (Runner.active).
+	inflight int
 	checked  time.Time // when the held items' batches were last checked
+	started  time.Time // when the last item started (Priority)
 	// idleUntil: a claim found nothing; the next waits until then.
 	idleUntil time.Time
 	failures  int
@@ -155,7 +182,7 @@ func (p *pump) run(ctx context.Context) {
 		if p.roundDue(stopping) {
 			p.round(stopping)
 		}
-		if stopping && p.running == 0 && len(p.waiting) == 0 {
+		if stopping && p.inflight == 0 && len(p.waiting) == 0 {
 			p.release()
 			return
 		}
@@ -166,6 +193,7 @@ func (p *pump) run(ctx context.Context) {
 		select {
 		case res := <-r.results:
 			p.take(res)
+		case <-r.freed:
 		case <-tick.C:
 		case <-done:
 		}
@@ -189,10 +217,10 @@ func (p *pump) maintain(ctx context.Context) {
 	}
 }
 
-// take counts a finished item's end: its slot is free, its result waits for a round.
+// take counts a finished item's end: its slot is free (runItem's goroutine freed it), its
+// result waits for a round.
 func (p *pump) take(res result) {
-	p.running--
-	p.r.active.Add(-1)
+	p.inflight--
 	if res.abandon {
 		p.r.mu.Lock()
 		delete(p.r.claims, res.item.Item.RequestID)
@@ -215,18 +243,41 @@ func (p *pump) wait(res result) {
 // request waits.
 func (p *pump) start(ctx context.Context, stopping bool) {
 	r := p.r
-	for !stopping && p.running < p.n && len(p.held) > 0 && time.Since(p.checked) < statusFresh {
+	for !stopping && r.active.Load() < int64(p.n) && len(p.held) > 0 && time.Since(p.checked) < statusFresh {
 		if r.Yield != nil && r.Yield() {
 			return
 		}
+		now := time.Now()
+		if !r.Priority.allow(now, p.started) {
+			return
+		}
+		p.started = now
 		it := p.held[0]
 		p.held = p.held[1:]
-		p.running++
+		p.inflight++
 		r.active.Add(1)
+		var once sync.Once
+		free := func() {
+			once.Do(func() {
+				r.active.Add(-1)
+				select {
+				case r.freed <- struct{}{}:
+				default:
+				}
+			})
+		}
+		r.mu.Lock()
+		r.frees[it.RequestID] = free
+		r.mu.Unlock()
 		go func() {
 			// An item runs to its end even when the replica stops: its charge and its
 			// result belong together.
-			r.results <- r.runItem(context.WithoutCancel(ctx), it)
+			res := r.runItem(context.WithoutCancel(ctx), it)
+			r.mu.Lock()
+			delete(r.frees, it.RequestID)
+			r.mu.Unlock()
+			free()
+			r.results <- res
 		}()
 	}
 }
@@ -243,7 +294,7 @@ func (p *pump) roundDue(stopping bool) bool {
 	case p.wantClaim() > 0:
 		return true
 	}
-	return len(p.held) > 0 && p.running < p.n && time.Since(p.checked) >= statusFresh
+	return len(p.held) > 0 && p.r.active.Load() < int64(p.n) && time.Since(p.checked) >= statusFresh
 }
 
 // wantClaim is how many items the next round should claim.

@@ -93,6 +93,7 @@ type benchConfig struct {
 	inputTokens           int
 	layout                string
 	scenarios             scenarioSet // which scenarios run (-scenarios)
+	batchItems            int         // items of the batch scenario (bench_batch.go)
 }
 
 // Main runs `gateway bench` with its command-line arguments.
@@ -112,6 +113,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write CPU profiles of both proxies, one per scenario, here (perturbs the numbers)")
 	fs.IntVar(&c.uploads, "uploads", 4, "concurrent clients of the 25 MiB upload scenario (0 skips it)")
 	fs.DurationVar(&c.uploadDuration, "upload-duration", 4*time.Second, "measured time of the upload scenario per proxy")
+	fs.IntVar(&c.batchItems, "batch-items", 10000, "items of the batch scenario's batch")
 	scenarios := fs.String("scenarios", defaultScenarios, "comma-separated scenarios to run, of "+strings.Join(scenarioNames, ", ")+", or all; the upload scenario is -uploads")
 	fs.StringVar(&c.layout, "layout", "two", "where the processes run: two (proxies on CPU 0, all else on CPU 1) or many (4+ CPUs: proxies on CPU 0; PostgreSQL, upstream simulators and load generator each on CPUs of their own)")
 	if err := fs.Parse(args); err != nil {
@@ -357,6 +359,13 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 			}
 		}
 		f, err := b.runPairs(ctx, w, pairs, &profiles)
+		if err != nil {
+			return err
+		}
+		failed = append(failed, f...)
+	}
+	if b.cfg.scenarios["batch"] {
+		f, err := b.runBatch(ctx, w)
 		if err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ import (
 
 // scenarioNames are what -scenarios selects, in the order they run (the upload scenario has
 // its own flag, -uploads).
-var scenarioNames = []string{"passthrough", "stream", "rss", "budget", "routes", "chain"}
+var scenarioNames = []string{"passthrough", "stream", "rss", "budget", "routes", "chain", "batch"}
 
 // defaultScenarios leaves the pair scenarios out: at the default -duration each takes about
 // a minute and a half (a settlement pause after every round, and each side alone for

@@ -64,7 +64,12 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
 	}
 	l.charges = append(l.charges, c)
+	queued := l.batchQueued
 	l.mu.Unlock()
+	if batch && queued != nil {
+		// Before the committer wakes: the item no longer counts as running when it looks.
+		queued(rec.RequestID)
+	}
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -142,19 +147,27 @@ func (l *Ledger) gather() {
 	}
 }
 
-// SetBatchRunning tells the ledger how many batch items run on the replica now
-// (core/batchrun's Runner.Active), for gatherBatch.
-func (l *Ledger) SetBatchRunning(running func() int64) {
+// SetBatchRunning tells the ledger how many batch items run on the replica now with their
+// charge still to come (core/batchrun's Runner.Active), for gatherBatch, and whom to tell
+// when a batch item's charge is queued (Runner.ChargeQueued, which frees the item's slot for
+// the next item; queued may be nil).
+func (l *Ledger) SetBatchRunning(running func() int64, queued func(requestID string)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.batchRunning = running
+	l.batchRunning, l.batchQueued = running, queued
 }
 
-// gatherBatch lets a group made only of batch items' charges wait, up to BatchWindow, until
-// every batch item running on the replica has its charge in it: a replica's items then
-// share one commit rather than committing one or two at a time (with 4 items at once, 0.5
-// commits an item became 0.25). A live request's charge ends the wait at once: live
-// requests never wait for batch items.
+// batchGroupTarget is the group size at which a group of batch charges stops waiting.
+const batchGroupTarget = 64
+
+// gatherBatch lets a group made only of batch items' charges wait, up to BatchWindow and
+// batchGroupTarget charges, while batch items still run on the replica with their charges to
+// come: a replica's items then share one commit rather than committing one or two at a time
+// (with 4 items at once, 0.5 commits an item became 0.25 when a group waited for the 4
+// running; with an item's slot freed as soon as its charge is queued, a group takes the
+// charges of every item that finishes within the window). When no item is left running the
+// group commits at once. A live request's charge ends the wait at once: live requests never
+// wait for batch items.
 func (l *Ledger) gatherBatch() {
 	window := l.BatchWindow
 	if window == 0 {
@@ -171,7 +184,7 @@ func (l *Ledger) gatherBatch() {
 			live = live || !c.batch
 		}
 		l.mu.Unlock()
-		if n == 0 || live || n >= groupTarget || running == nil || int64(n) >= running() {
+		if n == 0 || live || n >= batchGroupTarget || running == nil || running() <= 0 {
 			return
 		}
 		if t == nil {

@@ -106,8 +106,10 @@ type Ledger struct {
 	dropped    int64 // uncharged records not kept while too many were pending
 	refunds    sync.WaitGroup
 	live       atomic.Int32 // LiveReplicas
-	// batchRunning is the number of batch items running on the replica (SetBatchRunning).
+	// batchRunning is the number of batch items running on the replica whose charge is not
+	// yet queued (SetBatchRunning); batchQueued hears each batch charge queued.
 	batchRunning func() int64
+	batchQueued  func(requestID string)
 	background   sync.WaitGroup // lease growths beside requests
 	waits        ring           // Charge waits
 	txs          ring           // group commit transactions
