@@ -1,0 +1,586 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type connState int
+
+const (
+	stateNew connState = iota
+	stateActive
+	stateIdle
+	stateHijacked
+)
+
+// errClientGone is the request context's cause when the background read saw the client leave.
+var errClientGone = errors.New("h1: client closed the connection")
+
+// aLongTimeAgo is the deadline that makes a pending read return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// conn is one client connection and everything it reuses from request to request.
+type conn struct {
+	srv        *Server
+	nc         net.Conn
+	remoteAddr string
+	br         *bufio.Reader
+	bw         *bufio.Writer
+	baseCtx    context.Context
+
+	stateMu    sync.Mutex
+	state      connState
+	stateSince time.Time
+
+	head     []byte // the request head as read, reused
+	reqHdr   http.Header
+	tmpl     http.Request
+	url      url.URL
+	body     body
+	w        response
+	hdrVals  []string // backing store of the request header values
+	keysBuf  []string // response header keys, sorted
+	lineBuf  []byte   // response head being written
+	deadline bool     // a handler set a write deadline: clear it after the request
+
+	// The background read that notices a client leaving while its request is served.
+	bgDone    chan error
+	bgRunning bool
+	cancel    context.CancelCauseFunc
+	abort     atomic.Bool
+}
+
+var (
+	brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{srv: s, nc: nc, stateSince: time.Now(), bgDone: make(chan error, 1)}
+	c.remoteAddr = nc.RemoteAddr().String()
+	c.baseCtx = context.WithValue(context.Background(), http.LocalAddrContextKey, nc.LocalAddr())
+	c.reqHdr = make(http.Header, 16)
+	c.w.hdr = make(http.Header, 8)
+	c.w.c = c
+	c.body.c = c
+	return c
+}
+
+func (c *conn) setState(st connState) {
+	c.stateMu.Lock()
+	c.state, c.stateSince = st, time.Now()
+	c.stateMu.Unlock()
+}
+
+func (c *conn) getState() (connState, time.Time) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	return c.state, c.stateSince
+}
+
+// serve runs the connection's requests one after the other.
+func (c *conn) serve() {
+	c.br = brPool.Get().(*bufio.Reader)
+	c.br.Reset(c.nc)
+	c.bw = bwPool.Get().(*bufio.Writer)
+	c.bw.Reset(c.nc)
+	keep := false // the connection left this goroutine (hijacked or handed over)
+	defer func() {
+		if !keep {
+			_ = c.nc.Close()
+			if c.bgRunning {
+				<-c.bgDone // the close ends it; then br is free
+				c.bgRunning = false
+			}
+			c.srv.trackConn(c, false)
+			c.br.Reset(nil)
+			brPool.Put(c.br)
+			c.bw.Reset(nil)
+			bwPool.Put(c.bw)
+		}
+	}()
+	first := true
+	for {
+		if !first {
+			// Between requests: wait for the next one's first byte under IdleTimeout,
+			// unless it is buffered already or the background read is waiting for it.
+			if !c.awaitNext() {
+				return
+			}
+		}
+		c.setState(stateActive)
+		// The idle deadline (if any) gives way to the header deadline, which a head that
+		// is buffered whole already does not need; the body's reads have none.
+		dl := !first && c.srv.IdleTimeout > 0
+		if d := c.srv.ReadHeaderTimeout; d > 0 && !(c.br.Buffered() > 0 && bytes.Contains(peekAll(c.br), crlfcrlf)) {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+			dl = true
+		}
+		first = false
+		ok, handOver := c.readHead()
+		if handOver {
+			keep = c.handOver()
+			return
+		}
+		if !ok {
+			return
+		}
+		if dl {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		req, ok := c.parse()
+		if !ok {
+			keep = c.handOver()
+			return
+		}
+		if !c.serveOne(req) {
+			keep = c.w.hijacked
+			return
+		}
+		if c.srv.inShutdown.Load() {
+			return
+		}
+	}
+}
+
+var crlfcrlf = []byte("\r\n\r\n")
+
+func peekAll(br *bufio.Reader) []byte {
+	b, _ := br.Peek(br.Buffered())
+	return b
+}
+
+// awaitNext waits for the next request's first byte; false: the connection is done.
+func (c *conn) awaitNext() bool {
+	c.setState(stateIdle)
+	if c.srv.inShutdown.Load() {
+		return false
+	}
+	if c.bgRunning {
+		// The background read is that wait already: bound it by the idle timeout.
+		if d := c.srv.IdleTimeout; d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+		err := <-c.bgDone
+		c.bgRunning = false
+		return err == nil
+	}
+	if c.br.Buffered() > 0 {
+		return true
+	}
+	if d := c.srv.IdleTimeout; d > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	_, err := c.br.Peek(1)
+	return err == nil
+}
+
+// readHead reads the request line and headers into c.head. handOver: the head is over the
+// limit, or ends abnormally in a way net/http answers (it gets the connection).
+func (c *conn) readHead() (ok, handOver bool) {
+	c.head = c.head[:0]
+	limit := c.srv.maxHeaderBytes() + 4096
+	for {
+		line, err := c.br.ReadSlice('\n')
+		c.head = append(c.head, line...)
+		if len(c.head) > limit {
+			return false, true
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			// EOF or a timeout before a whole head: net/http closes silently too, except
+			// for a partial head it answers 400; hand a partial head over.
+			return false, len(c.head) > 0 && !isTimeout(err) && err != io.EOF
+		}
+		if len(line) <= 2 && (len(line) == 1 || line[0] == '\r') {
+			if len(c.head) == len(line) {
+				// net/http skips blank lines before a request line (RFC 9112 2.2).
+				c.head = c.head[:0]
+				continue
+			}
+			return true, false
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// handOver gives the connection, with what was read of it, to the net/http fallback.
+func (c *conn) handOver() bool {
+	if c.srv.inShutdown.Load() {
+		return false
+	}
+	pending := append([]byte(nil), c.head...)
+	if n := c.br.Buffered(); n > 0 {
+		b, _ := c.br.Peek(n)
+		pending = append(pending, b...)
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	ln := c.srv.fallback()
+	c.srv.trackConn(c, false)
+	if !ln.hand(&replayConn{Conn: c.nc, pending: pending}) {
+		return false
+	}
+	c.br.Reset(nil)
+	brPool.Put(c.br)
+	c.bw.Reset(nil)
+	bwPool.Put(c.bw)
+	return true
+}
+
+// parsed is what parse found beyond the *http.Request.
+type parsed struct {
+	req      *http.Request
+	chunked  bool
+	expect   bool // Expect: 100-continue
+	closeReq bool
+	http10   bool
+}
+
+// parse turns c.head into the request; false: something only net/http should answer.
+func (c *conn) parse() (p parsed, ok bool) {
+	// One string for the whole head: every method, path, key and value is a slice of it.
+	head := string(c.head)
+	eol := strings.IndexByte(head, '\n')
+	line := strings.TrimSuffix(head[:eol], "\r")
+	rest := head[eol+1:]
+	sp1 := strings.IndexByte(line, ' ')
+	if sp1 <= 0 {
+		return p, false
+	}
+	method, line := line[:sp1], line[sp1+1:]
+	sp2 := strings.IndexByte(line, ' ')
+	if sp2 <= 0 {
+		return p, false
+	}
+	uri, proto := line[:sp2], line[sp2+1:]
+	var minor int
+	switch proto {
+	case "HTTP/1.1":
+		minor = 1
+	case "HTTP/1.0":
+		p.http10 = true
+	default:
+		return p, false
+	}
+	if !validMethod(method) || uri[0] != '/' || strings.ContainsAny(uri, " #") {
+		return p, false
+	}
+	c.url = url.URL{}
+	if q := strings.IndexByte(uri, '?'); q >= 0 {
+		c.url.Path, c.url.RawQuery = uri[:q], uri[q+1:]
+	} else {
+		c.url.Path = uri
+	}
+	if strings.IndexByte(c.url.Path, '%') >= 0 {
+		u, err := url.ParseRequestURI(uri)
+		if err != nil {
+			return p, false
+		}
+		c.url = *u
+	}
+
+	h := c.reqHdr
+	clear(h)
+	n := strings.Count(rest, "\n")
+	if cap(c.hdrVals) < n {
+		c.hdrVals = make([]string, n)
+	}
+	vals := c.hdrVals[:n]
+	var host, cl, te, connection string
+	var hosts, cls int
+	for len(rest) > 0 {
+		eol := strings.IndexByte(rest, '\n')
+		if eol < 0 {
+			break
+		}
+		kv := strings.TrimSuffix(rest[:eol], "\r")
+		rest = rest[eol+1:]
+		if kv == "" {
+			break
+		}
+		colon := strings.IndexByte(kv, ':')
+		if colon <= 0 || kv[0] == ' ' || kv[0] == '\t' {
+			return p, false // folded or malformed: net/http's 400
+		}
+		key, ok := canonicalKey(kv[:colon])
+		if !ok {
+			return p, false
+		}
+		v := strings.Trim(kv[colon+1:], " \t")
+		if !validValue(v) {
+			return p, false
+		}
+		switch key {
+		case "Host":
+			host, hosts = v, hosts+1
+			continue // net/http moves it to r.Host
+		case "Content-Length":
+			cl, cls = v, cls+1
+		case "Transfer-Encoding":
+			te = v
+			continue // net/http moves it to r.TransferEncoding
+		case "Connection":
+			connection = v
+		case "Expect":
+			if !strings.EqualFold(v, "100-continue") {
+				return p, false // net/http answers 417
+			}
+			p.expect = true
+		}
+		vs := h[key]
+		if vs == nil {
+			vals[0] = v
+			h[key] = vals[:1:1]
+			vals = vals[1:]
+		} else {
+			h[key] = append(vs, v)
+		}
+	}
+	if hosts > 1 || (hosts == 0 && !p.http10) || cls > 1 || !validHost(host) {
+		return p, false
+	}
+	if p.http10 && p.expect {
+		p.expect = false // net/http ignores Expect on HTTP/1.0
+	}
+	var contentLength int64
+	switch {
+	case te != "":
+		if !strings.EqualFold(te, "chunked") || cls > 0 || p.http10 {
+			return p, false
+		}
+		p.chunked, contentLength = true, -1
+	case cls == 1:
+		v, ok := parseContentLength(cl)
+		if !ok {
+			return p, false
+		}
+		contentLength = v
+	}
+	p.closeReq = hasToken(connection, "close") || (p.http10 && !hasToken(connection, "keep-alive"))
+
+	c.tmpl = http.Request{
+		Method: method, URL: &c.url, Proto: proto, ProtoMajor: 1, ProtoMinor: minor,
+		Header: h, ContentLength: contentLength, Host: host, RemoteAddr: c.remoteAddr, RequestURI: uri,
+		Close: p.closeReq,
+	}
+	if p.chunked {
+		c.tmpl.TransferEncoding = chunkedTE
+	}
+	if contentLength == 0 {
+		c.tmpl.Body = http.NoBody
+	} else {
+		c.tmpl.Body = &c.body
+	}
+	c.body.reset(contentLength, p.chunked, p.expect)
+	return p, true
+}
+
+var chunkedTE = []string{"chunked"}
+
+// serveOne runs the handler for one request and finishes its answer; false: the connection
+// closes (or was hijacked).
+func (c *conn) serveOne(p parsed) bool {
+	ctx, cancel := context.WithCancelCause(c.baseCtx)
+	c.cancel = cancel
+	req := c.tmpl.WithContext(ctx)
+	c.w.reset(p, req.Method == http.MethodHead)
+	if c.tmpl.Body == http.NoBody {
+		c.startBackgroundRead()
+	}
+	panicked := c.runHandler(req)
+	c.w.handlerDone = true
+	if c.w.hijacked {
+		cancel(context.Canceled)
+		return false
+	}
+	if panicked {
+		cancel(context.Canceled)
+		c.abortBackgroundRead()
+		return false
+	}
+	c.w.finish()
+	cancel(context.Canceled)
+	if c.deadline {
+		_ = c.nc.SetWriteDeadline(time.Time{})
+		c.deadline = false
+	}
+	if c.w.closeAfter || c.w.werr != nil {
+		if c.body.unread() {
+			// Closing with a request body unread: half-close and give the client a moment
+			// to read the answer before a reset could discard it, as net/http does.
+			c.abortBackgroundRead()
+			if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+				_ = tc.CloseWrite()
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		return false
+	}
+	return true
+}
+
+func (c *conn) runHandler(req *http.Request) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = true
+			if v != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.srv.logf("h1: panic serving %v: %v\n%s", c.remoteAddr, v, buf)
+			}
+		}
+	}()
+	c.srv.Handler.ServeHTTP(&c.w, req)
+	return false
+}
+
+// startBackgroundRead waits, in a goroutine, for the connection's next bytes while the
+// handler runs: an error means the client left, and cancels the request's context (net/http
+// does the same after the body). Bytes that arrive are the next request's, left in br.
+func (c *conn) startBackgroundRead() {
+	if c.bgRunning || c.br.Buffered() > 0 {
+		return
+	}
+	c.bgRunning = true
+	cancel := c.cancel
+	go func() {
+		_, err := c.br.Peek(1)
+		if err != nil && !(isTimeout(err) && c.aborting()) {
+			cancel(errClientGone)
+		}
+		c.bgDone <- err
+	}()
+}
+
+// aborting reports whether the pending read's deadline was set in the past on purpose.
+func (c *conn) aborting() bool { return c.abort.Load() }
+
+// abortBackgroundRead stops a pending background read, keeping any byte it read in br.
+func (c *conn) abortBackgroundRead() {
+	if !c.bgRunning {
+		return
+	}
+	c.abort.Store(true)
+	_ = c.nc.SetReadDeadline(aLongTimeAgo)
+	err := <-c.bgDone
+	c.bgRunning = false
+	c.abort.Store(false)
+	_ = c.nc.SetReadDeadline(time.Time{})
+	if err != nil && isTimeout(err) {
+		// bufio keeps a read error until it is read, and the aborted Peek read nothing:
+		// an empty Read takes the error so the connection can go on.
+		_, _ = c.br.Read(nil)
+	}
+}
+
+func validMethod(m string) bool {
+	for i := 0; i < len(m); i++ {
+		if !isTokenByte(m[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isTokenByte(b byte) bool {
+	return b < 0x80 && tokenTable[b]
+}
+
+var tokenTable = func() (t [128]bool) {
+	for b := '0'; b <= '9'; b++ {
+		t[b] = true
+	}
+	for b := 'a'; b <= 'z'; b++ {
+		t[b] = true
+		t[b-'a'+'A'] = true
+	}
+	for _, b := range "!#$%&'*+-.^_`|~" {
+		t[b] = true
+	}
+	return t
+}()
+
+// canonicalKey validates a header name and returns its canonical form (no allocation when
+// it is canonical already, as clients send them).
+func canonicalKey(k string) (string, bool) {
+	upper := true
+	canonical := true
+	for i := 0; i < len(k); i++ {
+		b := k[i]
+		if !isTokenByte(b) {
+			return "", false
+		}
+		if upper && 'a' <= b && b <= 'z' || !upper && 'A' <= b && b <= 'Z' {
+			canonical = false
+		}
+		upper = b == '-'
+	}
+	if canonical {
+		return k, true
+	}
+	return http.CanonicalHeaderKey(k), true
+}
+
+func validValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		b := v[i]
+		if b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		b := h[i]
+		if b <= ' ' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func parseContentLength(v string) (int64, bool) {
+	if v == "" || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(v[i]-'0')
+	}
+	return n, true
+}
+
+// hasToken reports whether a comma-separated header value holds token (any case).
+func hasToken(v, token string) bool {
+	for v != "" {
+		var t string
+		t, v, _ = strings.Cut(v, ",")
+		if strings.EqualFold(strings.TrimSpace(t), token) {
+			return true
+		}
+	}
+	return false
+}
