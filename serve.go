@@ -119,6 +119,11 @@ func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error)
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("DATABASE_URL is not set: serve needs a PostgreSQL database (make run provides one)")
 	}
+	if cfg.HTTPServer == "" {
+		// A Config built in code (tests, benchmarks) still takes the environment's choice,
+		// so that a whole test or benchmark run can be repeated on net/http.
+		cfg.HTTPServer = os.Getenv("GATEWAY_HTTP_SERVER")
+	}
 	if k := cfg.HTTPServer; k != "" && k != "lean" && k != "net" {
 		return nil, fmt.Errorf("GATEWAY_HTTP_SERVER is %q: it takes lean or net", k)
 	}

@@ -272,8 +272,8 @@ func (w *response) appendHeaderMap(b []byte) []byte {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !validMethod(k) {
-			continue
+		if !validMethod(k) || strings.HasPrefix(k, http.TrailerPrefix) {
+			continue // trailers are not sent (the gateway sets none)
 		}
 		for _, v := range w.hdr[k] {
 			b = append(b, k...)

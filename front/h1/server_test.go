@@ -76,6 +76,7 @@ func answer(t *testing.T, br *bufio.Reader, method string) (*http.Response, stri
 func closed(c net.Conn, br *bufio.Reader, within time.Duration) bool {
 	_ = c.SetReadDeadline(time.Now().Add(within))
 	_, err := br.ReadByte()
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	return err == io.EOF || errors.Is(err, net.ErrClosed) || err != nil && strings.Contains(err.Error(), "reset")
 }
 
@@ -489,5 +490,45 @@ func TestPanicClosesTheConnection(t *testing.T) {
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 	if !closed(c, br, 2*time.Second) {
 		t.Fatal("a panicking handler's connection stayed open")
+	}
+}
+
+func TestShutdownReachesHandedOverConnections(t *testing.T) {
+	srv := start(t, http.HandlerFunc(echo))
+	// A folded header is net/http's to serve: the connection goes over, and stays open.
+	c, br := dial(t, srv.addr)
+	io.WriteString(c, "GET /folded HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n  2\r\n\r\n")
+	if resp, body := answer(t, br, "GET"); resp.StatusCode != 200 || !strings.HasPrefix(body, "GET /folded?") || resp.Close {
+		t.Fatalf("handed over: %d %q close=%v", resp.StatusCode, body, resp.Close)
+	}
+	io.WriteString(c, "GET /again HTTP/1.1\r\nHost: h\r\n\r\n")
+	if _, body := answer(t, br, "GET"); !strings.HasPrefix(body, "GET /again?") {
+		t.Fatalf("second request on the handed-over connection: %q", body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if !closed(c, br, 2*time.Second) {
+		t.Fatal("Shutdown left the handed-over idle connection open")
+	}
+}
+
+func TestHandlerConnectionCloseEndsTheConnection(t *testing.T) {
+	srv := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/close" {
+			w.Header().Set("Connection", "close")
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	c, br := dial(t, srv.addr)
+	io.WriteString(c, "GET /stay HTTP/1.1\r\nHost: h\r\n\r\n")
+	if resp, _ := answer(t, br, "GET"); resp.Close || closed(c, br, 100*time.Millisecond) {
+		t.Fatal("an ordinary answer closed the connection")
+	}
+	io.WriteString(c, "GET /close HTTP/1.1\r\nHost: h\r\n\r\n")
+	if resp, _ := answer(t, br, "GET"); !resp.Close || !closed(c, br, time.Second) {
+		t.Fatal("the handler's Connection: close kept the connection")
 	}
 }
