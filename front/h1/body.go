@@ -12,7 +12,10 @@ import (
 // keep the connection, as net/http does (256 KiB); a longer rest closes it.
 const maxPostHandlerRead = 256 << 10
 
-var errBodyClosed = errors.New("http: invalid Read on closed Body")
+var (
+	errBodyClosed = errors.New("http: invalid Read on closed Body")
+	errTrailerEOF = errors.New("http: unexpected EOF reading trailer") // net/http's words
+)
 
 // body is the request body of the connection's current request.
 type body struct {
@@ -102,7 +105,12 @@ func (b *body) fail(err error) error {
 	if b.c.cancel != nil {
 		b.c.cancel(errClientGone)
 	}
-	b.c.w.closeAfter = true
+	if err != io.ErrUnexpectedEOF && err != io.EOF {
+		// Another failure (a deadline) leaves bytes of the body behind: the answer says
+		// Connection: close. After the client's end the connection closes anyway, and
+		// net/http's answer does not say so.
+		b.c.w.closeAfter = true
+	}
 	return err
 }
 
@@ -113,6 +121,9 @@ func (b *body) skipTrailer() error {
 		line, err := b.c.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			err = errors.New("h1: chunked trailer line too long")
+		}
+		if err == io.EOF {
+			err = errTrailerEOF
 		}
 		if err != nil {
 			return err
@@ -143,7 +154,12 @@ func (b *body) discardRest() bool {
 	if b.eof {
 		return true
 	}
-	if b.expect || b.err != nil {
+	if b.err != nil {
+		// The client's end inside a Content-Length body: net/http's answer keeps quiet
+		// about the close that follows (inside a chunked one it says Connection: close).
+		return b.err == io.ErrUnexpectedEOF && !b.chunked
+	}
+	if b.expect {
 		return false
 	}
 	if !b.chunked && b.remain > maxPostHandlerRead {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 type connState int
@@ -175,16 +176,22 @@ func (c *conn) awaitNext() bool {
 		}
 		err := <-c.bgDone
 		c.bgRunning = false
-		return err == nil
+		if err != nil {
+			return false
+		}
+	} else if c.br.Buffered() < 4 {
+		if d := c.srv.IdleTimeout; d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		}
 	}
-	if c.br.Buffered() > 0 {
-		return true
+	// As net/http, the next request begins with 4 bytes under the idle timeout; fewer
+	// before the client's end close the connection without an answer.
+	if c.br.Buffered() < 4 {
+		if _, err := c.br.Peek(4); err != nil {
+			return false
+		}
 	}
-	if d := c.srv.IdleTimeout; d > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(d))
-	}
-	_, err := c.br.Peek(1)
-	return err == nil
+	return true
 }
 
 // readHead reads the request line and headers into c.head. handOver: the head is over the
@@ -202,16 +209,13 @@ func (c *conn) readHead() (ok, handOver bool) {
 			continue
 		}
 		if err != nil {
-			// EOF or a timeout before a whole head: net/http closes silently too, except
-			// for a partial head it answers 400; hand a partial head over.
-			return false, len(c.head) > 0 && !isTimeout(err) && err != io.EOF
+			// A timeout, or EOF before any byte: net/http closes silently too. A partial
+			// head that ends is its 400: hand it over.
+			return false, len(c.head) > 0 && !isTimeout(err)
 		}
 		if len(line) <= 2 && (len(line) == 1 || line[0] == '\r') {
-			if len(c.head) == len(line) {
-				// net/http skips blank lines before a request line (RFC 9112 2.2).
-				c.head = c.head[:0]
-				continue
-			}
+			// The blank line ends the head (a blank first line is net/http's 400: parse
+			// hands it over).
 			return true, false
 		}
 	}
@@ -260,6 +264,9 @@ func (c *conn) parse() (p parsed, ok bool) {
 	head := string(c.head)
 	eol := strings.IndexByte(head, '\n')
 	line := strings.TrimSuffix(head[:eol], "\r")
+	if eol == len(head)-1 {
+		return p, false // a blank line where the request line should be
+	}
 	rest := head[eol+1:]
 	sp1 := strings.IndexByte(line, ' ')
 	if sp1 <= 0 {
@@ -280,7 +287,7 @@ func (c *conn) parse() (p parsed, ok bool) {
 	default:
 		return p, false
 	}
-	if !validMethod(method) || uri[0] != '/' || strings.ContainsAny(uri, " #") {
+	if !validMethod(method) || uri[0] != '/' || !validURI(uri) {
 		return p, false
 	}
 	c.url = url.URL{}
@@ -304,8 +311,9 @@ func (c *conn) parse() (p parsed, ok bool) {
 		c.hdrVals = make([]string, n)
 	}
 	vals := c.hdrVals[:n]
-	var host, cl, te, connection string
-	var hosts, cls int
+	var host, cl, te string
+	var hosts, cls, tes int
+	var connClose, connKeepAlive bool
 	for len(rest) > 0 {
 		eol := strings.IndexByte(rest, '\n')
 		if eol < 0 {
@@ -325,7 +333,7 @@ func (c *conn) parse() (p parsed, ok bool) {
 			return p, false
 		}
 		v := strings.Trim(kv[colon+1:], " \t")
-		if !validValue(v) {
+		if !httpguts.ValidHeaderFieldValue(v) {
 			return p, false
 		}
 		switch key {
@@ -335,10 +343,11 @@ func (c *conn) parse() (p parsed, ok bool) {
 		case "Content-Length":
 			cl, cls = v, cls+1
 		case "Transfer-Encoding":
-			te = v
+			te, tes = v, tes+1
 			continue // net/http moves it to r.TransferEncoding
 		case "Connection":
-			connection = v
+			connClose = connClose || hasToken(v, "close")
+			connKeepAlive = connKeepAlive || hasToken(v, "keep-alive")
 		case "Expect":
 			if !strings.EqualFold(v, "100-continue") {
 				return p, false // net/http answers 417
@@ -354,7 +363,7 @@ func (c *conn) parse() (p parsed, ok bool) {
 			h[key] = append(vs, v)
 		}
 	}
-	if hosts > 1 || (hosts == 0 && !p.http10) || cls > 1 || !validHost(host) {
+	if hosts > 1 || (hosts == 0 && !p.http10) || cls > 1 || tes > 1 || !httpguts.ValidHostHeader(host) {
 		return p, false
 	}
 	if p.http10 && p.expect {
@@ -362,7 +371,7 @@ func (c *conn) parse() (p parsed, ok bool) {
 	}
 	var contentLength int64
 	switch {
-	case te != "":
+	case tes > 0:
 		if !strings.EqualFold(te, "chunked") || cls > 0 || p.http10 {
 			return p, false
 		}
@@ -374,7 +383,7 @@ func (c *conn) parse() (p parsed, ok bool) {
 		}
 		contentLength = v
 	}
-	p.closeReq = hasToken(connection, "close") || (p.http10 && !hasToken(connection, "keep-alive"))
+	p.closeReq = connClose || (p.http10 && !connKeepAlive)
 
 	c.tmpl = http.Request{
 		Method: method, URL: &c.url, Proto: proto, ProtoMajor: 1, ProtoMinor: minor,
@@ -539,20 +548,11 @@ func canonicalKey(k string) (string, bool) {
 	return http.CanonicalHeaderKey(k), true
 }
 
-func validValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		b := v[i]
-		if b < ' ' && b != '\t' || b == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		b := h[i]
-		if b <= ' ' || b == 0x7f {
+// validURI: what the fast path takes without url.ParseRequestURI - printable ASCII, no
+// fragment (net/http refuses control characters and spaces; anything else goes to it).
+func validURI(u string) bool {
+	for i := 0; i < len(u); i++ {
+		if b := u[i]; b <= ' ' || b >= 0x7f || b == '#' {
 			return false
 		}
 	}
@@ -573,14 +573,29 @@ func parseContentLength(v string) (int64, bool) {
 	return n, true
 }
 
-// hasToken reports whether a comma-separated header value holds token (any case).
+// hasToken is net/http's: whether v holds token (any case) between spaces, tabs or commas.
 func hasToken(v, token string) bool {
-	for v != "" {
-		var t string
-		t, v, _ = strings.Cut(v, ",")
-		if strings.EqualFold(strings.TrimSpace(t), token) {
+	if len(token) > len(v) || token == "" {
+		return false
+	}
+	if v == token {
+		return true
+	}
+	for sp := 0; sp <= len(v)-len(token); sp++ {
+		if b := v[sp]; b != token[0] && b|0x20 != token[0] {
+			continue
+		}
+		if sp > 0 && !isTokenBoundary(v[sp-1]) {
+			continue
+		}
+		if end := sp + len(token); end != len(v) && !isTokenBoundary(v[end]) {
+			continue
+		}
+		if strings.EqualFold(v[sp:sp+len(token)], token) {
 			return true
 		}
 	}
 	return false
 }
+
+func isTokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
