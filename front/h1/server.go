@@ -78,15 +78,14 @@ func (s *Server) Serve(l net.Listener) error {
 			if s.inShutdown.Load() {
 				return http.ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Temporary accept errors (EMFILE): back off as net/http does.
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.logf("h1: accept error: %v; retrying in %v", err, delay)
-				time.Sleep(delay)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			// Anything else (EMFILE, ECONNABORTED) passes: back off as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.logf("h1: accept error: %v; retrying in %v", err, delay)
+			time.Sleep(delay)
+			continue
 		}
 		delay = 0
 		c := newConn(s, nc)
