@@ -147,6 +147,16 @@ func (c *conn) serve() {
 			keep = c.w.hijacked
 			return
 		}
+		// A rare large head or answer head does not stay with the connection for its life.
+		if cap(c.head) > 64<<10 {
+			c.head = nil
+		}
+		if cap(c.lineBuf) > 64<<10 {
+			c.lineBuf = nil
+		}
+		if cap(c.hdrVals) > 1024 {
+			c.hdrVals = nil
+		}
 		if c.srv.inShutdown.Load() {
 			return
 		}
