@@ -59,6 +59,9 @@ type Config struct {
 	// Step, when set, hears each step of Start as it ends ("migrations"); `make run` prints
 	// a line with its duration for each.
 	Step func(step string)
+	// HTTPServer picks the client listener's HTTP/1.1 server (GATEWAY_HTTP_SERVER): "lean"
+	// (front/h1, the default when empty) or "net" (net/http's).
+	HTTPServer string
 }
 
 func configFlags(fs *flag.FlagSet) *Config {
@@ -80,6 +83,7 @@ func configFlags(fs *flag.FlagSet) *Config {
 	}
 	fs.StringVar(&c.AdminHTTPAddr, "admin-http-addr", os.Getenv("GATEWAY_ADMIN_HTTP_ADDR"), "listener of the admin routes alone; empty: they share the client listener (GATEWAY_ADMIN_HTTP_ADDR)")
 	c.Limits = front.LimitsFromEnv(os.Getenv)
+	c.HTTPServer = os.Getenv("GATEWAY_HTTP_SERVER")
 	c.RealtimeMaxSession, _ = time.ParseDuration(os.Getenv("GATEWAY_REALTIME_MAX_SESSION"))
 	c.Replicas, _ = strconv.Atoi(os.Getenv("GATEWAY_REPLICAS"))
 	c.ResponsesTTL, _ = time.ParseDuration(os.Getenv("GATEWAY_RESPONSES_TTL"))

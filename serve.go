@@ -41,6 +41,7 @@ import (
 	"modelgateway/core/verify"
 	"modelgateway/core/version"
 	"modelgateway/front"
+	"modelgateway/front/h1"
 	"modelgateway/front/status"
 	"modelgateway/realtime"
 )
@@ -86,7 +87,7 @@ type Gateway struct {
 	MetricsAddr string
 
 	front   *front.Server
-	httpSrv *http.Server
+	httpSrv httpServer
 	grpcSrv *grpc.Server
 	simSrv  *http.Server
 	ledger  *billing.Ledger
@@ -117,6 +118,14 @@ type Gateway struct {
 func Start(ctx context.Context, cfg *Config, log *slog.Logger) (*Gateway, error) {
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("DATABASE_URL is not set: serve needs a PostgreSQL database (make run provides one)")
+	}
+	if cfg.HTTPServer == "" {
+		// A Config built in code (tests, benchmarks) still takes the environment's choice,
+		// so that a whole test or benchmark run can be repeated on net/http.
+		cfg.HTTPServer = os.Getenv("GATEWAY_HTTP_SERVER")
+	}
+	if k := cfg.HTTPServer; k != "" && k != "lean" && k != "net" {
+		return nil, fmt.Errorf("GATEWAY_HTTP_SERVER is %q: it takes lean or net", k)
 	}
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
@@ -337,7 +346,7 @@ func (w *wiring) listen(handler *front.Server, core corev1.CoreServiceClient, st
 	g := &Gateway{
 		HTTPAddr: httpLn.Addr().String(), GRPCAddr: grpcLn.Addr().String(),
 		Store: w.st, Snapshots: w.holder, Admin: w.admin, Core: core,
-		front: handler, httpSrv: newHTTPServer(w.tel.Handler(site.Before(handler))),
+		front: handler, httpSrv: newClientServer(cfg.HTTPServer, w.tel.Handler(site.Before(handler))),
 		tel: w.tel, MetricsAddr: w.tel.MetricsAddr,
 		grpcSrv: w.grpcSrv, stop: stop, done: make(chan struct{}), simSrv: w.simSrv, Status: w.site.Recorder, statusDone: w.site.Done(), streams: w.streams,
 		httpLn: httpLn, grpcLn: grpcLn, log: w.log,
@@ -452,6 +461,25 @@ func (g *Gateway) shutdown(drain time.Duration) error {
 // front (front.Limits); nothing bounds an answer's total time (spec 6.2).
 func newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+}
+
+// httpServer is what the gateway asks of the client listener's server: net/http's or front/h1's.
+type httpServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// newClientServer is the client listener's server (GATEWAY_HTTP_SERVER): front/h1 unless
+// kind is "net". front/h1 serves the same handler with newHTTPServer's bounds at less CPU per
+// request (no per-request goroutine hand-offs beyond the disconnect watch, reused request
+// and header state); what it does not speak it hands to net/http. The admin listener stays
+// on net/http: it is not on the request path.
+func newClientServer(kind string, h http.Handler) httpServer {
+	if kind == "net" {
+		return newHTTPServer(h)
+	}
+	return &h1.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
 func applyCatalogFile(ctx context.Context, srv *admin.Server, path string) error {

@@ -1,0 +1,353 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type connState int
+
+const (
+	stateNew connState = iota
+	stateActive
+	stateIdle
+	stateHijacked
+)
+
+// errClientGone is the request context's cause when the background read saw the client leave.
+var errClientGone = errors.New("h1: client closed the connection")
+
+// aLongTimeAgo is the deadline that makes a pending read return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// conn is one client connection and everything it reuses from request to request.
+type conn struct {
+	srv        *Server
+	nc         net.Conn
+	remoteAddr string
+	br         *bufio.Reader
+	bw         *bufio.Writer
+	baseCtx    context.Context
+
+	stateMu    sync.Mutex
+	state      connState
+	stateSince time.Time
+
+	head     []byte // the request head as read, reused
+	reqHdr   http.Header
+	tmpl     http.Request
+	url      url.URL
+	body     body
+	w        response
+	hdrVals  []string // backing store of the request header values
+	keysBuf  []string // response header keys, sorted
+	lineBuf  []byte   // response head being written
+	deadline bool     // a handler set a write deadline: clear it after the request
+
+	// The background read that notices a client leaving while its request is served.
+	bgDone    chan error
+	bgRunning bool
+	cancel    context.CancelCauseFunc
+	abort     atomic.Bool
+}
+
+var (
+	brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{srv: s, nc: nc, stateSince: time.Now(), bgDone: make(chan error, 1)}
+	c.remoteAddr = nc.RemoteAddr().String()
+	c.baseCtx = context.WithValue(context.Background(), http.LocalAddrContextKey, nc.LocalAddr())
+	c.reqHdr = make(http.Header, 16)
+	c.w.hdr = make(http.Header, 8)
+	c.w.c = c
+	c.body.c = c
+	return c
+}
+
+func (c *conn) setState(st connState) {
+	c.stateMu.Lock()
+	c.state, c.stateSince = st, time.Now()
+	c.stateMu.Unlock()
+}
+
+func (c *conn) getState() (connState, time.Time) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	return c.state, c.stateSince
+}
+
+// serve runs the connection's requests one after the other.
+func (c *conn) serve() {
+	c.br = brPool.Get().(*bufio.Reader)
+	c.br.Reset(c.nc)
+	c.bw = bwPool.Get().(*bufio.Writer)
+	c.bw.Reset(c.nc)
+	keep := false // the connection left this goroutine (hijacked or handed over)
+	defer func() {
+		if !keep {
+			_ = c.nc.Close()
+			if c.bgRunning {
+				<-c.bgDone // the close ends it; then br is free
+				c.bgRunning = false
+			}
+			c.srv.trackConn(c, false)
+			c.br.Reset(nil)
+			brPool.Put(c.br)
+			c.bw.Reset(nil)
+			bwPool.Put(c.bw)
+		}
+	}()
+	first := true
+	for {
+		if !first {
+			// Between requests: wait for the next one's first byte under IdleTimeout,
+			// unless it is buffered already or the background read is waiting for it.
+			if !c.awaitNext() {
+				return
+			}
+		}
+		c.setState(stateActive)
+		// The idle deadline (if any) gives way to the header deadline, which a head that
+		// is buffered whole already does not need; the body's reads have none.
+		dl := !first && c.srv.IdleTimeout > 0
+		if d := c.srv.ReadHeaderTimeout; d > 0 && !(c.br.Buffered() > 0 && bytes.Contains(peekAll(c.br), crlfcrlf)) {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+			dl = true
+		}
+		first = false
+		ok, handOver := c.readHead()
+		if handOver {
+			keep = c.handOver()
+			return
+		}
+		if !ok {
+			return
+		}
+		if dl {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		req, ok := c.parse()
+		if !ok {
+			keep = c.handOver()
+			return
+		}
+		if !c.serveOne(req) {
+			keep = c.w.hijacked
+			return
+		}
+		// A rare large head or answer head does not stay with the connection for its life.
+		if cap(c.head) > 64<<10 {
+			c.head = nil
+		}
+		if cap(c.lineBuf) > 64<<10 {
+			c.lineBuf = nil
+		}
+		if cap(c.hdrVals) > 1024 {
+			c.hdrVals = nil
+		}
+		if c.srv.inShutdown.Load() {
+			return
+		}
+	}
+}
+
+var crlfcrlf = []byte("\r\n\r\n")
+
+func peekAll(br *bufio.Reader) []byte {
+	b, _ := br.Peek(br.Buffered())
+	return b
+}
+
+// awaitNext waits for the next request's first byte; false: the connection is done.
+func (c *conn) awaitNext() bool {
+	c.setState(stateIdle)
+	if c.srv.inShutdown.Load() {
+		return false
+	}
+	if c.bgRunning {
+		// The background read is that wait already: bound it by the idle timeout.
+		if d := c.srv.IdleTimeout; d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+		err := <-c.bgDone
+		c.bgRunning = false
+		if err != nil {
+			return false
+		}
+	} else if c.br.Buffered() < 4 {
+		if d := c.srv.IdleTimeout; d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		}
+	}
+	// As net/http, the next request begins with 4 bytes under the idle timeout; fewer
+	// before the client's end close the connection without an answer.
+	if c.br.Buffered() < 4 {
+		if _, err := c.br.Peek(4); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// readHead reads the request line and headers into c.head. handOver: the head is over the
+// limit, or ends abnormally in a way net/http answers (it gets the connection).
+func (c *conn) readHead() (ok, handOver bool) {
+	c.head = c.head[:0]
+	limit := c.srv.maxHeaderBytes() + 4096
+	for {
+		line, err := c.br.ReadSlice('\n')
+		c.head = append(c.head, line...)
+		if len(c.head) > limit {
+			return false, true
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			// A timeout, or EOF before any byte: net/http closes silently too. A partial
+			// head that ends is its 400: hand it over.
+			return false, len(c.head) > 0 && !isTimeout(err)
+		}
+		if len(line) <= 2 && (len(line) == 1 || line[0] == '\r') {
+			// The blank line ends the head (a blank first line is net/http's 400: parse
+			// hands it over).
+			return true, false
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// handOver gives the connection, with what was read of it, to the net/http fallback.
+func (c *conn) handOver() bool {
+	if c.srv.inShutdown.Load() {
+		return false
+	}
+	pending := append([]byte(nil), c.head...)
+	if n := c.br.Buffered(); n > 0 {
+		b, _ := c.br.Peek(n)
+		pending = append(pending, b...)
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	ln := c.srv.fallback()
+	c.srv.trackConn(c, false)
+	if !ln.hand(&replayConn{Conn: c.nc, pending: pending}) {
+		return false
+	}
+	c.br.Reset(nil)
+	brPool.Put(c.br)
+	c.bw.Reset(nil)
+	bwPool.Put(c.bw)
+	return true
+}
+
+// serveOne runs the handler for one request and finishes its answer; false: the connection
+// closes (or was hijacked).
+func (c *conn) serveOne(p parsed) bool {
+	ctx, cancel := context.WithCancelCause(c.baseCtx)
+	c.cancel = cancel
+	req := c.tmpl.WithContext(ctx)
+	c.w.reset(p, req.Method == http.MethodHead)
+	if c.tmpl.Body == http.NoBody {
+		c.startBackgroundRead()
+	}
+	panicked := c.runHandler(req)
+	c.w.handlerDone = true
+	if c.w.hijacked {
+		cancel(context.Canceled)
+		return false
+	}
+	if panicked {
+		cancel(context.Canceled)
+		c.abortBackgroundRead()
+		return false
+	}
+	c.w.finish()
+	cancel(context.Canceled)
+	if c.deadline {
+		_ = c.nc.SetWriteDeadline(time.Time{})
+		c.deadline = false
+	}
+	if c.w.closeAfter || c.w.werr != nil {
+		if c.body.unread() {
+			// Closing with a request body unread: half-close and give the client a moment
+			// to read the answer before a reset could discard it, as net/http does.
+			c.abortBackgroundRead()
+			if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
+				_ = tc.CloseWrite()
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		return false
+	}
+	return true
+}
+
+func (c *conn) runHandler(req *http.Request) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = true
+			if v != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.srv.logf("h1: panic serving %v: %v\n%s", c.remoteAddr, v, buf)
+			}
+		}
+	}()
+	c.srv.Handler.ServeHTTP(&c.w, req)
+	return false
+}
+
+// startBackgroundRead waits, in a goroutine, for the connection's next bytes while the
+// handler runs: an error means the client left, and cancels the request's context (net/http
+// does the same after the body). Bytes that arrive are the next request's, left in br.
+func (c *conn) startBackgroundRead() {
+	if c.bgRunning || c.br.Buffered() > 0 {
+		return
+	}
+	c.bgRunning = true
+	cancel := c.cancel
+	go func() {
+		_, err := c.br.Peek(1)
+		if err != nil && !(isTimeout(err) && c.aborting()) {
+			cancel(errClientGone)
+		}
+		c.bgDone <- err
+	}()
+}
+
+// aborting reports whether the pending read's deadline was set in the past on purpose.
+func (c *conn) aborting() bool { return c.abort.Load() }
+
+// abortBackgroundRead stops a pending background read, keeping any byte it read in br.
+func (c *conn) abortBackgroundRead() {
+	if !c.bgRunning {
+		return
+	}
+	c.abort.Store(true)
+	_ = c.nc.SetReadDeadline(aLongTimeAgo)
+	err := <-c.bgDone
+	c.bgRunning = false
+	c.abort.Store(false)
+	_ = c.nc.SetReadDeadline(time.Time{})
+	if err != nil && isTimeout(err) {
+		// bufio keeps a read error until it is read, and the aborted Peek read nothing:
+		// an empty Read takes the error so the connection can go on.
+		_, _ = c.br.Read(nil)
+	}
+}
