@@ -105,18 +105,11 @@ func (c *DirectCore) Authorize(ctx context.Context, req *corev1.AuthorizeRequest
 // caller's deadline and cancellation and its outgoing metadata as incoming, none of its
 // values (the server must not depend on what the caller's context happens to carry).
 func serverContext(ctx context.Context) context.Context {
-	sctx := context.Context(noValues{ctx})
 	if md, ok := callmd.Outgoing(ctx); ok {
-		return callmd.NewIncomingContext(sctx, md) // the front's metadata, not copied
+		return callmd.NewServerContext(ctx, md) // the front's metadata, not copied
 	}
-	md, ok := metadata.FromOutgoingContext(ctx)
-	if ok {
-		sctx = callmd.NewIncomingContext(sctx, md) // read without copies (firstMD)
+	if md, ok := metadata.FromOutgoingContext(ctx); ok {
+		return callmd.NewServerContext(ctx, md) // read without copies (firstMD)
 	}
-	return sctx
+	return callmd.NoValues{Context: ctx}
 }
-
-// noValues passes a context's deadline and cancellation on, not its values.
-type noValues struct{ context.Context }
-
-func (noValues) Value(any) any { return nil }
