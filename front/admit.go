@@ -261,6 +261,10 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 	n, err := p.body.Read(b)
 	p.n += int64(n)
 	if err != nil {
+		if err == io.EOF { // the end of every body: not a timeout, and no escaping net.Error to test it
+			p.clear()
+			return n, err
+		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			// The connection is done for: leave the deadline expired and close after the

@@ -162,9 +162,18 @@ func ToolArgsEvent(index int, fragment string) *corev1.GenerateEvent {
 	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_ToolArguments{ToolArguments: &corev1.ToolCallDelta{Index: int32(index), Arguments: fragment}}}
 }
 
-// FinishEvent carries the finish reason.
+// FinishEvent carries the finish reason: one per answer, and, as TextEvent, one allocation
+// for the event, its oneof wrapper and the finish.
 func FinishEvent(r corev1.FinishReason, stopSequence string) *corev1.GenerateEvent {
-	return &corev1.GenerateEvent{Event: &corev1.GenerateEvent_Finish{Finish: &corev1.Finish{Reason: r, StopSequence: stopSequence}}}
+	x := &struct {
+		ev     corev1.GenerateEvent
+		wrap   corev1.GenerateEvent_Finish
+		finish corev1.Finish
+	}{}
+	x.finish.Reason, x.finish.StopSequence = r, stopSequence
+	x.wrap.Finish = &x.finish
+	x.ev.Event = &x.wrap
+	return &x.ev
 }
 
 // Drain reads a stream to its end and collects its events; for tests and non-streaming

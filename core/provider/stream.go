@@ -39,16 +39,19 @@ type SSEStream struct {
 	r       *sse.Reader
 	dec     Decoder
 	pending []*corev1.GenerateEvent // pending[next:] are still to be returned
-	next    int
-	done    bool
-	usage   metering.Usage
+	// room is pending's first backing array, in the stream's allocation: a decoder returns a
+	// few events per upstream event, and a larger batch grows pending away from it.
+	room  [4]*corev1.GenerateEvent
+	next  int
+	done  bool
+	usage metering.Usage
 }
 
 // NewSSEStream starts with the given Start event.
 func NewSSEStream(body io.ReadCloser, start *corev1.Start, dec Decoder) *SSEStream {
-	s := &SSEStream{body: body, r: sse.NewReader(body), dec: dec, pending: make([]*corev1.GenerateEvent, 1, 4),
-		usage: metering.Unreliable("the stream did not finish")}
-	s.pending[0] = StartEvent(start)
+	s := &SSEStream{body: body, r: sse.NewReader(body), dec: dec, usage: metering.Unreliable("the stream did not finish")}
+	s.room[0] = StartEvent(start)
+	s.pending = s.room[:1]
 	return s
 }
 

@@ -37,6 +37,9 @@ type billed struct {
 	tokens *tokenCount
 	// conv names the request's conversation for route affinity (core/routing); 0: none.
 	conv routing.Conversation
+	// firstAttempt is out.Attempts' first backing array: most requests make one upstream
+	// call, which then costs no allocation of its own.
+	firstAttempt [1]Attempt
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen
@@ -82,6 +85,7 @@ func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...t
 		Model: m.ID, EndpointFamily: family, StartTime: time.Now(), Status: store.StatusOK,
 		Usage: metering.Unreliable("no upstream answered"),
 	}}
+	b.out.Attempts = b.firstAttempt[:0]
 	if k.Budget != nil {
 		b.money.Limit(keyBudget(k), b.out.StartTime)
 	}

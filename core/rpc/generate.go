@@ -103,7 +103,10 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	// events wait in held until then, so that an answer the balance cannot pay is not
 	// delivered at all (the HTTP fronts hold it too; a gRPC caller would not).
 	var run *running
-	var held []*corev1.GenerateEvent
+	// heldRoom is held's first backing array: a non-streamed answer is a few events (start,
+	// content, finish), which then cost no allocation of their own.
+	var heldRoom [4]*corev1.GenerateEvent
+	held := heldRoom[:0]
 	var sent bool // an event has gone to the caller
 	var cut error // the answer ended before anything was sent
 	if req.GetStream() {
@@ -111,7 +114,8 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	}
 
 	b.conv = conversation(b.k, req)
-	stream, head, err := s.open(b, req)
+	stream, first, n, err := s.open(b, req)
+	head := first[:n]
 	if err != nil {
 		out.Status = store.StatusUpstreamError
 		return err
@@ -298,46 +302,50 @@ func outputLimit(m *snapshot.Model, req *corev1.GenerateRequest) int64 {
 // produced its Start event and its first upstream event. Another route is tried only on a
 // retryable failure, and only here: nothing has reached the client yet, and an upstream that
 // answers its headers but then nothing within the first-byte timeout is still a timeout.
-func (s *CoreServer) open(b *billed, req *corev1.GenerateRequest) (provider.Stream, []*corev1.GenerateEvent, error) {
+// The head comes back as an array and its length, not a slice: no allocation of its own.
+func (s *CoreServer) open(b *billed, req *corev1.GenerateRequest) (provider.Stream, [2]*corev1.GenerateEvent, int, error) {
 	type opened struct {
 		stream provider.Stream
-		head   []*corev1.GenerateEvent
+		head   [2]*corev1.GenerateEvent
+		n      int
 	}
 	o, _, err := firstAnswer(b, always, func(a provider.Adapter, up provider.Upstream) (opened, error) {
 		stream, err := a.Generate(b.ctx, s.Deps.call(b.m, up, req))
 		if err != nil {
 			return opened{}, err
 		}
-		head, err := firstEvents(stream)
+		head, n, err := firstEvents(stream)
 		if err != nil {
 			stream.Close()
 			return opened{}, err
 		}
-		return opened{stream, head}, nil
+		return opened{stream, head, n}, nil
 	})
-	return o.stream, o.head, err
+	return o.stream, o.head, o.n, err
 }
 
-// firstEvents reads the Start event and the first event after it.
-func firstEvents(stream provider.Stream) ([]*corev1.GenerateEvent, error) {
+// firstEvents reads the Start event and the first event after it: head[:n].
+func firstEvents(stream provider.Stream) (head [2]*corev1.GenerateEvent, n int, err error) {
 	start, err := stream.Next()
 	if errors.Is(err, io.EOF) {
-		return nil, &provider.Error{Message: "the upstream answered with an empty stream", Retryable: true}
+		return head, 0, &provider.Error{Message: "the upstream answered with an empty stream", Retryable: true}
 	}
 	if err != nil {
-		return nil, err
+		return head, 0, err
 	}
 	if start.GetStart() == nil {
-		return nil, &provider.Error{Message: "the adapter did not start its stream"}
+		return head, 0, &provider.Error{Message: "the adapter did not start its stream"}
 	}
+	head[0] = start
 	next, err := stream.Next()
 	if errors.Is(err, io.EOF) {
-		return []*corev1.GenerateEvent{start}, nil
+		return head, 1, nil
 	}
 	if err != nil {
-		return nil, err
+		return head, 0, err
 	}
-	return []*corev1.GenerateEvent{start, next}, nil
+	head[1] = next
+	return head, 2, nil
 }
 
 func (g *Deps) call(m *snapshot.Model, up provider.Upstream, req *corev1.GenerateRequest) *provider.Call {

@@ -192,7 +192,7 @@ func TestCountersAreAddedAtEachFlush(t *testing.T) {
 		o := outcome(start) // two attempts, the first failed over; cost 1.5
 		a := &access{method: "POST", path: "/v1/chat/completions", status: 200, start: start, end: start.Add(time.Millisecond)}
 		a.add(&o)
-		w.handle(item{o: o, logged: true})
+		w.handle(item{o: &queuedOutcome{o: o, logged: true}})
 		w.handle(item{a: a})
 	}
 	for _, name := range []string{"gateway.requests", "gateway.upstream.attempts"} {

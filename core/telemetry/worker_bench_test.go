@@ -30,7 +30,9 @@ func BenchmarkWorkerAccess(b *testing.B) {
 		a := &access{method: "POST", path: "/v1/chat/completions", requestID: "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", status: 200,
 			bytes: 612, start: start, firstByte: start.Add(time.Millisecond), end: start.Add(2 * time.Millisecond)}
 		a.add(&o)
-		w.handle(item{o: o, logged: true})
+		q := outcomes.Get().(*queuedOutcome) // as Record queues it; handle recycles it
+		q.o, q.logged = o, true
+		w.handle(item{o: q})
 		w.handle(item{a: a})
 		if i%64 == 63 {
 			w.flush() // as a drain of the queue ends: the lines written, the counts added

@@ -37,7 +37,15 @@ func requestMD(r *http.Request) metadata.MD {
 	if st != nil && st.md != nil && st.auth == auth && st.id == id {
 		return st.md
 	}
-	v := [...]string{auth, id}
+	// The values live in the request's state when it has one and they are its first: a
+	// metadata built before must keep its own.
+	var v *[2]string
+	if st != nil && st.md == nil {
+		v = &st.mdValues
+	} else {
+		v = new([2]string)
+	}
+	*v = [2]string{auth, id}
 	md := metadata.MD{
 		"authorization": v[0:1:1],
 		"x-request-id":  v[1:2:2],
@@ -80,6 +88,7 @@ type state struct {
 	// md is the request's metadata as built for auth and id (requestMD).
 	md       metadata.MD
 	auth, id string
+	mdValues [2]string // md's values, in this allocation (requestMD)
 }
 
 func (s *state) Value(k any) any {

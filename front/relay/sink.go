@@ -17,16 +17,18 @@ import (
 // sink is the server side of the in-process Generate stream: every event core sends goes
 // straight into the protocol's encoder.
 type sink struct {
-	ctx     context.Context
-	h       *Handler
-	w       http.ResponseWriter
-	r       *http.Request
-	req     *corev1.GenerateRequest
-	enc     Encoder
-	held    *heldResponse
-	lazy    *lazyflush.Writer // a stream's writer (nil for an answer that is held)
-	started bool
-	done    bool // the answer has ended (error event written or start refused)
+	ctx  context.Context
+	h    *Handler
+	w    http.ResponseWriter
+	r    *http.Request
+	req  *corev1.GenerateRequest
+	enc  Encoder
+	held *heldResponse // &heldRoom for an answer that is held
+	// heldRoom is held, in the sink's allocation rather than one of its own.
+	heldRoom heldResponse
+	lazy     *lazyflush.Writer // a stream's writer (nil for an answer that is held)
+	started  bool
+	done     bool // the answer has ended (error event written or start refused)
 }
 
 func (s *sink) Context() context.Context        { return s.ctx }
@@ -69,7 +71,8 @@ func (s *sink) Send(ev *corev1.GenerateEvent) error {
 		if s.lazy != nil {
 			out = s.lazy // a stream (relay.go)
 		} else {
-			s.held = &heldResponse{header: s.w.Header(), status: http.StatusOK}
+			s.heldRoom = heldResponse{header: s.w.Header(), status: http.StatusOK}
+			s.held = &s.heldRoom
 			out = s.held
 		}
 		s.enc = s.h.Proto.Encoder(out, s.r, s.req)

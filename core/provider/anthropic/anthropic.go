@@ -113,7 +113,8 @@ func streamError(data []byte) *provider.Error {
 // failure core may retry on another route, and the Start event carries the upstream's id.
 type primed struct {
 	provider.Stream
-	head []*corev1.GenerateEvent
+	head  []*corev1.GenerateEvent
+	first [2]*corev1.GenerateEvent // head's room: the two events read ahead, in the one allocation
 }
 
 func prime(s provider.Stream) (provider.Stream, error) {
@@ -122,7 +123,9 @@ func prime(s provider.Stream) (provider.Stream, error) {
 		s.Close()
 		return nil, err
 	}
-	p := &primed{Stream: s, head: []*corev1.GenerateEvent{start}}
+	p := &primed{Stream: s}
+	p.first[0] = start
+	p.head = p.first[:1]
 	next, err := s.Next()
 	switch {
 	case errors.Is(err, io.EOF):
@@ -131,13 +134,15 @@ func prime(s provider.Stream) (provider.Stream, error) {
 		s.Close()
 		return nil, err
 	}
-	p.head = append(p.head, next)
+	p.first[1] = next
+	p.head = p.first[:2]
 	return p, nil
 }
 
 func (p *primed) Next() (*corev1.GenerateEvent, error) {
 	if len(p.head) > 0 {
 		ev := p.head[0]
+		p.head[0] = nil // returned: the stream's consumer owns it now
 		p.head = p.head[1:]
 		return ev, nil
 	}

@@ -29,11 +29,17 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 	if err != nil {
 		return nil, err
 	}
-	start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix()}
 	if stream {
-		dec := &streamDecoder{start: start}
-		return prime(provider.NewSSEStream(resp.Body, start, dec))
+		// The decoder and the Start event it completes, in one allocation.
+		x := &struct {
+			dec   streamDecoder
+			start corev1.Start
+		}{}
+		x.start.Model, x.start.Created = call.PublicModel, time.Now().Unix()
+		x.dec.start = &x.start
+		return prime(provider.NewSSEStream(resp.Body, &x.start, &x.dec))
 	}
+	start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix()}
 	raw, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
 	if err != nil {
 		return nil, err
@@ -131,10 +137,13 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 		se, fast = readStreamEvent(ev.Data) // fastevent.go
 	}
 	if !fast {
-		se = mw.StreamEvent{}
-		if err := json.Unmarshal(ev.Data, &se); err != nil {
+		// A pointer of its own: decoded through it, se would escape and cost an allocation on
+		// the fast path as well.
+		slow := new(mw.StreamEvent)
+		if err := json.Unmarshal(ev.Data, slow); err != nil {
 			return nil, false, &provider.Error{Message: "the upstream sent an unreadable stream event", Err: err}
 		}
+		se = *slow
 	}
 	name := ev.Name
 	if name == "" {

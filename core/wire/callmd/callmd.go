@@ -14,6 +14,7 @@ package callmd
 
 import (
 	"context"
+	"reflect"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
@@ -22,7 +23,66 @@ import (
 // NewIncomingContext is metadata.NewIncomingContext(ctx, md) whose values Value reads without
 // a copy. md must not be modified afterwards (as for metadata.NewIncomingContext).
 func NewIncomingContext(ctx context.Context, md metadata.MD) context.Context {
-	return &carrier[carriedIn]{Context: metadata.NewIncomingContext(ctx, md), md: md}
+	if grpcIncomingKey == nil {
+		return &carrier[carriedIn]{Context: metadata.NewIncomingContext(ctx, md), md: md}
+	}
+	return &carrier[carriedIn]{Context: ctx, md: md, grpcKey: grpcIncomingKey}
+}
+
+// NewServerContext is NewIncomingContext over ctx's deadline and cancellation without any of
+// ctx's values: what the server side of an in-process call sees (the server must not depend
+// on what its caller's context happens to carry). One allocation where the three contexts it
+// stands for would cost three.
+func NewServerContext(ctx context.Context, md metadata.MD) context.Context {
+	if grpcIncomingKey == nil {
+		return &carrier[carriedIn]{Context: metadata.NewIncomingContext(NoValues{ctx}, md), md: md}
+	}
+	return &carrier[carriedIn]{Context: ctx, md: md, grpcKey: grpcIncomingKey, noValues: true}
+}
+
+// NoValues passes a context's deadline and cancellation on, not its values.
+type NoValues struct{ context.Context }
+
+func (NoValues) Value(any) any { return nil }
+
+// grpcIncomingKey is the key under which gRPC's metadata package keeps incoming metadata (an
+// unexported type), learnt once: a carrier that answers it itself saves the context node
+// metadata.NewIncomingContext would add per call. nil when learning it failed, or gRPC's
+// readers did not then read a carrier's metadata as incoming metadata (a gRPC version that
+// stores it otherwise): the carriers then hold gRPC's own node, as before.
+var grpcIncomingKey = learnIncomingKey()
+
+// keySpy notes the keys it is asked for.
+type keySpy struct {
+	context.Context
+	keys []any
+}
+
+func (s *keySpy) Value(k any) any {
+	s.keys = append(s.keys, k)
+	return nil
+}
+
+func learnIncomingKey() any {
+	spy := &keySpy{Context: context.Background()}
+	metadata.FromIncomingContext(spy)
+	if len(spy.keys) != 1 || spy.keys[0] == nil || !reflect.TypeOf(spy.keys[0]).Comparable() {
+		return nil
+	}
+	key := spy.keys[0]
+	// The proof: gRPC's readers find a carrier's metadata as incoming metadata, and only as that.
+	md := metadata.MD{"k": {"v"}}
+	c := &carrier[carriedIn]{Context: context.Background(), md: md, grpcKey: key}
+	if got, ok := metadata.FromIncomingContext(c); !ok || len(got) != 1 || len(got["k"]) != 1 || got["k"][0] != "v" {
+		return nil
+	}
+	if v := metadata.ValueFromIncomingContext(c, "k"); len(v) != 1 || v[0] != "v" {
+		return nil
+	}
+	if _, ok := metadata.FromOutgoingContext(c); ok {
+		return nil
+	}
+	return key
 }
 
 // NewOutgoingContext is metadata.NewOutgoingContext(ctx, md) from which Outgoing takes md
@@ -41,15 +101,26 @@ type (
 )
 
 // carrier answers the lookup of the metadata it carries under key K itself: one allocation,
-// where context.WithValue would box the map's key and value.
+// where context.WithValue would box the map's key and value. With grpcKey set it answers
+// gRPC's lookup of incoming metadata too (grpcIncomingKey), and with noValues it hides its
+// parent's values.
 type carrier[K comparable] struct {
 	context.Context
-	md metadata.MD
+	md       metadata.MD
+	grpcKey  any
+	noValues bool
 }
 
 func (c *carrier[K]) Value(k any) any {
 	if _, ok := k.(K); ok {
 		return c.md
+	}
+	// An interface comparison: false, never a panic, for a key of another type.
+	if c.grpcKey != nil && k == c.grpcKey {
+		return c.md
+	}
+	if c.noValues {
+		return nil
 	}
 	return c.Context.Value(k)
 }

@@ -108,3 +108,54 @@ func TestBearer(t *testing.T) {
 		t.Errorf("no metadata: %q", got)
 	}
 }
+
+// A server context carries the metadata as gRPC's incoming metadata and as Value reads it,
+// keeps the caller's deadline and cancellation, and hides the caller's values, its incoming
+// metadata included; it is one allocation.
+func TestServerContext(t *testing.T) { // not parallel: AllocsPerRun
+	if grpcIncomingKey == nil {
+		t.Fatal("gRPC's incoming metadata key was not learnt: every in-process call costs two context nodes more")
+	}
+	type ctxKey struct{}
+	caller, cancel := context.WithCancel(context.WithValue(
+		NewIncomingContext(context.Background(), metadata.MD{"x-request-id": {"caller's"}, "other": {"o"}}), ctxKey{}, 1))
+	md := metadata.MD{"x-request-id": {"req-1"}}
+	for name, ctx := range map[string]context.Context{
+		"server":   NewServerContext(caller, md),
+		"incoming": NewIncomingContext(caller, md),
+	} {
+		if got := Value(ctx, "x-request-id"); got != "req-1" {
+			t.Errorf("%s: Value %q", name, got)
+		}
+		if got := metadata.ValueFromIncomingContext(ctx, "x-request-id"); len(got) != 1 || got[0] != "req-1" {
+			t.Errorf("%s: gRPC reads %q", name, got)
+		}
+		if got, _ := metadata.FromIncomingContext(ctx); len(got) != 1 {
+			t.Errorf("%s: gRPC's incoming metadata %v, want the call's alone", name, got)
+		}
+		if _, ok := metadata.FromOutgoingContext(ctx); ok {
+			t.Errorf("%s: incoming metadata read as outgoing", name)
+		}
+		// Metadata gRPC sets over it is what gRPC reads then.
+		over := metadata.NewIncomingContext(ctx, metadata.MD{"x-request-id": {"later"}})
+		if got := metadata.ValueFromIncomingContext(over, "x-request-id"); len(got) != 1 || got[0] != "later" {
+			t.Errorf("%s: metadata set over it reads %q", name, got)
+		}
+	}
+	srv := NewServerContext(caller, md)
+	if caller.Value(ctxKey{}) != 1 || NewIncomingContext(caller, md).Value(ctxKey{}) != 1 {
+		t.Fatal("the caller's value is not there to hide")
+	}
+	if srv.Value(ctxKey{}) != nil {
+		t.Error("the server sees a value of its caller's context")
+	}
+	if got := testing.AllocsPerRun(100, func() { _ = NewServerContext(caller, md) }); got != 1 {
+		t.Errorf("NewServerContext allocates %v times, want 1", got)
+	}
+	cancel()
+	select {
+	case <-srv.Done():
+	default:
+		t.Error("cancelling the caller does not reach the server context")
+	}
+}

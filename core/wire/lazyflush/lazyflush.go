@@ -28,11 +28,11 @@ import (
 // (deadlines, hijacking) reaches the wrapped writer through Unwrap.
 type Writer struct {
 	http.ResponseWriter
-	rc      *http.ResponseController // of the wrapped writer
-	lazy    bool                     // a reader flushes before it waits: Flush may wait for it
-	pending bool                     // written and not yet flushed
-	err     error                    // the last real flush's error: the client has gone
-	held    *[]byte                  // written while lazy, not yet passed on (from heldBuffers)
+	rc      http.ResponseController // of the wrapped writer; by value: one allocation less per stream
+	lazy    bool                    // a reader flushes before it waits: Flush may wait for it
+	pending bool                    // written and not yet flushed
+	err     error                   // the last real flush's error: the client has gone
+	held    *[]byte                 // written while lazy, not yet passed on (from heldBuffers)
 }
 
 // maxHeld bounds what a Writer holds: past it, what it holds is passed on (net/http sends
@@ -91,7 +91,7 @@ func (w *Writer) End() {
 
 // NewWriter wraps w.
 func NewWriter(w http.ResponseWriter) *Writer {
-	return &Writer{ResponseWriter: w, rc: http.NewResponseController(w)}
+	return &Writer{ResponseWriter: w, rc: *http.NewResponseController(w)}
 }
 
 // Unwrap lets http.ResponseController reach the wrapped writer.

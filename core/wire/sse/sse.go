@@ -217,8 +217,11 @@ func (r *Reader) line() ([]byte, error) {
 // core/wire/lazyflush.)
 type Writer struct {
 	w   io.Writer
-	rc  *http.ResponseController
-	buf []byte // reused for every event: the response writer copies what it is given
+	rc  http.ResponseController // by value, as first, with the buffer: one allocation per stream
+	buf []byte                  // reused for every event: the response writer copies what it is given
+	// first is buf's room for a typical event from the start (a chat chunk is about 200
+	// bytes); a larger event grows buf away from it.
+	first [512]byte
 }
 
 // The streaming headers' values, as Header.Set stores them, shared by every stream: net/http
@@ -236,8 +239,9 @@ func NewWriter(w http.ResponseWriter) *Writer {
 	h["Cache-Control"] = valueNoCache
 	h["X-Accel-Buffering"] = valueNo // tell buffering reverse proxies in front of us not to
 	delete(h, "Content-Length")
-	// Room for a typical event from the start (a chat chunk is about 200 bytes).
-	return &Writer{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, 512)}
+	sw := &Writer{w: w, rc: *http.NewResponseController(w)}
+	sw.buf = sw.first[:0]
+	return sw
 }
 
 // Event writes one event and flushes it; name may be empty. Data with newlines becomes several

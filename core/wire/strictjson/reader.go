@@ -90,12 +90,43 @@ func (r *Reader) Array(elem func() bool) bool {
 
 // String reads a string.
 func (r *Reader) String() (string, bool) {
-	t, err := r.d.ReadToken()
-	if err != nil || t.Kind() != '"' {
+	if r.d.PeekKind() != '"' {
 		return "", false
 	}
-	return t.String(), true
+	v, err := r.d.ReadValue() // checked as ReadToken checks it
+	if err != nil || len(v) < 2 {
+		return "", false
+	}
+	raw := v[1 : len(v)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		t, err := jsontext.AppendUnquote(nil, v)
+		return string(t), err == nil
+	}
+	if w, ok := knownWords[string(raw)]; ok { // the lookup does not allocate
+		return w, true
+	}
+	return string(raw), true
 }
+
+// knownWords are the values the protocols' enumerations take (event types, roles, stop
+// reasons): every stream and most requests read several, which then cost no allocation.
+var knownWords = func() map[string]string {
+	words := []string{
+		// messages (Anthropic) stream events and their values
+		"message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
+		"content_block_stop", "ping", "error", "message", "assistant", "user", "text", "text_delta",
+		"input_json_delta", "thinking", "thinking_delta", "signature_delta", "tool_use", "tool_result",
+		"end_turn", "max_tokens", "stop_sequence", "pause_turn", "refusal", "standard", "priority",
+		// chat completions
+		"system", "developer", "tool", "function", "image_url", "auto", "none", "required",
+		"stop", "length", "tool_calls", "content_filter", "chat.completion", "chat.completion.chunk",
+	}
+	m := make(map[string]string, len(words))
+	for _, w := range words {
+		m[w] = w
+	}
+	return m
+}()
 
 // Bool reads true or false.
 func (r *Reader) Bool() (bool, bool) {

@@ -3,6 +3,7 @@ package strictjson
 import (
 	"math"
 	"testing"
+	"unsafe"
 )
 
 // read reads text with f and tells whether f read it whole.
@@ -100,5 +101,35 @@ func TestReaderRawIsTheText(t *testing.T) {
 	}
 	if &raw[0] != &data[5] || cap(raw) != len(raw) {
 		t.Error("Raw copied the value or left it open to appends")
+	}
+}
+
+// String decodes as encoding/json does, escapes included, and refuses what Check refuses;
+// the protocols' enumeration words come back as the one shared string (no allocation).
+func TestReaderStringDecodesAndSharesKnownWords(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		text, want string
+		ok, shared bool
+	}{
+		{`"end_turn"`, "end_turn", true, true},
+		{`"assistant"`, "assistant", true, true},
+		{`"end_\u0074urn"`, "end_turn", true, false}, // escaped: decoded, not looked up
+		{`"a\"b\\c\n"`, "a\"b\\c\n", true, false},
+		{`"héllo"`, "héllo", true, false},
+		{`""`, "", true, false},
+		{"\"\xff\"", "", false, false}, // invalid UTF-8
+		{`"\ud800"`, "", false, false}, // a lone surrogate
+		{`12`, "", false, false},       // not a string
+		{`null`, "", false, false},
+	} {
+		var got string
+		ok := read(c.text, func(r *Reader) bool { var ok bool; got, ok = r.String(); return ok })
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("%s: %q, %v; want %q, %v", c.text, got, ok, c.want, c.ok)
+		}
+		if c.shared && unsafe.StringData(got) != unsafe.StringData(knownWords[c.want]) {
+			t.Errorf("%s: a copy, not the shared word", c.text)
+		}
 	}
 }
