@@ -815,7 +815,7 @@ func BenchmarkSettleBatch(b *testing.B) {
 	cpu0, backend0 := descendantsCPU(), pidCPU(backend)
 	for b.Loop() {
 		for i := range batch {
-			r := record(p, fmt.Sprint("s", n), &cost)
+			r := record(p, fmt.Sprint("gw-s", n), &cost) // a gateway-made id, as most are: no request_ids entry
 			r.KeyID = keys[n%len(keys)]
 			batch[i] = store.Settlement{Record: r}
 			n++
