@@ -27,8 +27,15 @@ const (
 	// DefaultLease is how long a claim lasts unless renewed: a replica renews its claims every
 	// lease/3, so an item whose replica died is claimed again within about a lease.
 	DefaultLease = 30 * time.Second
-	// idlePoll is how often an idle runner looks for work (and the expiry sweep runs).
-	idlePoll = 500 * time.Millisecond
+	// idlePoll is how soon a runner looks for work again after a claim found none;
+	// idlePollMax is how far that wait grows while claims keep finding none (a new batch
+	// starts within about a second on an idle replica; each look is a statement).
+	idlePoll    = 500 * time.Millisecond
+	idlePollMax = time.Second
+	// expireEvery is how often the expiry sweep runs: a window of hours needs no
+	// sub-second sweep, and the items a runner holds see their window's end by themselves
+	// (statusFresh).
+	expireEvery = 5 * time.Second
 	// purgeEvery is how often deleted and expired files (and the items of batches whose
 	// results expired) are removed; purgeBatch bounds one round.
 	purgeEvery = time.Minute
@@ -161,8 +168,10 @@ type pump struct {
 	inflight int
 	checked  time.Time // when the held items' batches were last checked
 	started  time.Time // when the last item started (Priority)
-	// idleUntil: a claim found nothing; the next waits until then.
+	// idleUntil: a claim found nothing; the next waits until then. idleWait is that wait,
+	// growing from idlePoll to idlePollMax while claims find nothing.
 	idleUntil time.Time
+	idleWait  time.Duration
 	failures  int
 	sweep     time.Time
 	purge     time.Time
@@ -203,7 +212,7 @@ func (p *pump) run(ctx context.Context) {
 // maintain runs the expiry sweep and the purge of old files when they are due.
 func (p *pump) maintain(ctx context.Context) {
 	r := p.r
-	if time.Since(p.sweep) >= idlePoll {
+	if time.Since(p.sweep) >= expireEvery {
 		p.sweep = time.Now()
 		if _, err := r.Store.ExpireBatches(ctx); err != nil && ctx.Err() == nil {
 			r.Log.Warn("expiring batches failed", "err", err)
@@ -345,7 +354,10 @@ func (p *pump) round(stopping bool) {
 	p.failures = 0
 	p.drop(len(done), true)
 	if claim > 0 && len(claimed) == 0 {
-		p.idleUntil = time.Now().Add(idlePoll)
+		p.idleWait = min(max(2*p.idleWait, idlePoll), idlePollMax)
+		p.idleUntil = time.Now().Add(p.idleWait)
+	} else if len(claimed) > 0 {
+		p.idleWait = 0
 	}
 	if len(stopped) > 0 {
 		kept := p.held[:0]

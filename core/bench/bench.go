@@ -321,6 +321,11 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	b.header(w)
 	var failed []string
 	profiles := 0
+	if b.cfg.scenarios["pgidle"] {
+		if err := b.pgIdle(ctx, w); err != nil {
+			return err
+		}
+	}
 	tx0, req0, txErr := b.dbCounts(ctx)
 	var ran []string // numbers of the chat scenarios run, for the transactions line
 	for i, s := range b.scenarios() {

@@ -16,6 +16,13 @@ import (
 // Channel is the NOTIFY channel the migrations' triggers signal on.
 const Channel = "gateway_snapshot"
 
+// DefaultInterval is the safety-net reload's interval. A notification is lost only while the
+// listener is not connected, and a listener that connects again reloads at once; the periodic
+// reload (the whole catalogue, keys included: a dozen statements) is for what slips past that,
+// and is rarer than it was (15 s) because it is most of what an idle replica costs PostgreSQL.
+// It stays well inside GatewaySnapshotStale's 2 minutes (README).
+const DefaultInterval = time.Minute
+
 // Holder keeps the current snapshot and reloads it when PostgreSQL says something changed,
 // with a periodic full reload as the safety net for a lost notification.
 type Holder struct {
@@ -35,7 +42,7 @@ type Holder struct {
 
 // NewHolder loads the first snapshot.
 func NewHolder(ctx context.Context, st *store.Store) (*Holder, error) {
-	h := &Holder{store: st, reloadCh: make(chan struct{}, 1), Interval: 15 * time.Second, Log: slog.Default()}
+	h := &Holder{store: st, reloadCh: make(chan struct{}, 1), Interval: DefaultInterval, Log: slog.Default()}
 	if err := h.Reload(ctx); err != nil {
 		return nil, err
 	}

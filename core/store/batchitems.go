@@ -135,6 +135,18 @@ func (s *Store) FinishBatchItems(ctx context.Context, done []FinishedItem) error
 // items a runner holds unstarted for them end as their unstarted siblings did. One
 // transaction for all three is what keeps a batch's database work per item small.
 func (s *Store) BatchRound(ctx context.Context, done []FinishedItem, claim int, lease time.Duration, watch []string) (claimed []*ClaimedItem, stopped map[string]string, err error) {
+	if len(done) == 0 && len(watch) == 0 {
+		// A claim alone (an idle runner's look for work) is one statement, atomic by itself:
+		// no transaction around it (begin and commit were two of its three statements).
+		if claim <= 0 {
+			return nil, map[string]string{}, nil
+		}
+		claimed, err = claimItems(ctx, s.Pool, claim, lease)
+		if err != nil {
+			return nil, nil, err
+		}
+		return claimed, map[string]string{}, nil
+	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		claimed, stopped = nil, map[string]string{}
 		if err := finishItems(ctx, tx, done); err != nil {
