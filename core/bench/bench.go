@@ -304,7 +304,8 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 		chargeLine = b.chargeStats()
 		if tx1, req1, err := b.dbCounts(ctx); err == nil && req1 > req0 {
 			// Each dbCounts call is one transaction of its own.
-			txLine = fmt.Sprintf("%.3f (%d transactions, %d requests)", float64(tx1-tx0-1)/float64(req1-req0), tx1-tx0-1, req1-req0)
+			tx := float64(tx1-tx0-1) / float64(req1-req0)
+			txLine = fmt.Sprintf("%.3f (%d transactions, %d requests; target <= %.1f: %s)", tx, tx1-tx0-1, req1-req0, targetTxPerRequest, verdict(tx <= targetTxPerRequest))
 		} else {
 			txLine = fmt.Sprintf("not measured (%v)", err)
 		}

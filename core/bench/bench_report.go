@@ -127,10 +127,13 @@ func (b *bench) pgCPUs() string {
 
 // The request path's targets (issue 35), printed beside what each scenario measured.
 const (
-	targetCPUPerRequest = 0.8 // gateway/bare CPU per non-streamed request
-	targetCPUPerChunk   = 1.0 // gateway/bare CPU per streamed chunk, passthrough and translated
-	targetRSSMB         = 40  // peak RSS holding 64 streams
-	targetPGPerRequest  = 25  // PostgreSQL CPU µs per gateway request, on cores of its own
+	targetCPUPerRequest = 0.8                  // gateway/bare CPU per non-streamed request
+	targetCPUPerChunk   = 1.0                  // gateway/bare CPU per streamed chunk, passthrough and translated
+	targetRSSMB         = 40                   // peak RSS holding 64 streams
+	targetPGPerRequest  = 25                   // PostgreSQL CPU µs per gateway request, on cores of its own
+	targetTxPerRequest  = 0.1                  // database transactions per gateway request
+	targetWaitP50       = time.Millisecond     // an answer's end waiting for its durable charge
+	targetWaitP99       = 5 * time.Millisecond // (on a database with cores of its own)
 )
 
 // contentionPoints is the share of a pinned CPU, in percent of wall time, that may go to work

@@ -68,6 +68,9 @@ func (b *bench) chargeWaits() waitReading {
 // chargeWaitLine is the scenario's line: the waits, and the commits they waited for.
 func chargeWaitLine(before, after waitReading) string {
 	line := waitLine(before.waits, after.waits, "charges")
+	if p50, p99, n := waitQuantiles(before.waits, after.waits); n > 0 {
+		line += fmt.Sprintf(" (target p50 <= %v, p99 <= %v: %s)", targetWaitP50, targetWaitP99, verdict(p50 <= targetWaitP50 && p99 <= targetWaitP99))
+	}
 	if after.commits != nil {
 		line += "; its group commits (one transaction each): " + waitLine(before.commits, after.commits, "commits")
 	}
@@ -80,17 +83,26 @@ func waitLine(before, after waitHistogram, what string) string {
 	if after == nil {
 		return "not measured (no /metrics)"
 	}
+	p50, p99, total := waitQuantiles(before, after)
+	if total <= 0 {
+		return "not measured (no " + what + ")"
+	}
+	return fmt.Sprintf("p50 %v, p99 %v (%.0f %s)", p50, p99, total, what)
+}
+
+// waitQuantiles are waitLine's p50 and p99, and how many durations they are of (0: none).
+func waitQuantiles(before, after waitHistogram) (p50, p99 time.Duration, total float64) {
 	bounds := make([]float64, 0, len(after))
 	for b := range after {
 		bounds = append(bounds, b)
 	}
 	slices.Sort(bounds)
 	if len(bounds) == 0 {
-		return "not measured (no " + what + ")"
+		return 0, 0, 0
 	}
-	total := after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
+	total = after[bounds[len(bounds)-1]] - before[bounds[len(bounds)-1]]
 	if total <= 0 {
-		return "not measured (no " + what + ")"
+		return 0, 0, 0
 	}
 	quantile := func(q float64) time.Duration {
 		rank, lower, below := q*total, 0.0, 0.0
@@ -110,5 +122,5 @@ func waitLine(before, after waitHistogram, what string) string {
 		}
 		return 0
 	}
-	return fmt.Sprintf("p50 %v, p99 %v (%.0f %s)", quantile(0.5), quantile(0.99), total, what)
+	return quantile(0.5), quantile(0.99), total
 }

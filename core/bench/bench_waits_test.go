@@ -32,8 +32,14 @@ func TestChargeWaitLineNamesTheCommitsWaitedFor(t *testing.T) {
 	inf := math.Inf(1)
 	before := waitReading{waitHistogram{0.002: 0, inf: 0}, waitHistogram{0.001: 0, inf: 0}}
 	after := waitReading{waitHistogram{0.002: 4, inf: 4}, waitHistogram{0.001: 2, inf: 2}}
-	want := "p50 1ms, p99 1.98ms (4 charges); its group commits (one transaction each): p50 500µs, p99 990µs (2 commits)"
+	want := "p50 1ms, p99 1.98ms (4 charges) (target p50 <= 1ms, p99 <= 5ms: ok); its group commits (one transaction each): p50 500µs, p99 990µs (2 commits)"
 	if got := chargeWaitLine(before, after); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	// A p50 just over the target misses it, with the p99 well inside.
+	slow := waitReading{waitHistogram{0.002: 1, 0.004: 4, inf: 4}, nil}
+	want = "p50 2.67ms, p99 3.97ms (4 charges) (target p50 <= 1ms, p99 <= 5ms: MISSED)"
+	if got := chargeWaitLine(before, slow); got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	if got := chargeWaitLine(waitReading{}, waitReading{}); got != "not measured (no /metrics)" {
