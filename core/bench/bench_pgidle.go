@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"modelgateway/core/store/pgcluster"
 )
 
 // The PostgreSQL idle scenario (issue 35): what the database burns while the gateway serves
@@ -36,12 +35,12 @@ func (b *bench) pgIdle(ctx context.Context, w io.Writer) error {
 	if err := sleepCtx(ctx, pgIdleQuiet); err != nil {
 		return err
 	}
-	cpu0, cpuOK := postgresOnCPU()
+	cpu0, cpuOK := pgcluster.CPUTime()
 	tx0, txErr := b.dbXacts(ctx)
 	if err := sleepCtx(ctx, pgIdleWindow); err != nil {
 		return err
 	}
-	cpu1, _ := postgresOnCPU()
+	cpu1, _ := pgcluster.CPUTime()
 	tx1, err := b.dbXacts(ctx)
 	if txErr == nil {
 		txErr = err
@@ -79,45 +78,4 @@ func (b *bench) dbXacts(ctx context.Context) (int64, error) {
 	var n int64
 	err = conn.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
 	return n, err
-}
-
-// postgresOnCPU is the time on CPU of the bench's PostgreSQL: its postmaster (a child of this
-// process) and the postmaster's children, from /proc/<pid>/schedstat; ok is false when there
-// is none (DATABASE_URL named another server).
-func postgresOnCPU() (time.Duration, bool) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, false
-	}
-	parent := map[int]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if st, err := parseStat(data); err == nil && st.comm == "postgres" {
-			parent[pid] = st.ppid
-		}
-	}
-	var total time.Duration
-	found := false
-	for pid, ppid := range parent {
-		if ppid != os.Getpid() && parent[ppid] != os.Getpid() {
-			continue
-		}
-		found = true
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat")
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			ns, _ := strconv.ParseInt(f[0], 10, 64)
-			total += time.Duration(ns)
-		}
-	}
-	return total, found
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"modelgateway/core/gatewaytest"
+	"modelgateway/core/store/pgcluster"
 	"modelgateway/core/store/storetest"
 )
 
@@ -43,10 +44,10 @@ func TestIdleReplicaStatementsPerSecond(t *testing.T) {
 	time.Sleep(billingQuiet)
 	window := idleWindow(t)
 	texts, n0 := counter.Texts(), counter.Total()
-	cpu0, cpuOK := postgresOnCPU()
+	cpu0, cpuOK := pgcluster.CPUTime()
 	time.Sleep(window)
 	n := counter.Total() - n0
-	cpu1, _ := postgresOnCPU()
+	cpu1, _ := pgcluster.CPUTime()
 	perSecond := float64(n) / window.Seconds()
 	cpu := "not measured (PostgreSQL is not this process's child)"
 	if cpuOK {
@@ -71,52 +72,4 @@ func idleWindow(t *testing.T) time.Duration {
 		return time.Duration(n) * time.Second
 	}
 	return 20 * time.Second
-}
-
-// postgresOnCPU is the time on CPU of the throwaway PostgreSQL's processes (the postmaster,
-// a child of the test process, and its children), from /proc/<pid>/schedstat (nanoseconds,
-// unlike stat's 10 ms ticks); ok is false when the server is not this process's child.
-func postgresOnCPU() (time.Duration, bool) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, false
-	}
-	parent := map[int]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		end := strings.LastIndexByte(string(stat), ')')
-		if end < 0 || !strings.Contains(string(stat[:end]), "(postgres") {
-			continue
-		}
-		f := strings.Fields(string(stat[end+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[pid] = ppid
-	}
-	var total time.Duration
-	found := false
-	for pid, ppid := range parent {
-		if ppid != os.Getpid() && parent[ppid] != os.Getpid() {
-			continue
-		}
-		found = true
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat")
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			ns, _ := strconv.ParseInt(f[0], 10, 64)
-			total += time.Duration(ns)
-		}
-	}
-	return total, found
 }
