@@ -33,23 +33,62 @@ func SetModel(body []byte, model string) ([]byte, error) {
 // the public id, so that the client sees the model it asked for even when the provider answers
 // with a dated name (gpt-5-mini-2025-08-07 for gpt-5-mini). The chunk is not re-encoded.
 func PublicModel(chunk []byte, upstream, public string) []byte {
-	if upstream == public || upstream == "" {
-		return chunk
-	}
-	key := []byte(`"model":"`)
-	i := bytes.Index(chunk, key)
-	if i < 0 {
-		return chunk
-	}
-	start := i + len(key)
-	end := bytes.IndexByte(chunk[start:], '"')
-	if end < 0 || bytes.Equal(chunk[start:start+end], []byte(public)) {
+	start, end, ok := modelValue(chunk, upstream, public)
+	if !ok {
 		return chunk
 	}
 	out := make([]byte, 0, len(chunk)+len(public))
 	out = append(out, chunk[:start]...)
 	out = append(out, public...)
-	return append(out, chunk[start+end:]...)
+	return append(out, chunk[end:]...)
+}
+
+// modelValue is where PublicModel replaces chunk's model (chunk[start:end]); ok false when it
+// leaves the chunk as it is.
+func modelValue(chunk []byte, upstream, public string) (start, end int, ok bool) {
+	if upstream == public || upstream == "" {
+		return 0, 0, false
+	}
+	key := []byte(`"model":"`)
+	i := bytes.Index(chunk, key)
+	if i < 0 {
+		return 0, 0, false
+	}
+	start = i + len(key)
+	n := bytes.IndexByte(chunk[start:], '"')
+	if n < 0 || string(chunk[start:start+n]) == public {
+		return 0, 0, false
+	}
+	return start, start + n, true
+}
+
+// Chunks is a passthrough stream's PublicModel: the rewritten chunks of one stream share
+// blocks instead of costing an allocation each (every chunk of a chat stream names its
+// model). A block is never written again where it has handed out a chunk, so a chunk may be
+// kept (a held usage chunk) while later ones are rewritten.
+type Chunks struct {
+	block []byte
+}
+
+// chunkBlock is the size of a block: a few dozen chat chunks.
+const chunkBlock = 4 << 10
+
+// PublicModel is PublicModel(chunk, upstream, public), in c's blocks.
+func (c *Chunks) PublicModel(chunk []byte, upstream, public string) []byte {
+	start, end, ok := modelValue(chunk, upstream, public)
+	if !ok {
+		return chunk
+	}
+	n := len(chunk) - (end - start) + len(public)
+	if n > chunkBlock/4 {
+		return PublicModel(chunk, upstream, public) // a large chunk would waste most of a block
+	}
+	if len(c.block)+n > cap(c.block) {
+		c.block = make([]byte, 0, chunkBlock)
+	}
+	b := len(c.block)
+	c.block = append(append(append(c.block, chunk[:start]...), public...), chunk[end:]...)
+	return c.block[b:len(c.block):len(c.block)] // capped: an append cannot reach the next chunk
 }
 
 // PublicAnswerModel is PublicModel for a whole JSON answer: it finds the top-level "model"

@@ -32,6 +32,9 @@ func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) {
 	if len(data) > maxFastEvent {
 		return se, false
 	}
+	if se, ok := readCompactEvent(data); ok { // compactevent.go: the usual layout
+		return se, true
+	}
 	s := strictjson.NewReader(data)
 	defer s.Done()
 	ok = eachField(s, eventKeys, func(key string) bool {

@@ -54,6 +54,7 @@ type passthroughDecoder struct {
 	upstream, public string
 	usage            metering.Anthropic
 	events           int
+	one              provider.Single
 }
 
 func (d *passthroughDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
@@ -72,9 +73,9 @@ func (d *passthroughDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool
 	case mw.EventMessageDelta:
 		d.merge(gjson.GetBytes(data, "usage").Raw)
 	case mw.EventMessageStop:
-		return []*corev1.GenerateEvent{provider.NativeEvent(name, data)}, true, nil
+		return d.one.Of(provider.NativeEvent(name, data)), true, nil
 	}
-	return []*corev1.GenerateEvent{provider.NativeEvent(name, data)}, false, nil
+	return d.one.Of(provider.NativeEvent(name, data)), false, nil
 }
 
 // merge overlays a usage object: message_delta repeats cumulative counts (overwrite, never

@@ -61,6 +61,7 @@ type nativeDecoder struct {
 	upstream, public string
 	usage            []byte
 	chunks           int
+	one              provider.Single
 }
 
 // Decode implements provider.Decoder.
@@ -75,7 +76,7 @@ func (d *nativeDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 		d.usage = u // cumulative: the last one wins
 	}
 	d.chunks++
-	return []*corev1.GenerateEvent{provider.NativeEvent("", publicModelVersion(ev.Data, d.upstream, d.public))}, false, nil
+	return d.one.Of(provider.NativeEvent("", publicModelVersion(ev.Data, d.upstream, d.public))), false, nil
 }
 
 // End implements provider.Decoder: the normal end of a stream, unless it had no chunk at

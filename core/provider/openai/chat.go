@@ -79,6 +79,8 @@ func post(ctx context.Context, call *provider.Call, route string, body []byte, s
 type passDecoder struct {
 	upstream, public string
 	usage            []byte
+	one              provider.Single
+	chunks           provider.Chunks // the chunks renamed to the public model
 }
 
 var (
@@ -95,12 +97,39 @@ func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 			return nil, false, streamError(e.Raw)
 		}
 	}
-	if bytes.Contains(ev.Data, keyUsage) {
+	if usageObject(ev.Data) {
 		if u := gjson.GetBytes(ev.Data, "usage"); u.IsObject() {
 			d.usage = []byte(u.Raw)
 		}
 	}
-	return []*corev1.GenerateEvent{provider.NativeEvent("", provider.PublicModel(ev.Data, d.upstream, d.public))}, false, nil
+	return d.one.Of(provider.NativeEvent("", d.chunks.PublicModel(ev.Data, d.upstream, d.public))), false, nil
+}
+
+// usageObject is the first look for a usage object: some "usage" followed by an object. Every
+// chunk of an include_usage stream has "usage":null, which then costs no parse; a usage
+// object gjson finds under the key "usage" is always one of these (the key's quotes, then
+// JSON whitespace, the colon, whitespace and the brace).
+func usageObject(data []byte) bool {
+	for {
+		i := bytes.Index(data, keyUsage)
+		if i < 0 {
+			return false
+		}
+		data = data[i+len(keyUsage):]
+		colon := false
+	value:
+		for _, c := range data {
+			switch {
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			case c == ':' && !colon:
+				colon = true
+			case c == '{' && colon:
+				return true
+			default:
+				break value // not this one; the search goes on from here
+			}
+		}
+	}
 }
 
 func (d *passDecoder) End() ([]*corev1.GenerateEvent, error) { return nil, cutError() }

@@ -67,6 +67,8 @@ func responsesPassthrough(ctx context.Context, call *provider.Call) (provider.St
 type responsesDecoder struct {
 	upstream, public string
 	usage            metering.Usage
+	one              provider.Single
+	chunks           provider.Chunks // the events renamed to the public model
 }
 
 var _ provider.Decoder = (*responsesDecoder)(nil)
@@ -82,7 +84,7 @@ func (d *responsesDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, 
 		}
 		name = gjson.GetBytes(ev.Data, "type").String()
 	}
-	out := []*corev1.GenerateEvent{provider.NativeEvent(name, provider.PublicModel(ev.Data, d.upstream, d.public))}
+	out := d.one.Of(provider.NativeEvent(name, d.chunks.PublicModel(ev.Data, d.upstream, d.public)))
 	switch name {
 	case "response.completed", "response.incomplete":
 		d.usage = metering.FromOpenAIResponses(json.RawMessage(gjson.GetBytes(ev.Data, "response.usage").Raw))

@@ -1,0 +1,43 @@
+package provider
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Chunks renames as PublicModel does, and every chunk it handed out stays as it was while
+// later ones are renamed (a decoder keeps the usage chunk), appends included.
+func TestChunksKeepEveryChunk(t *testing.T) {
+	t.Parallel()
+	var c Chunks
+	var kept, want [][]byte
+	for i := range 200 {
+		chunk := fmt.Sprintf(`{"id":"c","model":"up-gpt","choices":[{"delta":{"content":"%s"}}]}`, strings.Repeat("x", i*13%700))
+		switch i % 50 {
+		case 7:
+			chunk = `{"model":"up-gpt","content":"` + strings.Repeat("y", 3000) + `"}` // larger than a quarter block
+		case 9:
+			chunk = `{"model":"bench-gpt"}` // already public: left as it is
+		case 11:
+			chunk = `{"no":"model"}`
+		}
+		got := c.PublicModel([]byte(chunk), "up-gpt", "bench-gpt")
+		w := PublicModel([]byte(chunk), "up-gpt", "bench-gpt")
+		if string(got) != string(w) {
+			t.Fatalf("chunk %d: %s, want %s", i, got, w)
+		}
+		if n := len(kept); n > 0 {
+			_ = append(kept[n-1], "clobber"...)
+		}
+		kept, want = append(kept, got), append(want, append([]byte(nil), w...))
+	}
+	for i := range kept {
+		if string(kept[i]) != string(want[i]) {
+			t.Fatalf("chunk %d changed: %.60s, want %.60s", i, kept[i], want[i])
+		}
+	}
+	if got := string(c.PublicModel([]byte(`{"model":"up-gpt"}`), "up-gpt", "up-gpt")); got != `{"model":"up-gpt"}` {
+		t.Errorf("same names: %s", got)
+	}
+}
