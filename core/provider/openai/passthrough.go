@@ -1,0 +1,165 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
+
+	"modelgateway/core/metering"
+	"modelgateway/core/provider"
+	"modelgateway/core/wire/chatwire"
+	"modelgateway/core/wire/sse"
+)
+
+// chatPassthrough sends a chat-completions client's own body to the upstream's chat route.
+func chatPassthrough(ctx context.Context, call *provider.Call) (provider.Stream, error) {
+	return passthrough(ctx, call, "/chat/completions")
+}
+
+// passthrough sends the client's raw body with only the model rewritten (and, on streams,
+// stream_options.include_usage switched on: chat streams always report usage, spec 6.4, and
+// billing needs it), and relays the upstream's chunks verbatim as Native events. It serves
+// both the chat and the legacy completions routes, whose streams and usage objects have the
+// same shape.
+func passthrough(ctx context.Context, call *provider.Call, route string) (provider.Stream, error) {
+	body, err := provider.SetModel(call.Request.GetRawBody(), call.UpstreamModel)
+	if err != nil {
+		return nil, err
+	}
+	stream := call.Request.GetStream()
+	if stream {
+		if body, err = sjson.SetBytes(body, "stream_options.include_usage", true); err != nil {
+			return nil, &provider.Error{Message: "setting stream_options on the request body", Err: err}
+		}
+	}
+	resp, err := post(ctx, call, route, body, stream)
+	if err != nil {
+		return nil, err
+	}
+	start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix(), Passthrough: true,
+		Status: http.StatusOK, ContentType: resp.Header.Get(provider.HeaderContentType)}
+	if stream {
+		return provider.NewSSEStream(resp.Body, start, &passDecoder{upstream: call.UpstreamModel, public: call.PublicModel}), nil
+	}
+	answer, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
+	if err != nil {
+		return nil, err
+	}
+	start.Id = gjson.GetBytes(answer, "id").String()
+	native := provider.NativeEvent("", provider.PublicAnswerModel(answer, call.UpstreamModel, call.PublicModel))
+	return provider.NewStaticStream(start, []*corev1.GenerateEvent{native},
+		metering.FromOpenAIChat(provider.RawField(answer, "usage"))), nil
+}
+
+// post sends body to the upstream route with the gateway's own headers and the provider
+// credential; nothing of the client's request headers goes along.
+func post(ctx context.Context, call *provider.Call, route string, body []byte, stream bool) (*http.Response, error) {
+	req, err := provider.NewRequest(ctx, strings.TrimRight(call.BaseURL, "/")+route, body)
+	if err != nil {
+		return nil, &provider.Error{Message: "building the upstream request", Err: err}
+	}
+	if call.APIKey != "" {
+		provider.SetBearer(req.Header, call.APIKey)
+	}
+	provider.SetAccept(req.Header, stream)
+	return provider.Do(req, call.Timeouts)
+}
+
+// passDecoder relays a chat or completions stream: every chunk but [DONE] goes out as it
+// came (model name aside); the chunk with a non-null usage is kept for metering. The
+// per-chunk work is two substring scans unless a chunk looks like an error or carries usage.
+type passDecoder struct {
+	upstream, public string
+	usage            []byte
+	one              provider.Single
+	chunks           provider.Chunks // the chunks renamed to the public model
+}
+
+var (
+	keyError = []byte(`"error"`)
+	keyUsage = []byte(`"usage"`)
+)
+
+func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
+	if isDone(ev.Data) {
+		return nil, true, nil
+	}
+	if bytes.Contains(ev.Data, keyError) {
+		if e := gjson.GetBytes(ev.Data, "error"); e.Exists() && e.Type != gjson.Null {
+			return nil, false, streamError(e.Raw)
+		}
+	}
+	if usageObject(ev.Data) {
+		if u := gjson.GetBytes(ev.Data, "usage"); u.IsObject() {
+			d.usage = []byte(u.Raw)
+		}
+	}
+	return d.one.Of(provider.NativeEvent("", d.chunks.PublicModel(ev.Data, d.upstream, d.public))), false, nil
+}
+
+// usageObject is the first look for a usage object: some "usage" followed by an object. Every
+// chunk of an include_usage stream has "usage":null, which then costs no parse; a usage
+// object gjson finds under the key "usage" is always one of these (the key's quotes, then
+// JSON whitespace, the colon, whitespace and the brace).
+func usageObject(data []byte) bool {
+	for {
+		i := bytes.Index(data, keyUsage)
+		if i < 0 {
+			return false
+		}
+		data = data[i+len(keyUsage):]
+		colon := false
+	value:
+		for _, c := range data {
+			switch {
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			case c == ':' && !colon:
+				colon = true
+			case c == '{' && colon:
+				return true
+			default:
+				break value // not this one; the search goes on from here
+			}
+		}
+	}
+}
+
+func (d *passDecoder) End() ([]*corev1.GenerateEvent, error) { return nil, cutError() }
+
+func (d *passDecoder) Usage() metering.Usage { return metering.FromOpenAIChat(d.usage) }
+
+// isDone recognises the terminator, tolerating stray whitespace around it.
+func isDone(data []byte) bool {
+	return len(data) < 16 && string(bytes.TrimSpace(data)) == chatwire.Done
+}
+
+// cutError is a stream that ended without data: [DONE]: its answer and usage are incomplete.
+func cutError() error {
+	return &provider.Error{Message: "the upstream stream ended before data: [DONE]"}
+}
+
+// streamError is an {"error":{...}} chunk: the upstream failed after its 200.
+func streamError(raw string) *provider.Error {
+	var body chatwire.ErrorBody
+	_ = json.Unmarshal([]byte(raw), &body)
+	msg := "the upstream failed mid-stream"
+	if body.Message != "" {
+		msg += ": " + truncate(body.Message, 500)
+	}
+	return &provider.Error{Message: msg}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
