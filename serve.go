@@ -378,7 +378,7 @@ func (w *wiring) run(runCtx context.Context, g *Gateway) {
 	}
 	g.ledger, g.ledgerDone = w.ledger, ledgerDone
 	go rpc.PurgeStoredResponses(runCtx, w.st, rpc.DefaultResponsesPurgeEvery, log.With("component", "stored_responses"))
-	w.runBatches(g)
+	g.batchStop, g.batchDone = startBatches(w.st, g.front, g.tel, g.ledger, cfg.BatchConcurrency, cfg.BatchLease, w.log)
 	go func() { _ = g.grpcSrv.Serve(g.grpcLn) }()
 	go func() {
 		defer close(g.done)
