@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The headers NewRequest, SetAccept and SetBearer build by hand are what Header.Set builds,
+// The headers NewRequest, SetAccept, SetBearer and SetKey build by hand are what Header.Set builds,
 // and a later Set or Add on one request changes neither the shared values nor another
 // request's headers.
 func TestSharedHeadersMatchHeaderSet(t *testing.T) {
@@ -18,12 +18,14 @@ func TestSharedHeadersMatchHeaderSet(t *testing.T) {
 			t.Fatal(err)
 		}
 		SetBearer(req.Header, "sk-upstream")
+		SetKey(req.Header, "X-Api-Key", "sk-upstream")
 		SetAccept(req.Header, stream)
 
 		want := http.Header{}
 		want.Set("content-type", "application/json")
 		want.Set("user-agent", UserAgent)
 		want.Set("authorization", "Bearer sk-upstream")
+		want.Set("x-api-key", "sk-upstream")
 		if stream {
 			want.Set("accept", "text/event-stream")
 		} else {
@@ -38,7 +40,10 @@ func TestSharedHeadersMatchHeaderSet(t *testing.T) {
 	b, _ := NewRequest(context.Background(), "http://upstream.test/b", nil)
 	SetBearer(a.Header, "sk-upstream")
 	SetBearer(b.Header, "sk-upstream")
+	SetKey(a.Header, "X-Api-Key", "sk-upstream")
+	SetKey(b.Header, "X-Api-Key", "sk-upstream")
 	a.Header.Add(HeaderContentType, "text/plain")
+	a.Header.Add("X-Api-Key", "other")
 	a.Header.Add("Authorization", "Bearer other")
 	a.Header.Set(HeaderUserAgent, "other")
 	if got := b.Header.Values(HeaderContentType); !reflect.DeepEqual(got, []string{"application/json"}) {
@@ -46,6 +51,9 @@ func TestSharedHeadersMatchHeaderSet(t *testing.T) {
 	}
 	if got := b.Header.Values("Authorization"); !reflect.DeepEqual(got, []string{"Bearer sk-upstream"}) {
 		t.Errorf("another request's Authorization became %q", got)
+	}
+	if got := b.Header.Values("X-Api-Key"); !reflect.DeepEqual(got, []string{"sk-upstream"}) {
+		t.Errorf("another request's X-Api-Key became %q", got)
 	}
 	if got := b.Header.Get(HeaderUserAgent); got != UserAgent {
 		t.Errorf("another request's User-Agent became %q", got)
