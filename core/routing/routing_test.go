@@ -119,3 +119,18 @@ func TestCallPrefersTheModelsOutputLimit(t *testing.T) {
 		t.Errorf("with a model limit: %d, want 77", c.DefaultMaxTokens)
 	}
 }
+
+// BenchmarkUpstreamWith is the per-call cost of an upstream's address and credential, read
+// from the process environment as the gateway does.
+func BenchmarkUpstreamWith(b *testing.B) {
+	b.Setenv("ROUTING_BENCH_KEY", "sk-routing-bench-0123456789")
+	m := &snapshot.Model{Model: store.Model{ID: "m"}}
+	p := &store.Provider{BaseURL: "http://up", APIKeyEnv: "ROUTING_BENCH_KEY"}
+	route := &store.Route{UpstreamModel: "up-m"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if u := UpstreamWith(m, p, route, nil, p.APIKeyEnv); u.APIKey == "" {
+			b.Fatal("no credential")
+		}
+	}
+}
