@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"reflect"
 	"testing"
@@ -60,5 +61,38 @@ func TestSharedHeadersMatchHeaderSet(t *testing.T) {
 	}
 	if got := a.Header.Values(HeaderContentType); !reflect.DeepEqual(got, []string{"application/json", "text/plain"}) {
 		t.Errorf("Add on a shared value: %q", got)
+	}
+}
+
+// NewRequest's body is the encoded bytes, whole, as often as the transport asks for them
+// again (GetBody: a retry on a connection the upstream closed while idle); an empty body is
+// http.NoBody, as net/http makes it.
+func TestNewRequestBodyCanBeSentAgain(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"model":"m","messages":[]}`)
+	req, err := NewRequest(context.Background(), "http://upstream.test/v1/chat/completions", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.ContentLength != int64(len(body)) || req.Method != http.MethodPost || req.URL.Host != "upstream.test" {
+		t.Fatalf("request %s %v, length %d", req.Method, req.URL, req.ContentLength)
+	}
+	got, _ := io.ReadAll(req.Body)
+	for range 2 {
+		again, err := req.GetBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(again)
+		if string(raw) != string(got) {
+			t.Fatalf("GetBody gave %q after %q", raw, got)
+		}
+	}
+	if string(got) != string(body) || req.Body.Close() != nil {
+		t.Fatalf("body %q, want %q", got, body)
+	}
+	empty, err := NewRequest(context.Background(), "http://upstream.test/x", nil)
+	if err != nil || empty.Body != http.NoBody || empty.ContentLength != 0 {
+		t.Fatalf("an empty body: %v, %v, length %d", err, empty.Body, empty.ContentLength)
 	}
 }
