@@ -34,6 +34,9 @@ func SetAccept(h http.Header, stream bool) {
 var (
 	bearers     sync.Map // credential → []string{"Bearer " + credential}
 	bearerCount atomic.Int64
+	// keys is bearers for a credential sent as it is (Anthropic's x-api-key).
+	keys     sync.Map // credential → []string{credential}
+	keyCount atomic.Int64
 )
 
 const maxBearers = 256
@@ -51,4 +54,20 @@ func SetBearer(h http.Header, credential string) {
 		}
 	}
 	h["Authorization"] = v
+}
+
+// SetKey sets the header key (in canonical form) to credential on an upstream request, the
+// one-element value shared as SetBearer's is.
+func SetKey(h http.Header, key, credential string) {
+	if v, ok := keys.Load(credential); ok {
+		h[key] = v.([]string)
+		return
+	}
+	v := []string{credential}
+	if keyCount.Load() < maxBearers {
+		if _, loaded := keys.LoadOrStore(credential, v); !loaded {
+			keyCount.Add(1)
+		}
+	}
+	h[key] = v
 }

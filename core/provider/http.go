@@ -219,6 +219,10 @@ type timedBody struct {
 	timer   *time.Timer
 	idle    time.Duration
 	started atomic.Bool // a body byte has arrived
+	// eof: Read has returned io.EOF, the body's end (its connection is back in the pool
+	// already); Release then has nothing left to drain. Read and Release run on the
+	// answer's reader, one after the other.
+	eof bool
 	// flush sends the client what the gateway has written of the answer so far; nil when the
 	// answer is not a coalesced stream.
 	flush *lazyflush.Writer
@@ -235,6 +239,9 @@ func (b *timedBody) Read(p []byte) (int, error) {
 	if n > 0 {
 		b.started.Store(true)
 		b.timer.Reset(b.idle)
+	}
+	if err == io.EOF {
+		b.eof = true
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		cause := context.Cause(b.ctx)
@@ -274,7 +281,9 @@ const (
 // an upstream that sends more or keeps the body open loses the connection as before.
 func Release(body io.ReadCloser) error {
 	b, ok := body.(*timedBody)
-	if !ok {
+	if !ok || b.eof {
+		// Read to its end (the usual case: the last chunk arrives with the terminal event):
+		// nothing to drain, and no goroutine or timer for it.
 		return body.Close()
 	}
 	if !b.detach() {

@@ -5,6 +5,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -205,11 +206,39 @@ const UserAgent = "modelgateway/1"
 
 // NewRequest builds an upstream POST with the gateway's own headers only.
 func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytesReader(body))
+	if len(body) == 0 {
+		// net/http's own handling: an empty body is http.NoBody.
+		return newRequest(ctx, url, bytesReader(body))
+	}
+	// The body is one object that is its own Closer, and GetBody (a retry on a connection the
+	// upstream had closed while idle) reopens the same bytes: net/http would wrap the reader
+	// in a NopCloser and copy it into GetBody's closure, an allocation more per request.
+	req, err := newRequest(ctx, url, newRequestBody(body))
 	if err != nil {
 		return nil, err
 	}
 	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return newRequestBody(body), nil }
+	return req, nil
+}
+
+// requestBody is an upstream request's encoded body.
+type requestBody struct{ bytes.Reader }
+
+func newRequestBody(b []byte) *requestBody {
+	r := new(requestBody)
+	r.Reset(b)
+	return r
+}
+
+// Close implements io.Closer: there is nothing to release.
+func (*requestBody) Close() error { return nil }
+
+func newRequest(ctx context.Context, url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return nil, err
+	}
 	// What Header.Set would store, with values shared by every request (headers.go).
 	req.Header[HeaderContentType] = valueJSON
 	req.Header[HeaderUserAgent] = valueUserAgent

@@ -186,3 +186,47 @@ func TestUnfinishedStreamClosesAtOnce(t *testing.T) {
 		t.Fatal("the upstream request outlived the closed stream")
 	}
 }
+
+// A body whose end arrives with its terminal event (here a Content-Length answer, the last
+// bytes and the end in one read) has nothing left to drain: Release closes it at once, the
+// upstream request ends before Close returns and the connection serves the next stream.
+func TestReleaseAtTheBodysEndIsSynchronous(t *testing.T) {
+	t.Parallel()
+	const answer = "event: text\ndata: hello\n\nevent: stop\ndata: bye\n\n"
+	conns := new(atomic.Int32)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Length", fmt.Sprint(len(answer)))
+		io.WriteString(w, answer)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	for range 3 {
+		s := openStream(t, context.Background(), srv.URL)
+		for {
+			if _, err := s.Next(); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := s.body.(*timedBody)
+		if !b.eof {
+			t.Fatal("the body's end was not seen with its terminal event")
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if b.ctx.Err() == nil {
+			t.Fatal("the upstream request outlived Release of a body read to its end")
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("3 streams used %d connections, want 1", n)
+	}
+}

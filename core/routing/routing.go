@@ -11,7 +11,6 @@ import (
 
 	corev1 "modelgateway/gen/gateway/core/v1"
 
-	"modelgateway/core/catalog"
 	"modelgateway/core/provider"
 	"modelgateway/core/snapshot"
 	"modelgateway/core/store"
@@ -54,12 +53,11 @@ func UpstreamWith(m *snapshot.Model, p *store.Provider, route *store.Route, env 
 	}
 	// A catalogue stored before catalog.GatewayEnv was enforced may still name one of the
 	// gateway's own variables; its value must not leave for the provider's address.
-	if _, own := catalog.GatewayEnv(keyEnv); keyEnv != "" && !own {
+	if keyEnv != "" {
 		if env == nil {
 			env = os.Getenv
 		}
-		u.APIKey = env(keyEnv)
-		provider.NoteSecret(u.APIKey) // hidden from every upstream string from now on
+		u.APIKey = apiKey(env, keyEnv)
 	}
 	if u.UpstreamModel == "" {
 		u.UpstreamModel = m.ID

@@ -84,6 +84,31 @@ func TestUpstreamNeverSendsAGatewayVariable(t *testing.T) {
 	}
 }
 
+// The credential is read per call and cached per name: a changed value (a rotated key, a
+// test's t.Setenv) is sent from the next call on and hidden from upstream strings as well,
+// as the first one was; the same value again is served without a second note.
+func TestUpstreamSeesAChangedCredentialAndHidesIt(t *testing.T) {
+	t.Parallel()
+	m := &snapshot.Model{Model: store.Model{ID: "m"}}
+	p := &store.Provider{BaseURL: "http://up", APIKeyEnv: "ROUTING_ROTATED_KEY"}
+	value := "sk-rotated-first-0123456789"
+	env := func(name string) string {
+		if name == p.APIKeyEnv {
+			return value
+		}
+		return ""
+	}
+	for _, v := range []string{"sk-rotated-first-0123456789", "sk-rotated-first-0123456789", "sk-rotated-second-9876543210"} {
+		value = v
+		if u := Upstream(m, p, &store.Route{}, env); u.APIKey != v {
+			t.Fatalf("APIKey = %q, want %q", u.APIKey, v)
+		}
+		if got := provider.Redact("upstream said " + v); got != "upstream said "+provider.Redacted {
+			t.Fatalf("the credential in use was not hidden: %q", got)
+		}
+	}
+}
+
 func TestCallPrefersTheModelsOutputLimit(t *testing.T) {
 	t.Parallel()
 	limit := int32(77)
@@ -92,5 +117,20 @@ func TestCallPrefersTheModelsOutputLimit(t *testing.T) {
 	}
 	if c := Call(&snapshot.Model{Model: store.Model{OutputTokenLimit: &limit}}, provider.Upstream{}, nil, 4096); c.DefaultMaxTokens != 77 {
 		t.Errorf("with a model limit: %d, want 77", c.DefaultMaxTokens)
+	}
+}
+
+// BenchmarkUpstreamWith is the per-call cost of an upstream's address and credential, read
+// from the process environment as the gateway does.
+func BenchmarkUpstreamWith(b *testing.B) {
+	b.Setenv("ROUTING_BENCH_KEY", "sk-routing-bench-0123456789")
+	m := &snapshot.Model{Model: store.Model{ID: "m"}}
+	p := &store.Provider{BaseURL: "http://up", APIKeyEnv: "ROUTING_BENCH_KEY"}
+	route := &store.Route{UpstreamModel: "up-m"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if u := UpstreamWith(m, p, route, nil, p.APIKeyEnv); u.APIKey == "" {
+			b.Fatal("no credential")
+		}
 	}
 }

@@ -341,7 +341,10 @@ func attemptCode(a Attempt) string {
 // observe shows an outcome to the observer.
 func (b *billed) observe(o *Outcome) {
 	if b.s.Deps.Observer != nil {
-		b.s.Deps.Observer.Record(context.WithoutCancel(b.ctx), *o)
+		// The request's own context, even where the client has gone: observers read its
+		// values only (Observer), and a WithoutCancel wrapper costs an allocation on every
+		// Value looked up through it besides its own.
+		b.s.Deps.Observer.Record(b.ctx, *o)
 	}
 }
 

@@ -54,7 +54,9 @@ const (
 )
 
 // Observer sees every outcome once, after billing has queued it (the telemetry, the status
-// site's counts). It is not core/metering, which measures usage.
+// site's counts). It is not core/metering, which measures usage. ctx is the request's and
+// may be cancelled already (the client has gone): an observer reads its values (the access
+// line, the trace) and never waits on it.
 type Observer interface {
 	Record(ctx context.Context, o Outcome)
 }

@@ -33,10 +33,14 @@ const (
 // Headers the upstream needs. The version header is required on every request whatever the
 // client sent; beta flags are forwarded only in passthrough, where the body's beta fields are.
 const (
-	headerAPIKey  = "x-api-key"
-	headerVersion = "anthropic-version"
+	headerAPIKey  = "X-Api-Key" // canonical, as Header.Set would store them
+	headerVersion = "Anthropic-Version"
 	headerBeta    = "anthropic-beta"
 )
+
+// valueVersion is the version header's value, shared by every request (see provider's
+// valueJSON for why sharing is safe).
+var valueVersion = []string{mw.Version}
 
 // Generate implements provider.Adapter.
 func (Adapter) Generate(ctx context.Context, call *provider.Call) (provider.Stream, error) {
@@ -87,9 +91,9 @@ func post(ctx context.Context, call *provider.Call, path string, body []byte, sa
 		return nil, &provider.Error{Message: "the upstream request could not be built", Err: err}
 	}
 	if call.APIKey != "" {
-		hr.Header.Set(headerAPIKey, call.APIKey)
+		provider.SetKey(hr.Header, headerAPIKey, call.APIKey)
 	}
-	hr.Header.Set(headerVersion, mw.Version)
+	hr.Header[headerVersion] = valueVersion
 	if same {
 		if beta := call.Request.GetForwardHeaders()[headerBeta]; beta != "" {
 			hr.Header.Set(headerBeta, beta)

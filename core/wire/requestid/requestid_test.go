@@ -4,6 +4,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 func TestNewIsGatewayFormAndSortable(t *testing.T) {
@@ -41,5 +43,36 @@ func TestCheckClient(t *testing.T) {
 		if got := CheckClient(c.id) == nil; got != c.ok {
 			t.Errorf("CheckClient(%q) accepted %v, want %v", c.id, got, c.ok)
 		}
+	}
+}
+
+// New's digits are a uuid v7 as github.com/google/uuid reads one (version, variant, the
+// time in it), ids made within one millisecond still sort in order and differ, and an id
+// costs one allocation (its string).
+func TestNewIsAUUIDv7(t *testing.T) {
+	before := time.Now()
+	var ids []string
+	for range 1000 {
+		ids = append(ids, New())
+	}
+	after := time.Now()
+	seen := map[string]bool{}
+	for i, id := range ids {
+		u, err := uuid.Parse(id[len(Prefix):])
+		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("%q: not a uuid v7 (%v, version %d, variant %v)", id, err, u.Version(), u.Variant())
+		}
+		sec, nsec := u.Time().UnixTime()
+		at := time.Unix(sec, nsec)
+		if at.Before(before.Truncate(time.Millisecond)) || at.After(after.Add(time.Second)) {
+			t.Fatalf("%q carries the time %v, made between %v and %v", id, at, before, after)
+		}
+		if seen[id] || i > 0 && id <= ids[i-1] {
+			t.Fatalf("%q made after %q: repeated or out of order", id, ids[i-1])
+		}
+		seen[id] = true
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = New() }); n != 1 {
+		t.Errorf("New allocates %v times, want 1", n)
 	}
 }
