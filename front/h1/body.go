@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -115,8 +116,25 @@ func (b *body) fail(err error) error {
 }
 
 // skipTrailer reads the chunked body's trailer section up to its blank line (trailers are
-// not passed on).
+// not passed on). Its first checks are net/http's (transfer.go readTrailer), so that both
+// servers refuse the same trailers with the same words: the common empty trailer, an end
+// before two bytes, and a trailer whose terminating blank line is not already within the
+// read buffer.
 func (b *body) skipTrailer() error {
+	buf, err := b.c.br.Peek(2)
+	if len(buf) == 2 && buf[0] == '\r' && buf[1] == '\n' {
+		_, _ = b.c.br.Discard(2)
+		return nil
+	}
+	if len(buf) < 2 {
+		return errTrailerEOF
+	}
+	if err != nil {
+		return err
+	}
+	if !upcomingDoubleCRLF(b.c.br) {
+		return errors.New("http: suspiciously long trailer after chunked body")
+	}
 	for n := 0; ; {
 		line, err := b.c.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -133,6 +151,20 @@ func (b *body) skipTrailer() error {
 		}
 		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
 			return nil
+		}
+	}
+}
+
+// upcomingDoubleCRLF reports whether the buffered bytes, read up to the buffer's size, hold
+// the blank line that ends a trailer (net/http's seeUpcomingDoubleCRLF).
+func upcomingDoubleCRLF(r *bufio.Reader) bool {
+	for size := 4; ; size++ {
+		buf, err := r.Peek(size)
+		if bytes.HasSuffix(buf, []byte("\r\n\r\n")) {
+			return true
+		}
+		if err != nil {
+			return false
 		}
 	}
 }

@@ -72,7 +72,7 @@ func (c *conn) parse() (p parsed, ok bool) {
 	vals := c.hdrVals[:n]
 	var host, cl, te string
 	var hosts, cls, tes int
-	var connClose, connKeepAlive bool
+	var connClose, connKeepAlive, connSeen bool
 	for len(rest) > 0 {
 		eol := strings.IndexByte(rest, '\n')
 		if eol < 0 {
@@ -106,7 +106,11 @@ func (c *conn) parse() (p parsed, ok bool) {
 			continue // net/http moves it to r.TransferEncoding
 		case "Connection":
 			connClose = connClose || hasToken(v, "close")
-			connKeepAlive = connKeepAlive || hasToken(v, "keep-alive")
+			// An HTTP/1.0 keep-alive is asked by the first Connection header alone: net/http
+			// reads it with Header.get (wantsHttp10KeepAlive), a close from any of them.
+			if !connSeen {
+				connKeepAlive, connSeen = hasToken(v, "keep-alive"), true
+			}
 		case "Expect":
 			if !strings.EqualFold(v, "100-continue") {
 				return p, false // net/http answers 417
