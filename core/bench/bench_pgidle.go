@@ -46,26 +46,19 @@ func (b *bench) pgIdle(ctx context.Context, w io.Writer) error {
 		txErr = err
 	}
 	cpu := "not measured (PostgreSQL is not the bench's own)"
-	verdict := ""
+	target := ""
 	if cpuOK {
 		pct := 100 * (cpu1 - cpu0).Seconds() / pgIdleWindow.Seconds()
 		cpu = fmt.Sprintf("%.3f %% of a core", pct)
-		verdict = fmt.Sprintf(" (target < %.0f %%: %s)", pgIdleTarget, metOrNot(pct < pgIdleTarget))
+		target = fmt.Sprintf(" (target < %.0f %%: %s)", pgIdleTarget, verdict(pct < pgIdleTarget))
 	}
 	txs := fmt.Sprintf("not measured (%v)", txErr)
 	if txErr == nil {
 		// Each dbXacts call is a transaction of its own.
 		txs = fmt.Sprintf("%.2f a second", float64(tx1-tx0-1)/pgIdleWindow.Seconds())
 	}
-	fmt.Fprintf(w, "\n0. PostgreSQL with the gateway idle for %v: CPU %s%s; transactions %s\n", pgIdleWindow, cpu, verdict, txs)
+	fmt.Fprintf(w, "\n0. PostgreSQL with the gateway idle for %v: CPU %s%s; transactions %s\n", pgIdleWindow, cpu, target, txs)
 	return nil
-}
-
-func metOrNot(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "NOT MET"
 }
 
 // dbXacts is the gateway database's committed and rolled-back transactions.
