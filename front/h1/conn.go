@@ -277,8 +277,10 @@ func (c *conn) serveOne(p parsed) bool {
 		c.abortBackgroundRead()
 		return false
 	}
-	c.w.finish()
+	// Cancelled before the answer is finished, as net/http does: a client that has read the
+	// answer never sees the request's context still alive.
 	cancel(context.Canceled)
+	c.w.finish()
 	if c.deadline {
 		_ = c.nc.SetWriteDeadline(time.Time{})
 		c.deadline = false
