@@ -63,6 +63,7 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 		own()
 		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
 	}
+	c.queued = time.Now()
 	l.charges = append(l.charges, c)
 	queued := l.batchQueued
 	l.mu.Unlock()
@@ -75,9 +76,13 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	default:
 	}
 	<-c.done
-	wait := time.Since(start)
+	now := time.Now()
+	wait := now.Sub(start)
 	l.mu.Lock()
 	l.waits.add(wait)
+	l.queues.add(c.txStart.Sub(c.queued))
+	l.wakes.add(now.Sub(c.txEnd))
+	l.covers.add(c.queued.Sub(start))
 	l.mu.Unlock()
 	if l.OnCharge != nil {
 		l.OnCharge(wait)
@@ -215,9 +220,13 @@ func (l *Ledger) commit(batch []*charge) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
 	res, err := l.Store.Settle(ctx, l.Replica, sts)
 	cancel()
+	ended := time.Now()
 	l.settled(len(batch), started, err)
+	for _, c := range batch {
+		c.txStart, c.txEnd = started, ended
+	}
 	l.mu.Lock()
-	l.txs.add(time.Since(started))
+	l.txs.add(ended.Sub(started))
 	l.stats.Commits++
 	if err == nil {
 		l.stats.Charges += int64(len(batch))

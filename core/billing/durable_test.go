@@ -958,6 +958,10 @@ func BenchmarkChargeConcurrent(b *testing.B) {
 	b.ReportMetric(float64(s.WaitP50.Microseconds()), "wait-p50-µs")
 	b.ReportMetric(float64(s.WaitP99.Microseconds()), "wait-p99-µs")
 	b.ReportMetric(float64(s.TxP50.Microseconds()), "tx-p50-µs")
+	b.ReportMetric(float64(s.QueueP50.Microseconds()), "queue-p50-µs")
+	b.ReportMetric(float64(s.WakeP50.Microseconds()), "wake-p50-µs")
+	b.ReportMetric(float64(s.CoverP50.Microseconds()), "cover-p50-µs")
+	b.ReportMetric(float64(s.QueueP99.Microseconds()), "queue-p99-µs")
 	b.ReportMetric(float64(xact1-xact0)/n, "xact/charge")
 	b.ReportMetric(float64(s.Charges)/float64(max(s.Commits, 1)), "charges/commit")
 	if cpu := descendantsCPU() - cpu0; cpu > 0 {

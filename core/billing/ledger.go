@@ -113,6 +113,9 @@ type Ledger struct {
 	background   sync.WaitGroup // lease growths beside requests
 	waits        ring           // Charge waits
 	txs          ring           // group commit transactions
+	queues       ring           // Charge waits from the queue to its transaction's start
+	wakes        ring           // Charge waits from its transaction's end to its return
+	covers       ring           // Charge waits before the queue (the hold's growth)
 }
 
 // Stats counts the committer's work.
@@ -124,6 +127,13 @@ type Stats struct {
 	// Percentiles of the group commits' transactions (one database round trip each), over
 	// the last waitWindow of them: the part of a wait spent in the database.
 	TxP50, TxP99 time.Duration
+	// The parts of a wait beside its own transaction: from joining the committer's queue
+	// to its transaction's start (the transaction before it, the gathering), and from its
+	// transaction's end to Charge's return (the goroutine scheduled again); and before the
+	// queue, the hold's growth to the cost (Cover).
+	QueueP50, QueueP99 time.Duration
+	WakeP50, WakeP99   time.Duration
+	CoverP50, CoverP99 time.Duration
 }
 
 type growth struct {
@@ -145,6 +155,9 @@ type charge struct {
 	charged decimal.Decimal
 	capped  bool
 	err     error
+	// When it joined the committer's queue, and its transaction's start and end (the last
+	// one tried): Charge splits its wait into these parts (Stats).
+	queued, txStart, txEnd time.Time
 }
 
 // Hold is money reserved for one request.
@@ -171,9 +184,13 @@ func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
 	st := l.stats
 	w, tx := slices.Clone(l.waits.d), slices.Clone(l.txs.d)
+	q, wk, cv := slices.Clone(l.queues.d), slices.Clone(l.wakes.d), slices.Clone(l.covers.d)
 	l.mu.Unlock()
 	st.WaitP50, st.WaitP99 = percentiles(w)
 	st.TxP50, st.TxP99 = percentiles(tx)
+	st.QueueP50, st.QueueP99 = percentiles(q)
+	st.WakeP50, st.WakeP99 = percentiles(wk)
+	st.CoverP50, st.CoverP99 = percentiles(cv)
 	return st
 }
 
