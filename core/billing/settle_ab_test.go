@@ -17,7 +17,7 @@ import (
 
 // BenchmarkSettleAB compares two variants of the settlement's schema in one process: two
 // databases, SETTLE_AB_A and SETTLE_AB_B (SQL run on each after the migrations, e.g. an index
-// dropped; either may be empty), settle batches of 27 charges in turn, one connection each,
+// dropped; either may be empty), settle batches of 27 charges (SETTLE_AB_SIZE) in turn, one connection each,
 // and the backend's CPU time of every batch is read from /proc (schedstat, nanoseconds). Each
 // iteration is one batch on each, A first and B first in turns, so that a loaded machine's drift falls on
 // both alike; it reports the medians per charge and the median of the pairs' differences,
@@ -27,7 +27,10 @@ import (
 // a generic plan picks: check a surprising number with auto_explain before believing it.
 func BenchmarkSettleAB(b *testing.B) {
 	ctx := context.Background()
-	const size, warm = 27, 20 // the bench's group commit; batches before the plans settle
+	size, warm := 27, 20 // the bench's group commit; batches before the plans settle
+	if v, err := strconv.Atoi(os.Getenv("SETTLE_AB_SIZE")); err == nil && v > 0 {
+		size = v
+	}
 	type side struct {
 		f       *fixture
 		st      *store.Store
@@ -77,7 +80,7 @@ func BenchmarkSettleAB(b *testing.B) {
 				b.Fatal(err)
 			}
 			if n >= warm*size {
-				s.cpu = append(s.cpu, float64(schedCPU(s.pid)-c0)/1e3/size)
+				s.cpu = append(s.cpu, float64(schedCPU(s.pid)-c0)/1e3/float64(size))
 			}
 		}
 		n += size

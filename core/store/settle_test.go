@@ -19,9 +19,20 @@ import (
 // The set-based gateway_settle (migrations/functions) agrees with the per-record loop it replaced
 // (migration 0004's, kept as the reference in testdata/gateway_settle_loop.sql): the same random batches, replays, withheld
 // charges and leases are settled in two databases, one with each function, and every result
-// and every row written must be the same.
+// and every row written must be the same. gateway_settle has two statements for this, one for
+// batches whose keys have no budget and one with the budget parts: a budget too large to bind
+// takes the second, which must agree too.
 func TestSettleAgreesWithTheLoopItReplaced(t *testing.T) {
 	t.Parallel()
+	for _, budget := range []bool{false, true} {
+		t.Run(fmt.Sprint("budget=", budget), func(t *testing.T) {
+			t.Parallel()
+			settleAgreesWithTheLoop(t, budget)
+		})
+	}
+}
+
+func settleAgreesWithTheLoop(t *testing.T, budget bool) {
 	ctx := context.Background()
 	reference, err := os.ReadFile("testdata/gateway_settle_loop.sql")
 	if err != nil {
@@ -47,6 +58,11 @@ func TestSettleAgreesWithTheLoopItReplaced(t *testing.T) {
 		}
 		if _, err := st.Pool.Exec(ctx, `INSERT INTO api_keys (id, profile_id, prefix, secret_hash) VALUES ($1, $2, 'x', $3)`, key, profiles[0], key[:]); err != nil {
 			t.Fatal(err)
+		}
+		if budget && st == set { // the loop knows nothing of budgets
+			if _, err := st.Pool.Exec(ctx, `UPDATE api_keys SET budget_amount = 1000000, budget_period = 'MONTH' WHERE id = $1`, key); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// Another replica's unexpired lease (not free), an expired one (free again), and this
 		// replica's own lease, which shrinks with its charges.
@@ -120,6 +136,14 @@ func TestSettleAgreesWithTheLoopItReplaced(t *testing.T) {
 	}
 	if capped == 0 || taken == 0 || taken+capped >= charges || withheld == 0 {
 		t.Fatalf("%d charges settled: %d taken, %d capped to nothing, %d withheld (want each, and replays)", charges, taken, capped, withheld)
+	}
+	// The budget's statement counted the key's spend; the other wrote none.
+	var spent decimal.Decimal
+	if err := set.Pool.QueryRow(ctx, `SELECT coalesce(sum(spent), 0) FROM key_spend WHERE key_id = $1`, key).Scan(&spent); err != nil {
+		t.Fatal(err)
+	}
+	if budget != spent.IsPositive() {
+		t.Fatalf("budget %v: key_spend %s", budget, spent)
 	}
 }
 
