@@ -107,9 +107,11 @@ BEGIN
                 - CASE WHEN r.due THEN r.cost ELSE 0 END AS before
             FROM rec r
         ), free AS (
+            -- Every profile of the batch, not only those with a charge due: rec then has one
+            -- reader, and is read in place rather than copied into a tuplestore first.
             SELECT p.id, greatest(p.balance - coalesce((SELECT sum(l.amount) FROM balance_leases l
                 WHERE l.profile_id = p.id AND l.replica_id <> p_replica AND l.expires_at > now()), 0), 0) AS f
-            FROM profiles p WHERE p.id IN (SELECT r.p FROM rec r WHERE r.due)
+            FROM profiles p WHERE p.id = ANY (p_profiles)
         ), took AS MATERIALIZED (
             SELECT r.*,
                 CASE WHEN r.due THEN least(r.cost, greatest(f.f - r.before, 0)) END AS take
@@ -176,7 +178,7 @@ BEGIN
     ), free AS (
         SELECT p.id, greatest(p.balance - coalesce((SELECT sum(l.amount) FROM balance_leases l
             WHERE l.profile_id = p.id AND l.replica_id <> p_replica AND l.expires_at > now()), 0), 0) AS f
-        FROM profiles p WHERE p.id IN (SELECT r.p FROM rec r WHERE r.due)
+        FROM profiles p WHERE p.id = ANY (p_profiles)
     ), kfree AS (
         SELECT w.k, w.ws, greatest(w.budget - gateway_budget_spent(w.k, w.period, w.ws) - coalesce((SELECT sum(l.amount) FROM key_budget_leases l
             WHERE l.key_id = w.k AND l.window_start = w.ws AND l.replica_id <> p_replica AND l.expires_at > now()), 0), 0) AS f
