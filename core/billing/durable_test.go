@@ -942,7 +942,7 @@ func BenchmarkChargeConcurrent(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			r := record(p, fmt.Sprint("c", next.Add(1)), &cost)
+			r := record(p, fmt.Sprint("gw-c", next.Add(1)), &cost) // a gateway-made id, as make bench's are: no request_ids entry
 			r.KeyID = key
 			if _, err := l.Charge(ctx, h, r, "insufficient_balance"); err != nil {
 				b.Error(err)
