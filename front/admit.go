@@ -91,11 +91,12 @@ func routeFamily(path string) (family, model string) {
 // the family and (where the path names it) the model, whether the key's profile can pay the
 // smallest hold of the route (insufficient_balance), the content type and encoding, and the
 // request's share of the replica's body budget. It returns the request to serve, with its
-// body paced and charged, and a release to run when the request ends; nil when it answered.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (*http.Request, func()) {
+// body paced and charged, and its paced body, whose release runs when the request ends
+// (a method, not a closure: one allocation less per request); nil when it answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (*http.Request, *pacedBody) {
 	// A refusal closes the connection: net/http would otherwise read up to 256 KiB of the
 	// unread body, at the client's pace, before sending the answer.
-	refuse := func(e *apierror.Error) (*http.Request, func()) {
+	refuse := func(e *apierror.Error) (*http.Request, *pacedBody) {
 		w.Header().Set("Connection", "close")
 		relay.WriteError(w, r, e)
 		return nil, nil
@@ -117,11 +118,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 		paced.clear()
 		return refuse(relay.KeyFirst(relay.OutgoingContext(r), s.cfg.Core, family, apiErr))
 	}
-	r, lease := relay.WithLease(r, s.budget, resp.GetKeyId(), resp.GetProfileId())
-	return r, func() {
-		lease.Release()
-		paced.clear()
-	}
+	r, paced.lease = relay.WithLease(r, s.budget, resp.GetKeyId(), resp.GetProfileId())
+	return r, paced
 }
 
 // checkJSONType is the text routes' content-type rule: JSON (application/json or any
@@ -239,6 +237,7 @@ type pacedBody struct {
 	n       int64
 	limits  Limits
 	cleared bool
+	lease   *relay.Lease // the request's share of the body budget, given back by release
 }
 
 func (p *pacedBody) Read(b []byte) (int, error) {
@@ -282,6 +281,12 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 func (p *pacedBody) Close() error { return p.body.Close() }
 
 // clear lifts the read deadline: after the body the connection is the answer's.
+// release ends the request's admission: its body budget and pacing.
+func (p *pacedBody) release() {
+	p.lease.Release()
+	p.clear()
+}
+
 func (p *pacedBody) clear() {
 	if !p.cleared {
 		p.cleared = true

@@ -21,10 +21,10 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, h http.
 		return
 	}
 	relay.SetBearer(r, key)
-	r, release := s.admit(w, r, h)
+	r, paced := s.admit(w, r, h)
 	if r == nil {
 		return
 	}
-	defer release()
+	defer paced.release()
 	h.ServeHTTP(w, r)
 }

@@ -11,17 +11,17 @@ import (
 // this replica (see Ledger).
 type account struct {
 	// guarded by Ledger.mu:
-	lease    decimal.Decimal // reserved for this replica in the database (as of version)
-	version  int64           // of the lease row state that lease reflects
-	deadline time.Time       // the lease may be used until then; before the row's expiry
-	held     decimal.Decimal // holds of requests in flight
-	spent    decimal.Decimal // charged, not yet settled (background records with a cost)
+	lease    amount    // reserved for this replica in the database (as of version)
+	version  int64     // of the lease row state that lease reflects
+	deadline time.Time // the lease may be used until then; before the row's expiry
+	held     amount    // holds of requests in flight
+	spent    amount    // charged, not yet settled (background records with a cost)
 	lastUse  time.Time
 	growing  *growth // a lease growth under way
 	// Use of the lease in the current and the previous rateWindow (holds taken, and the part
 	// of charges beyond their holds): a growth asks for room ahead in proportion, so that a
 	// busy profile grows its lease a few times a second, not every few requests.
-	used, prevUsed decimal.Decimal
+	used, prevUsed amount
 	usedSince      time.Time
 	// limit is, for a key budget's account, the budget its lease was taken under.
 	limit decimal.Decimal
@@ -38,50 +38,43 @@ const (
 )
 
 // use counts amount taken from the lease at now; the caller holds Ledger.mu.
-func (a *account) use(now time.Time, amount decimal.Decimal) {
+func (a *account) use(now time.Time, x amount) {
 	if d := now.Sub(a.usedSince); d >= rateWindow {
 		if d >= 2*rateWindow {
-			a.prevUsed = decimal.Zero
+			a.prevUsed = amount{}
 		} else {
 			a.prevUsed = a.used
 		}
-		a.used, a.usedSince = decimal.Zero, now
+		a.used, a.usedSince = amount{}, now
 	}
-	a.used = a.used.Add(amount)
+	a.used = a.used.add(x)
 }
 
 // recentUse is the larger of the current and the previous window's use.
-func (a *account) recentUse() decimal.Decimal { return decimal.Max(a.used, a.prevUsed) }
+func (a *account) recentUse() amount { return maxAmount(a.used, a.prevUsed) }
 
-func (a *account) free(now time.Time) decimal.Decimal {
+func (a *account) free(now time.Time) amount {
 	if !now.Before(a.deadline) {
-		return decimal.Zero
+		return amount{}
 	}
-	return a.lessSpent(a.lease.Sub(a.held))
+	return a.lessSpent(a.lease.sub(a.held))
 }
 
-// lessSpent is d - a.spent. Charges are made durable at once (Charge), so spent is almost
-// always zero: subtracting it would cost a big-integer rescale and a difference on every hold
-// for nothing.
-func (a *account) lessSpent(d decimal.Decimal) decimal.Decimal {
-	if a.spent.IsZero() {
-		return d
-	}
-	return d.Sub(a.spent)
-}
+// lessSpent is d - a.spent.
+func (a *account) lessSpent(d amount) amount { return d.sub(a.spent) }
 
 // fit tells whether amount fits in the free part of the lease at now, and gives the holds
 // with amount added and the room left after it (free less amount). It is free(now) >=
 // amount, worked out from the new holds, which the caller needs anyway, so that the room
 // costs no subtraction of its own.
-func (a *account) fit(now time.Time, amount decimal.Decimal) (held, room decimal.Decimal, fits bool) {
-	held = a.held.Add(amount)
+func (a *account) fit(now time.Time, x amount) (held, room amount, fits bool) {
+	held = a.held.add(x)
 	if !now.Before(a.deadline) {
 		// Nothing is free: only a hold of nothing (a free model) fits.
-		return held, amount.Neg(), amount.Sign() <= 0
+		return held, amount{}.sub(x), x.sign() <= 0
 	}
-	room = a.lessSpent(a.lease.Sub(held))
-	return held, room, room.Sign() >= 0
+	room = a.lessSpent(a.lease.sub(held))
+	return held, room, room.sign() >= 0
 }
 
 // waitWindow is how many recent durations the percentiles of Stats cover.

@@ -404,7 +404,7 @@ func TestExpiredLeasesAreCheckedAgain(t *testing.T) {
 	// The local deadline falls before the row expires: after it, a goes to the database.
 	time.Sleep(a.LeaseTTL - a.margin() + 50*time.Millisecond)
 	a.mu.Lock()
-	free := a.accounts[f.p].free(time.Now())
+	free := a.accounts[f.p].free(time.Now()).dec()
 	a.mu.Unlock()
 	if !free.IsZero() {
 		t.Fatalf("a still uses its lease after the local deadline: %s free", free)

@@ -18,12 +18,11 @@ func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount d
 		}
 		return l.hold(ctx, profile, nil, amount, decimal.Zero)
 	}
-	// Compared, not subtracted: most answers cost less than their hold, and a difference of
-	// decimals costs big-integer allocations.
-	if amount.LessThanOrEqual(h.Amount) {
+	want, have := amountOf(amount), amountOf(h.Amount)
+	if want.cmp(have) <= 0 {
 		return h, nil
 	}
-	extra := amount.Sub(h.Amount)
+	extra := want.sub(have)
 	if err := l.takeBoth(ctx, profile, h.budget, extra, decimal.Zero); err != nil {
 		return h, err
 	}
@@ -32,10 +31,10 @@ func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount d
 	if h.done {
 		// Released meanwhile (cannot happen on the request paths): give the extra back.
 		a := l.account(profile)
-		a.held = a.held.Sub(extra)
+		a.held = a.held.sub(extra)
 		if h.budget != nil {
 			b := l.budgetAccountOf(h.budget.ref)
-			b.held = b.held.Sub(extra)
+			b.held = b.held.sub(extra)
 		}
 		return h, fmt.Errorf("charge on a released hold")
 	}

@@ -219,9 +219,9 @@ func (l *Ledger) adopt(a *account, st store.LeaseState, deadline time.Time) {
 	if st.Version < a.version {
 		return
 	}
-	a.lease, a.version = decimal.Zero, st.Version
+	a.lease, a.version = amount{}, st.Version
 	if st.Present {
-		a.lease = st.Amount
+		a.lease = amountOf(st.Amount)
 	}
 }
 
@@ -246,18 +246,13 @@ func (l *Ledger) Hold(ctx context.Context, profile uuid.UUID, amount decimal.Dec
 	return l.hold(ctx, profile, nil, amount, leaseAhead)
 }
 
-// The factors of the lease rules as decimals, made once: a decimal product allocates its
-// operands' big integers, and holds run on every request.
-var (
-	leaseAhead  = decimal.NewFromInt(leaseFactor - 1)
-	aheadFactor = decimal.NewFromInt(aheadWindows)
-	lowFactor   = decimal.NewFromInt(lowWindows)
-)
+// leaseAhead is the room a growth asks for beyond a hold, in holds, as a decimal made once.
+var leaseAhead = decimal.NewFromInt(leaseFactor - 1)
 
 // hold is Hold with the room a lease growth asks for beyond what is needed: amount times
 // aheadOf (worked out only when the lease grows).
 func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, b *budgetUse, amount, aheadOf decimal.Decimal) (*Hold, error) {
-	if err := l.takeBoth(ctx, profile, b, amount, aheadOf); err != nil {
+	if err := l.takeBoth(ctx, profile, b, amountOf(amount), aheadOf); err != nil {
 		return nil, err
 	}
 	return &Hold{Profile: profile, Amount: amount, budget: b}, nil
@@ -265,17 +260,17 @@ func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, b *budgetUse, amou
 
 // takeBoth takes amount from the key's budget (when b is set) and then from the profile's
 // balance; on error neither is taken.
-func (l *Ledger) takeBoth(ctx context.Context, profile uuid.UUID, b *budgetUse, amount, aheadOf decimal.Decimal) error {
+func (l *Ledger) takeBoth(ctx context.Context, profile uuid.UUID, b *budgetUse, x amount, aheadOf decimal.Decimal) error {
 	if b != nil {
-		if err := l.take(ctx, pool{profile: profile, budget: b}, amount, aheadOf); err != nil {
+		if err := l.take(ctx, pool{profile: profile, budget: b}, x, aheadOf); err != nil {
 			return err
 		}
 	}
-	if err := l.take(ctx, pool{profile: profile}, amount, aheadOf); err != nil {
+	if err := l.take(ctx, pool{profile: profile}, x, aheadOf); err != nil {
 		if b != nil {
 			l.mu.Lock()
 			a := l.budgetAccountOf(b.ref)
-			a.held = a.held.Sub(amount)
+			a.held = a.held.sub(x)
 			l.mu.Unlock()
 		}
 		return err
@@ -325,15 +320,15 @@ func refused(err error) bool {
 
 // take is hold without the Hold: it counts amount as held in the pool, from the lease's
 // free part or after a growth (cover adds it to an existing hold without a Hold of its own).
-func (l *Ledger) take(ctx context.Context, p pool, amount, aheadOf decimal.Decimal) error {
+func (l *Ledger) take(ctx context.Context, p pool, x amount, aheadOf decimal.Decimal) error {
 	for {
 		l.mu.Lock()
 		a := l.accountOf(p)
 		now := time.Now()
-		if held, room, fits := a.fit(now, amount); fits {
+		if held, room, fits := a.fit(now, x); fits {
 			a.held = held
-			a.use(now, amount)
-			if a.growing == nil && !l.closed && room.LessThan(a.recentUse().Mul(lowFactor)) {
+			a.use(now, x)
+			if a.growing == nil && !l.closed && room.cmp(a.recentUse().times(lowWindows)) < 0 {
 				l.growBeside(p, a, now)
 			}
 			l.mu.Unlock()
@@ -353,15 +348,15 @@ func (l *Ledger) take(ctx context.Context, p pool, amount, aheadOf decimal.Decim
 		}
 		g := &growth{done: make(chan struct{})}
 		a.growing = g
-		a.held = a.held.Add(amount)
-		a.use(now, amount)
-		need := a.held.Add(a.spent)
-		want := need.Add(decimal.Max(amount.Mul(aheadOf), a.recentUse().Mul(aheadFactor)))
+		a.held = a.held.add(x)
+		a.use(now, x)
+		need := a.held.add(a.spent).dec()
+		want := need.Add(decimal.Max(x.dec().Mul(aheadOf), a.recentUse().times(aheadWindows).dec()))
 		l.mu.Unlock()
 
 		started := time.Now()
 		dctx, cancel := l.dbContext(ctx)
-		st, err := l.extend(dctx, p, need, want, amount)
+		st, err := l.extend(dctx, p, need, want, x.dec())
 		cancel()
 		if err != nil && !refused(err) {
 			err = unavailable(err)
@@ -372,7 +367,7 @@ func (l *Ledger) take(ctx context.Context, p pool, amount, aheadOf decimal.Decim
 		g.err = err
 		close(g.done)
 		if err != nil {
-			a.held = a.held.Sub(amount)
+			a.held = a.held.sub(x)
 			l.mu.Unlock()
 			return err
 		}
@@ -390,10 +385,11 @@ func (l *Ledger) take(ctx context.Context, p pool, amount, aheadOf decimal.Decim
 func (l *Ledger) growBeside(p pool, a *account, now time.Time) {
 	g := &growth{done: make(chan struct{})}
 	a.growing = g
-	need := a.held.Add(a.spent)
+	held := a.held.add(a.spent)
+	need := held.dec()
 	// Never shrink a lease that still covers more than need (settlements shrink it as they
 	// charge; what is left is in use or about to be).
-	want := decimal.Max(need, a.lease).Add(a.recentUse().Mul(aheadFactor))
+	want := maxAmount(held, a.lease).add(a.recentUse().times(aheadWindows)).dec()
 	l.background.Add(1)
 	go func() {
 		defer l.background.Done()
@@ -418,11 +414,12 @@ func (l *Ledger) growBeside(p pool, a *account, now time.Time) {
 func (l *Ledger) release(h *Hold) {
 	if h != nil && !h.done {
 		h.done = true
+		x := amountOf(h.Amount)
 		a := l.account(h.Profile)
-		a.held = a.held.Sub(h.Amount)
+		a.held = a.held.sub(x)
 		if h.budget != nil {
 			b := l.budgetAccountOf(h.budget.ref)
-			b.held = b.held.Sub(h.Amount)
+			b.held = b.held.sub(x)
 		}
 	}
 }
@@ -435,12 +432,13 @@ func (l *Ledger) Finish(h *Hold, rec store.RequestRecord) {
 	l.release(h)
 	var budget *budgetUse
 	if rec.Cost.Valid {
+		cost := amountOf(rec.Cost.Decimal)
 		a := l.account(rec.ProfileID)
-		a.spent = a.spent.Add(rec.Cost.Decimal)
+		a.spent = a.spent.add(cost)
 		if h != nil && h.budget != nil {
 			budget = h.budget
 			b := l.budgetAccountOf(budget.ref)
-			b.spent = b.spent.Add(rec.Cost.Decimal)
+			b.spent = b.spent.add(cost)
 		}
 	}
 	if len(l.pending) >= maxPending && !rec.Cost.Valid {

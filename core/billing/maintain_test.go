@@ -88,7 +88,7 @@ func TestLeaseMaintenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.mu.Lock()
-	free := l.accounts[f.p].free(time.Now())
+	free := l.accounts[f.p].free(time.Now()).dec()
 	l.mu.Unlock()
 	if !free.IsZero() {
 		t.Fatalf("%s of a lease the database no longer has is still used", free)

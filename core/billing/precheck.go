@@ -17,7 +17,7 @@ import (
 func (l *Ledger) Covers(ctx context.Context, profile uuid.UUID, amount decimal.Decimal) error {
 	l.mu.Lock()
 	a := l.accounts[profile]
-	roomy := a != nil && !l.closed && a.free(time.Now()).GreaterThanOrEqual(amount)
+	roomy := a != nil && !l.closed && a.free(time.Now()).cmp(amountOf(amount)) >= 0
 	l.mu.Unlock()
 	if roomy {
 		return nil
@@ -38,18 +38,19 @@ func (l *Ledger) CoversBudget(ctx context.Context, b Budget, start time.Time, am
 	u := newBudgetUse(b, start)
 	l.mu.Lock()
 	a := l.budgets[u.ref]
-	roomy := a != nil && !l.closed && a.limit.Cmp(b.Amount) == 0 && a.free(time.Now()).GreaterThanOrEqual(amount)
+	roomy := a != nil && !l.closed && a.limit.Cmp(b.Amount) == 0 && a.free(time.Now()).cmp(amountOf(amount)) >= 0
 	l.mu.Unlock()
 	if roomy {
 		return nil
 	}
 	p := pool{profile: uuid.Nil, budget: u}
-	if err := l.take(ctx, p, amount, leaseAhead); err != nil {
+	x := amountOf(amount)
+	if err := l.take(ctx, p, x, leaseAhead); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	a = l.budgetAccountOf(u.ref)
-	a.held = a.held.Sub(amount)
+	a.held = a.held.sub(x)
 	l.mu.Unlock()
 	return nil
 }

@@ -136,10 +136,10 @@ func (l *Ledger) settle(ctx context.Context, batch []*queued) error {
 	for i, q := range batch {
 		if q.rec.Cost.Valid {
 			a := l.account(q.rec.ProfileID)
-			a.spent = a.spent.Sub(q.rec.Cost.Decimal)
+			a.spent = a.spent.sub(amountOf(q.rec.Cost.Decimal))
 			if q.budget != nil {
 				b := l.budgetAccountOf(q.budget.ref)
-				b.spent = b.spent.Sub(q.rec.Cost.Decimal)
+				b.spent = b.spent.sub(amountOf(q.rec.Cost.Decimal))
 			}
 			if res.Capped[i] {
 				l.Log.Warn("charge capped at the free balance", "profile", q.rec.ProfileID, "request_id", q.rec.RequestID,
@@ -167,10 +167,10 @@ func (l *Ledger) afterSettle(batch []*queued, err error) error {
 					"request_id", q.rec.RequestID, "status", q.rec.Status, "cost", q.rec.Cost.Decimal, "tries", q.tries, "err", err)
 				if q.rec.Cost.Valid {
 					a := l.account(q.rec.ProfileID)
-					a.spent = a.spent.Sub(q.rec.Cost.Decimal)
+					a.spent = a.spent.sub(amountOf(q.rec.Cost.Decimal))
 					if q.budget != nil {
 						b := l.budgetAccountOf(q.budget.ref)
-						b.spent = b.spent.Sub(q.rec.Cost.Decimal)
+						b.spent = b.spent.sub(amountOf(q.rec.Cost.Decimal))
 					}
 				}
 				continue
@@ -196,7 +196,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	seen := map[uuid.UUID]int64{}
 	l.mu.Lock()
 	for p, a := range l.accounts {
-		if a.held.IsZero() && a.spent.IsZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
+		if a.held.isZero() && a.spent.isZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
 			if a.version > 0 {
 				idle = append(idle, idleLease{p, a.version})
 			}
@@ -216,7 +216,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	var liveBudgets []store.BudgetRef
 	seenBudget := map[store.BudgetRef]int64{}
 	for r, a := range l.budgets {
-		if a.held.IsZero() && a.spent.IsZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
+		if a.held.isZero() && a.spent.isZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
 			if a.version > 0 {
 				idleBudgets = append(idleBudgets, idleBudget{r, a.version})
 			}

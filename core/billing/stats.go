@@ -20,8 +20,8 @@ func (l *Ledger) InFlight() InFlight {
 	defer l.mu.Unlock()
 	s := InFlight{Pending: len(l.pending)}
 	for _, a := range l.accounts {
-		s.Holds = s.Holds.Add(a.held)
-		s.Leases = s.Leases.Add(a.lease)
+		s.Holds = s.Holds.Add(a.held.dec())
+		s.Leases = s.Leases.Add(a.lease.dec())
 	}
 	return s
 }

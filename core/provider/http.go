@@ -90,21 +90,14 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	}
 	// The upstream request ends with the client's, except while a finished answer's body is
 	// drained (Release): then it is detached from the client and bounded by drainTimeout.
+	// The answer's body is made now and is the request's context too (one object); the rest
+	// is filled in once the upstream has answered.
 	parent := req.Context()
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	detach := context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
-	// The answer's body, made now so that the timer can read its started flag (one object
-	// where a separate flag would be another allocation); the rest is filled in once the
-	// upstream has answered.
-	tb := &timedBody{ctx: ctx, cancel: cancel, detach: detach, idle: t.Idle, parent: parent}
+	tb := &timedBody{idle: t.Idle}
+	tb.call.parent = parent
+	tb.detach = context.AfterFunc(parent, tb.parentEnded)
 	// One timer serves both phases: first-byte until a body byte has arrived, idle after.
-	timer := time.AfterFunc(t.FirstByte, func() {
-		if tb.started.Load() {
-			cancel(errIdle)
-		} else {
-			cancel(errFirstByte)
-		}
-	})
+	timer := time.AfterFunc(t.FirstByte, tb.timeUp)
 	client := Client
 	if upload != nil {
 		client = uploadClient
@@ -117,16 +110,16 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	// The transport itself, as a reverse proxy calls it: http.Client would follow redirects
 	// (a provider API does not redirect a POST, and a followed one would resend the request
 	// and its credentials elsewhere) and copies every request's headers for them.
-	resp, err := client.Transport.RoundTrip(req.WithContext(ctx))
+	resp, err := client.Transport.RoundTrip(req.WithContext(&tb.call))
 	if err != nil {
 		timer.Stop()
-		detach()
-		cause := context.Cause(ctx)
-		cancel(nil)
+		tb.detach()
+		cause := tb.call.Cause()
+		tb.call.cancel(nil)
 		return nil, transportError(parent, cause, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer func() { timer.Stop(); detach(); cancel(nil) }()
+		defer func() { timer.Stop(); tb.detach(); tb.call.cancel(nil) }()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
 		e := StatusError(resp.StatusCode, raw)
@@ -210,12 +203,10 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 
 // timedBody re-arms the timer on every read: first-byte until the first byte, idle after it.
 type timedBody struct {
+	call    call // the upstream request's context
 	rc      io.ReadCloser
-	size    int64 // the declared length, -1 when unknown (ReadAll sizes its buffer by it)
-	ctx     context.Context
-	parent  context.Context
-	cancel  context.CancelCauseFunc
-	detach  func() bool // stops the client's cancellation from reaching ctx
+	size    int64       // the declared length, -1 when unknown (ReadAll sizes its buffer by it)
+	detach  func() bool // stops the client's cancellation from reaching call
 	timer   *time.Timer
 	idle    time.Duration
 	started atomic.Bool // a body byte has arrived
@@ -244,14 +235,14 @@ func (b *timedBody) Read(p []byte) (int, error) {
 		b.eof = true
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		cause := context.Cause(b.ctx)
+		cause := b.call.Cause()
 		switch {
 		case errors.Is(cause, errFirstByte):
 			return n, &Error{Message: "the upstream did not answer in time", Timeout: true, Retryable: !b.started.Load(), Err: cause}
 		case errors.Is(cause, errIdle):
 			return n, &Error{Message: "the upstream stream stalled", Timeout: true, Err: cause}
-		case b.parent.Err() != nil:
-			return n, &Error{Message: "the request was cancelled", Err: b.parent.Err()}
+		case b.call.parent.Err() != nil:
+			return n, &Error{Message: "the request was cancelled", Err: b.call.parent.Err()}
 		}
 		return n, &Error{Message: "the upstream connection failed mid-answer", Retryable: !b.started.Load(), Err: err}
 	}
@@ -262,8 +253,20 @@ func (b *timedBody) Close() error {
 	b.timer.Stop()
 	b.detach()
 	err := b.rc.Close()
-	b.cancel(nil)
+	b.call.cancel(nil)
 	return err
+}
+
+// parentEnded passes the client's cancellation on to the upstream request.
+func (b *timedBody) parentEnded() { b.call.cancel(context.Cause(b.call.parent)) }
+
+// timeUp is the timer's: the first byte, or the next after one, came too late.
+func (b *timedBody) timeUp() {
+	if b.started.Load() {
+		b.call.cancel(errIdle)
+	} else {
+		b.call.cancel(errFirstByte)
+	}
 }
 
 // Bounds of Release's background read.

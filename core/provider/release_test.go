@@ -222,7 +222,7 @@ func TestReleaseAtTheBodysEndIsSynchronous(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if b.ctx.Err() == nil {
+		if b.call.Err() == nil {
 			t.Fatal("the upstream request outlived Release of a body read to its end")
 		}
 	}

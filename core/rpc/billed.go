@@ -265,7 +265,7 @@ func (b *billed) costString() (cost, currency string) {
 	if !b.out.Cost.Valid {
 		return "", ""
 	}
-	return b.out.Cost.Decimal.String(), b.snap.Currency
+	return billing.FormatDecimal(b.out.Cost.Decimal), b.snap.Currency
 }
 
 // finish releases the hold and queues the record and its charge for settlement; an answer

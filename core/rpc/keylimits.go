@@ -357,14 +357,20 @@ func (l *KeyLimiter) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 }
 
 // ChainStream composes stream interceptors, outermost first, for the transports that take
-// only one (the in-process channel, the front's in-handler streams).
+// only one (the in-process channel, the front's in-handler streams). The outermost is called
+// directly: only the inner ones need a handler made per call (one allocation each).
 func ChainStream(ics ...grpc.StreamServerInterceptor) grpc.StreamServerInterceptor {
+	if len(ics) == 0 {
+		return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			return handler(srv, ss)
+		}
+	}
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		h := handler
-		for i := len(ics) - 1; i >= 0; i-- {
+		for i := len(ics) - 1; i > 0; i-- {
 			ic, next := ics[i], h
 			h = func(srv any, ss grpc.ServerStream) error { return ic(srv, ss, info, next) }
 		}
-		return h(srv, ss)
+		return ics[0](srv, ss, info, h)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shopspring/decimal"
+
+	"modelgateway/core/billing"
 	"modelgateway/core/wire/jsontext"
 )
 
@@ -22,6 +25,8 @@ type fieldSink interface {
 	boolean(key string, v bool)
 	// f64 takes finite values only: the line's floats are milliseconds of durations.
 	f64(key string, v float64)
+	// dec writes an amount as a string, as Decimal.String writes it.
+	dec(key string, v decimal.Decimal)
 }
 
 // jsonSink appends fields to a line as slog's JSON handler writes them.
@@ -37,6 +42,14 @@ func (s *jsonSink) str(k, v string) {
 	s.key(k)
 	s.b = append(s.b, '"')
 	s.b = jsontext.AppendSlogEscaped(s.b, v)
+	s.b = append(s.b, '"')
+}
+
+// dec needs no escaping: an amount is digits, a sign and a point.
+func (s *jsonSink) dec(k string, v decimal.Decimal) {
+	s.key(k)
+	s.b = append(s.b, '"')
+	s.b = billing.AppendDecimal(s.b, v)
 	s.b = append(s.b, '"')
 }
 
@@ -62,6 +75,9 @@ func (s *attrSink) str(k, v string)          { s.attrs = append(s.attrs, slog.St
 func (s *attrSink) i64(k string, v int64)    { s.attrs = append(s.attrs, slog.Int64(k, v)) }
 func (s *attrSink) boolean(k string, v bool) { s.attrs = append(s.attrs, slog.Bool(k, v)) }
 func (s *attrSink) f64(k string, v float64)  { s.attrs = append(s.attrs, slog.Float64(k, v)) }
+func (s *attrSink) dec(k string, v decimal.Decimal) {
+	s.attrs = append(s.attrs, slog.String(k, billing.FormatDecimal(v)))
+}
 
 // begin starts a line in the buffer: what slog writes before a record's attributes.
 func (lw *lineWriter) begin(to *jsonLines, t time.Time, level slog.Level, msg string) *jsonSink {

@@ -335,7 +335,7 @@ func lineFields(s fieldSink, o *rpc.Outcome, h *accessLine) {
 		s.i64("audio_input_tokens", u.AudioInput)
 		s.i64("audio_output_tokens", u.AudioOutput)
 		if o.Cost.Valid {
-			s.str("cost", o.Cost.Decimal.String())
+			s.dec("cost", o.Cost.Decimal)
 			s.str("currency", o.Currency)
 		}
 		start, firstByte, end = o.StartTime, o.FirstByteTime, o.EndTime

@@ -77,7 +77,7 @@ var chunkedTE = []string{"chunked"}
 // reused connection: the server closed it while it was idle.
 func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace, compress bool) (_ *http.Response, retry bool, _ error) {
 	c.ctx, c.trace = ctx, trace
-	stop := context.AfterFunc(ctx, c.abortFn)
+	stop := afterFunc(ctx, c.abortFn)
 	werr := c.writeRequest(req, compress)
 	if werr != nil {
 		if c.aborted.Load() {
@@ -206,9 +206,30 @@ func (c *conn) close() {
 // when it ended the exchange (provider.do classifies by it), the error itself otherwise.
 func (c *conn) readError(err error) error {
 	if c.aborted.Load() && c.ctx != nil {
-		return fmt.Errorf("h1: exchange ended: %w", context.Cause(c.ctx))
+		return fmt.Errorf("h1: exchange ended: %w", cause(c.ctx))
 	}
 	return err
+}
+
+// afterFunc is context.AfterFunc, through the context's own AfterFunc where it has one (the
+// call context of core/provider): context.AfterFunc would put a context node, a stop func,
+// a children map and a done channel of its own around it.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if a, ok := ctx.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
+}
+
+// cause is context.Cause, through the context's own Cause where it has one: the call
+// context of core/provider is not made by WithCancelCause, and knows its cause itself.
+func cause(ctx context.Context) error {
+	if c, ok := ctx.(interface{ Cause() error }); ok {
+		if err := c.Cause(); err != nil {
+			return err
+		}
+	}
+	return context.Cause(ctx)
 }
 
 // connGone reports an error of a connection the server has closed.

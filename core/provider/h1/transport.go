@@ -109,13 +109,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for fresh := false; ; fresh = true {
 		if ctx.Err() != nil {
 			closeBody(req)
-			return nil, fmt.Errorf("h1: %w", context.Cause(ctx))
+			return nil, fmt.Errorf("h1: %w", cause(ctx))
 		}
 		c, err := t.getConn(ctx, key, req.URL, trace, fresh)
 		if err != nil {
 			closeBody(req)
 			if ctx.Err() != nil { // the dial's error says only "canceled"
-				err = fmt.Errorf("h1: %w (%v)", context.Cause(ctx), err)
+				err = fmt.Errorf("h1: %w (%v)", cause(ctx), err)
 			}
 			return nil, err
 		}
