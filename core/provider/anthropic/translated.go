@@ -30,14 +30,18 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 		return nil, err
 	}
 	if stream {
-		// The decoder and the Start event it completes, in one allocation.
+		// The decoder, the Start event it completes, the stream over them and the read-ahead
+		// in one allocation: a stream's fixed pieces were six.
 		x := &struct {
-			dec   streamDecoder
-			start corev1.Start
+			dec    streamDecoder
+			start  corev1.Start
+			stream provider.SSEStream
+			primed primed
 		}{}
 		x.start.Model, x.start.Created = call.PublicModel, time.Now().Unix()
 		x.dec.start = &x.start
-		return prime(provider.NewSSEStream(resp.Body, &x.start, &x.dec))
+		x.stream.Init(resp.Body, &x.start, &x.dec)
+		return x.primed.prime(&x.stream)
 	}
 	start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix()}
 	raw, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
