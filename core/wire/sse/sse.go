@@ -243,14 +243,21 @@ var (
 
 // NewWriter sets the streaming headers on w; call it before the first write.
 func NewWriter(w http.ResponseWriter) *Writer {
+	sw := new(Writer)
+	sw.Init(w)
+	return sw
+}
+
+// Init makes sw what NewWriter(w) returns, in memory the caller holds (an encoder that holds
+// its writer: one allocation less per stream); sw must be new (zero) and stay where it is.
+func (sw *Writer) Init(w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = valueEventStream
 	h["Cache-Control"] = valueNoCache
 	h["X-Accel-Buffering"] = valueNo // tell buffering reverse proxies in front of us not to
 	delete(h, "Content-Length")
-	sw := &Writer{w: w, rc: *http.NewResponseController(w)}
+	sw.w, sw.rc = w, *http.NewResponseController(w)
 	sw.buf = sw.first[:0]
-	return sw
 }
 
 // Event writes one event and flushes it; name may be empty. Data with newlines becomes several
