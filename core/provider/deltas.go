@@ -25,7 +25,7 @@ type Deltas struct {
 
 // Sizes of the blocks: the first ones, and the bounds.
 const (
-	firstBlockEvents = 4
+	firstBlockEvents = 8 // held in the Deltas: with the next block, a typical answer's ~22
 	textBlockEvents  = 32
 	firstBlockBytes  = 256
 	textBlockBytes   = 4 << 10

@@ -264,12 +264,20 @@ type compactEvent struct {
 }
 
 // readCompactEvent reads message_start and message_delta in the subset above.
-func readCompactEvent(data []byte) (se mw.StreamEvent, ok bool) {
+func readCompactEvent(data []byte) (se mw.StreamEvent, ok bool) { return readCompactEventIn(data, nil) }
+
+// readCompactEventIn is readCompactEvent with the event's fields in x (nil: a new one),
+// which it clears first; what it returns points into x.
+func readCompactEventIn(data []byte, x *compactEvent) (se mw.StreamEvent, ok bool) {
 	if len(data) > maxFastEvent {
 		return se, false
 	}
 	c := &cursor{data: data}
-	x := new(compactEvent)
+	if x == nil {
+		x = new(compactEvent)
+	} else {
+		*x = compactEvent{}
+	}
 	ints := x.ints[:]
 	ok = c.object(eventKeys, func(k int) bool {
 		switch k {

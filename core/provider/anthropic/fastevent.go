@@ -28,11 +28,15 @@ var (
 	detailsKeys = []string{"thinking_tokens"}
 )
 
-func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) {
+func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) { return readStreamEventIn(data, nil) }
+
+// readStreamEventIn is readStreamEvent with the compact layout's fields in room (nil: a new
+// one); what it returns points into room.
+func readStreamEventIn(data []byte, room *compactEvent) (se mw.StreamEvent, ok bool) {
 	if len(data) > maxFastEvent {
 		return se, false
 	}
-	if se, ok := readCompactEvent(data); ok { // compactevent.go: the usual layout
+	if se, ok := readCompactEventIn(data, room); ok { // compactevent.go: the usual layout
 		return se, true
 	}
 	s := strictjson.NewReader(data)

@@ -103,7 +103,12 @@ type streamDecoder struct {
 	events    int
 	one       provider.Single
 	deltas    provider.Deltas // the text events
-	buf       []byte          // escaped delta text, decoded (readDelta)
+	// compact are the rooms of the first two events read in the compact layout
+	// (message_start, message_delta): a room is used once, because the usage merged from
+	// it keeps pointers into it.
+	compact     [2]compactEvent
+	compactUsed int
+	buf         []byte // escaped delta text, decoded (readDelta)
 }
 
 func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
@@ -138,7 +143,14 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 	var se mw.StreamEvent
 	fast := false
 	if ev.Name == mw.EventMessageStart || ev.Name == mw.EventMessageDelta {
-		se, fast = readStreamEvent(ev.Data) // fastevent.go
+		var room *compactEvent // nil: a new one
+		if d.compactUsed < len(d.compact) {
+			room = &d.compact[d.compactUsed]
+		}
+		se, fast = readStreamEventIn(ev.Data, room) // fastevent.go
+		if fast && room != nil {
+			d.compactUsed++
+		}
 	}
 	if !fast {
 		// A pointer of its own: decoded through it, se would escape and cost an allocation on
