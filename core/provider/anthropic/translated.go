@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"time"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -30,18 +31,7 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 		return nil, err
 	}
 	if stream {
-		// The decoder, the Start event it completes, the stream over them and the read-ahead
-		// in one allocation: a stream's fixed pieces were six.
-		x := &struct {
-			dec    streamDecoder
-			start  corev1.Start
-			stream provider.SSEStream
-			primed primed
-		}{}
-		x.start.Model, x.start.Created = call.PublicModel, time.Now().Unix()
-		x.dec.start = &x.start
-		x.stream.Init(resp.Body, &x.start, &x.dec)
-		return x.primed.prime(&x.stream)
+		return translatedStream(resp.Body, call.PublicModel, time.Now().Unix())
 	}
 	start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix()}
 	raw, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
@@ -49,6 +39,22 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 		return nil, err
 	}
 	return decodeMessage(raw, start)
+}
+
+// translatedStream decodes a messages stream into canonical events, its first ones read
+// ahead (prime). The decoder, the Start event it completes, the stream over them and the
+// read-ahead are one allocation: a stream's fixed pieces were six.
+func translatedStream(body io.ReadCloser, model string, created int64) (provider.Stream, error) {
+	x := &struct {
+		dec    streamDecoder
+		start  corev1.Start
+		stream provider.SSEStream
+		primed primed
+	}{}
+	x.start.Model, x.start.Created = model, created
+	x.dec.start = &x.start
+	x.stream.Init(body, &x.start, &x.dec)
+	return x.primed.prime(&x.stream)
 }
 
 // decodeMessage turns a whole message object into canonical events.
