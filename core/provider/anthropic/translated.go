@@ -153,7 +153,7 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 		if d.compactUsed < len(d.compact) {
 			room = &d.compact[d.compactUsed]
 		}
-		se, fast = readStreamEventIn(ev.Data, room) // fastevent.go
+		se, fast = readStreamEventIn(ev.Data, room, &d.deltas) // fastevent.go
 		if fast && room != nil {
 			d.compactUsed++
 		}
