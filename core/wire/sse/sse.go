@@ -115,6 +115,9 @@ func (r *Reader) name(v []byte) string {
 // Next returns the next event, io.EOF after the last complete one. An event cut off by the end
 // of the stream is not returned: a truncated stream must not look complete.
 func (r *Reader) Next() (Event, error) {
+	if ev, ok := r.buffered(); ok {
+		return ev, nil
+	}
 	var ev Event
 	hasData := false
 	for {
@@ -154,6 +157,58 @@ func (r *Reader) Next() (Event, error) {
 			ev.ID = string(value)
 		}
 	}
+}
+
+// buffered reads the next event in the usual shape — an optional "event:" line, one
+// "data:" line, an empty line, LF ends only — when it is already whole in the read buffer:
+// one look at the buffer instead of three ReadSlice calls and a field cut per line. Anything
+// else (an event still arriving, comments, ids, several data lines, CRs) is left, unread, to
+// Next's general loop, which reads it the same way.
+func (r *Reader) buffered() (Event, bool) {
+	if len(r.queue) > 0 || r.long != nil || r.br.Buffered() == 0 {
+		return Event{}, false
+	}
+	buf, _ := r.br.Peek(r.br.Buffered())
+	var ev Event
+	rest := buf
+	line, rest, ok := bytes.Cut(rest, newline)
+	if !ok {
+		return Event{}, false
+	}
+	if v, isName := bytes.CutPrefix(line, fieldEvent); isName {
+		ev.Name = r.name(trimSpace(v))
+		if line, rest, ok = bytes.Cut(rest, newline); !ok {
+			return Event{}, false
+		}
+	}
+	v, isData := bytes.CutPrefix(line, fieldData)
+	if !isData || len(rest) == 0 || rest[0] != '\n' {
+		return Event{}, false
+	}
+	n := len(buf) - len(rest) + 1 // through the empty line
+	if bytes.IndexByte(buf[:n], '\r') >= 0 {
+		return Event{}, false
+	}
+	r.start = len(r.arena)
+	r.appendData(trimSpace(v))
+	end := len(r.arena)
+	ev.Data = r.arena[r.start:end:end] // capped, as Next's
+	_, _ = r.br.Discard(n)
+	return ev, true
+}
+
+var (
+	newline    = []byte{'\n'}
+	fieldEvent = []byte("event:")
+	fieldData  = []byte("data:")
+)
+
+// trimSpace drops the one space a field's value may start with.
+func trimSpace(v []byte) []byte {
+	if len(v) > 0 && v[0] == ' ' {
+		return v[1:]
+	}
+	return v
 }
 
 // appendData adds b to the data of the event being read (arena[start:]), moving that to a
