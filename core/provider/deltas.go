@@ -15,13 +15,17 @@ import (
 // keeps its block alive. The zero value is ready; one per stream (no lock).
 type Deltas struct {
 	events     []textEvent
-	text       *strings.Builder
-	nextEvents int // the size of the next block of events
+	text       strings.Builder // the current text block; a full one is replaced by a new one
+	nextEvents int             // the size of the next block of events
+	// first is the first block of events, in the allocation that holds the Deltas (a
+	// stream's decoder): a short answer then makes no block of its own. The text blocks'
+	// Builder is held by value for the same reason.
+	first [firstBlockEvents]textEvent
 }
 
 // Sizes of the blocks: the first ones, and the bounds.
 const (
-	firstBlockEvents = 4
+	firstBlockEvents = 8 // held in the Deltas: with the next block, a typical answer's ~22
 	textBlockEvents  = 32
 	firstBlockBytes  = 256
 	textBlockBytes   = 4 << 10
@@ -37,8 +41,12 @@ type textEvent struct {
 // Text is TextEvent(string(text)), with the event and its text from the stream's blocks.
 func (d *Deltas) Text(text []byte) *corev1.GenerateEvent {
 	if len(d.events) == 0 {
-		d.nextEvents = min(max(2*d.nextEvents, firstBlockEvents), textBlockEvents)
-		d.events = make([]textEvent, d.nextEvents)
+		if d.nextEvents == 0 {
+			d.nextEvents, d.events = firstBlockEvents, d.first[:]
+		} else {
+			d.nextEvents = min(2*d.nextEvents, textBlockEvents)
+			d.events = make([]textEvent, d.nextEvents)
+		}
 	}
 	x := &d.events[0]
 	d.events = d.events[1:]
@@ -55,12 +63,13 @@ func (d *Deltas) String(text []byte) string {
 	if len(text) > textBlockBytes/4 {
 		return string(text) // a large piece would waste most of a block
 	}
-	if d.text == nil || d.text.Len()+len(text) > d.text.Cap() {
+	if d.text.Len()+len(text) > d.text.Cap() {
 		size := firstBlockBytes
-		if d.text != nil {
+		if d.text.Cap() > 0 {
 			size = min(2*d.text.Cap(), textBlockBytes)
 		}
-		d.text = new(strings.Builder)
+		// A new Builder, not Reset: the strings handed out keep the old buffer as it is.
+		d.text = strings.Builder{}
 		d.text.Grow(max(size, len(text)))
 	}
 	n := d.text.Len()

@@ -95,12 +95,17 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // UsageEvent wraps a normalised usage record as an event: one allocation for the event, its
 // oneof wrapper and the usage, as TextEvent.
-func UsageEvent(u metering.Usage) *corev1.GenerateEvent {
-	x := &struct {
-		ev    corev1.GenerateEvent
-		wrap  corev1.GenerateEvent_Usage
-		usage corev1.Usage
-	}{}
+func UsageEvent(u metering.Usage) *corev1.GenerateEvent { return new(usageEvent).of(u) }
+
+// usageEvent is a usage event, its oneof wrapper and the usage in one piece of memory: a
+// stream holds one in its own allocation (SSEStream).
+type usageEvent struct {
+	ev    corev1.GenerateEvent
+	wrap  corev1.GenerateEvent_Usage
+	usage corev1.Usage
+}
+
+func (x *usageEvent) of(u metering.Usage) *corev1.GenerateEvent {
 	x.usage.InputTokens, x.usage.CachedInputTokens, x.usage.CacheWriteTokens = u.Input, u.CachedInput, u.CacheWrite
 	x.usage.OutputTokens, x.usage.ReasoningTokens, x.usage.Reliable = u.Output, u.Reasoning, u.Reliable
 	x.wrap.Usage = &x.usage
@@ -110,11 +115,15 @@ func UsageEvent(u metering.Usage) *corev1.GenerateEvent {
 
 // StartEvent is the first event of a stream (the event and its oneof wrapper in one
 // allocation).
-func StartEvent(s *corev1.Start) *corev1.GenerateEvent {
-	x := &struct {
-		ev   corev1.GenerateEvent
-		wrap corev1.GenerateEvent_Start
-	}{}
+func StartEvent(s *corev1.Start) *corev1.GenerateEvent { return new(startEvent).of(s) }
+
+// startEvent is a Start event and its oneof wrapper in one piece of memory, as usageEvent.
+type startEvent struct {
+	ev   corev1.GenerateEvent
+	wrap corev1.GenerateEvent_Start
+}
+
+func (x *startEvent) of(s *corev1.Start) *corev1.GenerateEvent {
 	x.wrap.Start = s
 	x.ev.Event = &x.wrap
 	return &x.ev

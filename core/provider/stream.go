@@ -33,10 +33,11 @@ func (s *Single) Of(ev *corev1.GenerateEvent) []*corev1.GenerateEvent {
 	return s[:]
 }
 
-// SSEStream is a Stream over an upstream SSE body.
+// SSEStream is a Stream over an upstream SSE body. Its reader and its first and last events
+// (Start, usage) live in its own allocation.
 type SSEStream struct {
 	body    io.ReadCloser
-	r       *sse.Reader
+	r       sse.Reader
 	dec     Decoder
 	pending []*corev1.GenerateEvent // pending[next:] are still to be returned
 	// room is pending's first backing array, in the stream's allocation: a decoder returns a
@@ -45,14 +46,26 @@ type SSEStream struct {
 	next  int
 	done  bool
 	usage metering.Usage
+	// The Start and usage events handed out; their consumer may keep them (and so the
+	// stream's memory) as long as it likes: nothing here is written again once handed out.
+	startEv startEvent
+	usageEv usageEvent
 }
 
 // NewSSEStream starts with the given Start event.
 func NewSSEStream(body io.ReadCloser, start *corev1.Start, dec Decoder) *SSEStream {
-	s := &SSEStream{body: body, r: sse.NewReader(body), dec: dec, usage: metering.Unreliable("the stream did not finish")}
-	s.room[0] = StartEvent(start)
-	s.pending = s.room[:1]
+	s := new(SSEStream)
+	s.Init(body, start, dec)
 	return s
+}
+
+// Init makes s what NewSSEStream(body, start, dec) returns, in memory the caller holds: an
+// adapter can have its decoder and its stream in one allocation. s must be new (zero).
+func (s *SSEStream) Init(body io.ReadCloser, start *corev1.Start, dec Decoder) {
+	s.body, s.dec, s.usage = body, dec, metering.Unreliable("the stream did not finish")
+	s.r.Reset(body)
+	s.room[0] = s.startEv.of(start)
+	s.pending = s.room[:1]
 }
 
 // Next implements Stream. The usage event is appended after the decoder's last event.
@@ -85,7 +98,7 @@ func (s *SSEStream) Next() (*corev1.GenerateEvent, error) {
 		if done {
 			s.done = true
 			s.usage = s.dec.Usage()
-			s.pending = append(s.pending, UsageEvent(s.usage))
+			s.pending = append(s.pending, s.usageEv.of(s.usage))
 		}
 	}
 	ev := s.pending[s.next]

@@ -40,6 +40,8 @@ type billed struct {
 	// firstAttempt is out.Attempts' first backing array: most requests make one upstream
 	// call, which then costs no allocation of its own.
 	firstAttempt [1]Attempt
+	// run is a streamed answer's count (newRunning), in the request's allocation.
+	run running
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen

@@ -142,8 +142,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 	// all but the end of the answer. A client that has gone is not charged.
 	flush := lazyflush.From(ctx)
 	if run != nil {
-		// A flush that fails (the client has gone) is seen by the next send.
-		run.beforeGrow = func() { _ = flush.BeforeWait() }
+		run.flush = flush // flushed before a growth of the hold may wait (running.go)
 	}
 	flushed := func() bool {
 		if err := flush.BeforeWait(); err != nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "modelgateway/gen/gateway/core/v1"
 
 	"modelgateway/core/wire/apierror"
+	"modelgateway/core/wire/lazyflush"
 )
 
 // running counts a streamed answer's usage as it passes, so that no answer delivers more
@@ -37,9 +38,10 @@ type running struct {
 	// native: a passthrough event has been counted (only the first is read for an input
 	// count).
 	native bool
-	// beforeGrow, when set, runs before the ledger is asked: a growth may wait for the
-	// database, and what the client has been written goes out before any wait (lazyflush).
-	beforeGrow func()
+	// flush is flushed before the ledger is asked: a growth may wait for the database, and
+	// what the client has been written goes out before any wait. A flush that fails (the
+	// client has gone) is seen by the next send. Nil (a stream not coalesced) does nothing.
+	flush *lazyflush.Writer
 }
 
 // growStep is the least output, in tokens, a growth covers beyond what has been delivered.
@@ -51,7 +53,9 @@ func (b *billed) newRunning(input, output int64) *running {
 	if !b.money.Holding() || b.money.Price().PerRequest {
 		return nil
 	}
-	return &running{b: b, input: input, coverIn: input, coverOut: output}
+	// In the request's own allocation: an answer has one count.
+	b.run = running{b: b, input: input, coverIn: input, coverOut: output}
+	return &b.run
 }
 
 // pass counts ev as delivered and makes the hold cover it: nil when the client may be sent
@@ -91,9 +95,7 @@ func (r *running) add(output int64) *apierror.Error {
 // again: first twice the output (at least growStep beyond it), then, when the profile cannot
 // pay that, exactly what has been delivered with this event.
 func (r *running) grow() *apierror.Error {
-	if r.beforeGrow != nil {
-		r.beforeGrow()
-	}
+	_ = r.flush.BeforeWait()
 	in := max(r.input, r.coverIn)
 	if !r.tight {
 		ahead := max(2*r.coverOut, r.output+growStep)

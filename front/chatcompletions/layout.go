@@ -17,6 +17,8 @@ import (
 // are still encoded whole (streamEncoder.write); the bytes are the same either way.
 type layout struct {
 	head []byte // {"id":…,"object":…,"created":…,"model":…,"choices":[
+	// room is head's memory for usual ids and model names, in the encoder's allocation.
+	room [160]byte
 }
 
 // Each chunk's bytes after head; a chunk with a choice is choiceHead, the delta's fields, then
@@ -26,16 +28,17 @@ const (
 	openEnd    = `},"finish_reason":null}],"usage":null}`
 )
 
-// newLayout writes what precedes a chunk's choice for the stream's stamp (c's id, object,
+// init writes what precedes a chunk's choice for the stream's stamp (c's id, object,
 // created and model), in the order and escaping of the whole encoding (a test holds the two
-// equal): a chunk's fields before choices are these four and no others.
-func newLayout(c chatwire.Chunk) layout {
-	head := append(make([]byte, 0, 64+len(c.ID)+len(c.Model)), `{"id":`...)
+// equal): a chunk's fields before choices are these four and no others. l must stay where
+// it is (head may point into it).
+func (l *layout) init(c chatwire.Chunk) {
+	head := append(l.room[:0], `{"id":`...)
 	head = jsontext.AppendString(head, c.ID)
 	head = jsontext.AppendString(append(head, `,"object":`...), c.Object)
 	head = strconv.AppendInt(append(head, `,"created":`...), c.Created, 10)
 	head = jsontext.AppendString(append(head, `,"model":`...), c.Model)
-	return layout{head: append(head, `,"choices":[`...)}
+	l.head = append(head, `,"choices":[`...)
 }
 
 // role is the opening chunk: the assistant role and empty content.

@@ -1,6 +1,7 @@
 package chatcompletions
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -17,9 +18,12 @@ func TestLayoutChunksAreTheEncodedChunks(t *testing.T) {
 		{Id: "msg_01", Model: "team/gpt", Created: 1730000000},
 		{Id: `a"b\c`, Model: "m <b>&</b> é 😀 \u2028", Created: 1},
 		{Model: "", Created: 0},
+		// Longer than the layout's room: its head grows away from it.
+		{Id: strings.Repeat("i", 120), Model: strings.Repeat("m", 120), Created: 1},
 	} {
 		e := &streamEncoder{head: newHead(s)}
-		l := newLayout(e.stamp(chatwire.Chunk{}))
+		l := new(layout)
+		l.init(e.stamp(chatwire.Chunk{}))
 		whole := func(c chatwire.Chunk) string {
 			b, err := jsontext.Marshal(e.stamp(c))
 			if err != nil {

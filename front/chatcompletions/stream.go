@@ -32,17 +32,25 @@ type streamEncoder struct {
 	layout layout
 	// tail holds a passthrough's usage chunk until core's usage event adds the cost.
 	tail relay.Tail
+	// swRoom is sw, in the encoder's allocation.
+	swRoom sse.Writer
+}
+
+// writer starts the encoder's SSE writer (the streaming headers).
+func (e *streamEncoder) writer() *sse.Writer {
+	e.swRoom.Init(e.w)
+	return &e.swRoom
 }
 
 // Start implements relay.Encoder.
 func (e *streamEncoder) Start(s *corev1.Start) error {
-	e.sw = sse.NewWriter(e.w)
+	e.sw = e.writer()
 	if s.GetPassthrough() {
 		e.passthrough = true
 		return nil
 	}
 	e.head = newHead(s)
-	e.layout = newLayout(e.stamp(chatwire.Chunk{}))
+	e.layout.init(e.stamp(chatwire.Chunk{}))
 	// Core sends Start together with the first upstream event: the role chunk waits for the
 	// next chunk's flush instead of costing a system call of its own.
 	return e.sw.Send(e.layout.role(e.sw.Data()), false)
@@ -142,7 +150,7 @@ func usageObject(data []byte) bool {
 // answer was complete.
 func (e *streamEncoder) Fail(se *corev1.StreamError) {
 	if e.sw == nil {
-		e.sw = sse.NewWriter(e.w)
+		e.sw = e.writer()
 	}
 	_ = e.tail.Flush(e.sw.Event, nil)
 	body, _ := json.Marshal(apierror.Envelope{Error: apierror.Body{

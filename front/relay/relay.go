@@ -96,8 +96,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Events the upstream delivered together go out in one write: the encoder's flushes
 		// wait for core's next wait (lazyflush). What is pending when the handler returns goes
 		// out with the end of the response, once End has passed it on.
-		s.lazy = lazyflush.NewWriter(w)
-		s.ctx = lazyflush.NewContext(ctx, s.lazy)
+		// The writer and the context that carries it live in the sink's allocation.
+		s.lazyRoom.Init(w)
+		s.lazy = &s.lazyRoom
+		s.lazyCtx = lazyflush.Context{Context: ctx, W: s.lazy}
+		s.ctx = &s.lazyCtx
 		defer s.lazy.End() // what the writer still holds
 	}
 	err := h.Generate(req, s)

@@ -27,6 +27,10 @@ type sink struct {
 	// heldRoom is held, in the sink's allocation rather than one of its own.
 	heldRoom heldResponse
 	lazy     *lazyflush.Writer // a stream's writer (nil for an answer that is held)
+	// lazyRoom and lazyCtx are a stream's writer and the context that carries it to core,
+	// in the sink's allocation rather than two of their own.
+	lazyRoom lazyflush.Writer
+	lazyCtx  lazyflush.Context
 	started  bool
 	done     bool // the answer has ended (error event written or start refused)
 }

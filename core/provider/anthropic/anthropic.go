@@ -121,13 +121,17 @@ type primed struct {
 	first [2]*corev1.GenerateEvent // head's room: the two events read ahead, in the one allocation
 }
 
-func prime(s provider.Stream) (provider.Stream, error) {
+func prime(s provider.Stream) (provider.Stream, error) { return new(primed).prime(s) }
+
+// prime reads s's first events into p, a new primed, and returns p: prime in memory the
+// caller holds (a translated stream's one allocation).
+func (p *primed) prime(s provider.Stream) (provider.Stream, error) {
 	start, err := s.Next()
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	p := &primed{Stream: s}
+	p.Stream = s
 	p.first[0] = start
 	p.head = p.first[:1]
 	next, err := s.Next()

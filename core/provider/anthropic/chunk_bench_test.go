@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"io"
 	"testing"
-
-	corev1 "modelgateway/gen/gateway/core/v1"
-
-	"modelgateway/core/provider"
 )
 
 // The decoder's cost per chunk: streams that differ only in the number of text deltas, so
@@ -31,8 +27,10 @@ func BenchmarkDecoderPerChunk(b *testing.B) {
 			r := bytes.NewReader(nil)
 			for b.Loop() {
 				r.Reset(data)
-				start := &corev1.Start{Model: publicModel}
-				s := provider.NewSSEStream(io.NopCloser(r), start, &streamDecoder{start: start})
+				s, err := translatedStream(io.NopCloser(r), publicModel, 1) // as translated makes it
+				if err != nil {
+					b.Fatal(err)
+				}
 				events := 0
 				for {
 					_, err := s.Next()

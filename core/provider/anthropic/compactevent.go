@@ -3,6 +3,7 @@ package anthropic
 import (
 	"unicode/utf8"
 
+	"modelgateway/core/provider"
 	mw "modelgateway/core/wire/messageswire"
 )
 
@@ -21,6 +22,11 @@ type cursor struct {
 	data []byte
 	i    int
 	bad  bool
+	// strs is room for the strings stringPtr points to; text, when set, keeps the strings
+	// that are no known word (the message id, the model) in a stream's text block. Either
+	// saves an allocation per string.
+	strs []string
+	text *provider.Deltas
 }
 
 func (c *cursor) byte(b byte) bool {
@@ -217,9 +223,25 @@ func (c *cursor) stringPtr(dst **string) bool {
 	if c.bad {
 		return false
 	}
-	w := word(s)
+	if len(c.strs) > 0 {
+		c.strs[0] = c.word(s)
+		*dst, c.strs = &c.strs[0], c.strs[1:]
+		return true
+	}
+	w := c.word(s)
 	*dst = &w
 	return true
+}
+
+// word is word(s), with a string that is no known word from the cursor's text block.
+func (c *cursor) word(s []byte) string {
+	if w := knownWord(s); w != "" || c.text == nil {
+		if w == "" {
+			return string(s)
+		}
+		return w
+	}
+	return c.text.String(s)
 }
 
 // stringField reads a string into *dst; null leaves it as it is.
@@ -228,12 +250,20 @@ func (c *cursor) stringField(dst *string) bool {
 		return true
 	}
 	s := c.str()
-	*dst = word(s)
+	*dst = c.word(s)
 	return !c.bad
 }
 
 // word is s as a string: the words every stream repeats cost no allocation.
 func word(s []byte) string {
+	if w := knownWord(s); w != "" {
+		return w
+	}
+	return string(s)
+}
+
+// knownWord is s as one of the words every stream repeats, "" when it is none of them.
+func knownWord(s []byte) string {
 	switch string(s) {
 	case mw.EventMessageStart:
 		return mw.EventMessageStart
@@ -252,7 +282,7 @@ func word(s []byte) string {
 	case "standard":
 		return "standard"
 	}
-	return string(s)
+	return ""
 }
 
 // compactEvent is the event and the room its fields point into, in one allocation.
@@ -260,16 +290,28 @@ type compactEvent struct {
 	msg   mw.Message
 	delta mw.Delta
 	usage mw.Usage
-	ints  [8]int64 // the counts of two usage objects (message's and the event's), 4 each
+	ints  [8]int64  // the counts of two usage objects (message's and the event's), 4 each
+	strs  [4]string // stop_reason and stop_sequence, of the message and of the delta
 }
 
 // readCompactEvent reads message_start and message_delta in the subset above.
 func readCompactEvent(data []byte) (se mw.StreamEvent, ok bool) {
+	return readCompactEventIn(data, nil, nil)
+}
+
+// readCompactEventIn is readCompactEvent with the event's fields in x (nil: a new one),
+// which it clears first, and its strings other than the known words in text's block (nil:
+// strings of their own); what it returns points into x.
+func readCompactEventIn(data []byte, x *compactEvent, text *provider.Deltas) (se mw.StreamEvent, ok bool) {
 	if len(data) > maxFastEvent {
 		return se, false
 	}
-	c := &cursor{data: data}
-	x := new(compactEvent)
+	if x == nil {
+		x = new(compactEvent)
+	} else {
+		*x = compactEvent{}
+	}
+	c := &cursor{data: data, strs: x.strs[:], text: text}
 	ints := x.ints[:]
 	ok = c.object(eventKeys, func(k int) bool {
 		switch k {

@@ -80,3 +80,32 @@ func BenchmarkStreamDecoder(b *testing.B) {
 		}
 	}
 }
+
+// The compact events' fields live in rooms of the decoder, each used once: the usage merged
+// from message_start keeps pointers into its room, so a room used again by a later
+// message_delta would change the input count after the fact. Three message_delta events
+// (the third past the rooms) each overwrite only what they carry.
+func TestCompactEventsKeepTheirUsage(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-x\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":12,\"cache_creation_input_tokens\":3,\"cache_read_input_tokens\":4,\"output_tokens\":1}}}\n\n")
+	b.WriteString("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n")
+	for _, out := range []int{5, 9, 20} {
+		fmt.Fprintf(&b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":%d}}\n\n", out)
+	}
+	b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	start := &corev1.Start{Model: publicModel}
+	dec := &streamDecoder{start: start}
+	s := provider.NewSSEStream(io.NopCloser(&b), start, dec)
+	defer s.Close()
+	if _, err := provider.Drain(s); err != nil {
+		t.Fatal(err)
+	}
+	if dec.compactUsed != len(dec.compact) {
+		t.Fatalf("%d rooms used, want %d: the rooms were not exercised", dec.compactUsed, len(dec.compact))
+	}
+	u := s.Usage()
+	if start.GetId() != "msg_01" || u.Input != 12 || u.CachedInput != 4 || u.CacheWrite != 3 || u.Output != 20 || !u.Reliable {
+		t.Fatalf("id %q, usage %+v: want msg_01, 12 in (4 cached, 3 written), 20 out", start.GetId(), u)
+	}
+}

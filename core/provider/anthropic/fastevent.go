@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"modelgateway/core/provider"
 	mw "modelgateway/core/wire/messageswire"
 	"modelgateway/core/wire/strictjson"
 )
@@ -29,10 +30,17 @@ var (
 )
 
 func readStreamEvent(data []byte) (se mw.StreamEvent, ok bool) {
+	return readStreamEventIn(data, nil, nil)
+}
+
+// readStreamEventIn is readStreamEvent with the compact layout's fields in room (nil: a new
+// one) and its strings in text's block (readCompactEventIn); what it returns points into
+// room.
+func readStreamEventIn(data []byte, room *compactEvent, text *provider.Deltas) (se mw.StreamEvent, ok bool) {
 	if len(data) > maxFastEvent {
 		return se, false
 	}
-	if se, ok := readCompactEvent(data); ok { // compactevent.go: the usual layout
+	if se, ok := readCompactEventIn(data, room, text); ok { // compactevent.go: the usual layout
 		return se, true
 	}
 	s := strictjson.NewReader(data)

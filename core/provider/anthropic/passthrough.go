@@ -27,13 +27,25 @@ func passthrough(ctx context.Context, call *provider.Call) (provider.Stream, err
 	if err != nil {
 		return nil, err
 	}
+	if req.GetStream() {
+		// The Start event, the decoder, the stream and the read-ahead in one allocation.
+		x := &struct {
+			start  corev1.Start
+			dec    passthroughDecoder
+			stream provider.SSEStream
+			primed primed
+		}{}
+		x.start = corev1.Start{
+			Model: call.PublicModel, Created: time.Now().Unix(), Passthrough: true,
+			Status: int32(resp.StatusCode), ContentType: resp.Header.Get(provider.HeaderContentType),
+		}
+		x.dec = passthroughDecoder{upstream: call.UpstreamModel, public: call.PublicModel}
+		x.stream.Init(resp.Body, &x.start, &x.dec)
+		return x.primed.prime(&x.stream)
+	}
 	start := &corev1.Start{
 		Model: call.PublicModel, Created: time.Now().Unix(), Passthrough: true,
 		Status: int32(resp.StatusCode), ContentType: resp.Header.Get(provider.HeaderContentType),
-	}
-	if req.GetStream() {
-		dec := &passthroughDecoder{upstream: call.UpstreamModel, public: call.PublicModel}
-		return prime(provider.NewSSEStream(resp.Body, start, dec))
 	}
 	raw, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
 	if err != nil {

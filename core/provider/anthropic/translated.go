@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"time"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -30,14 +31,7 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 		return nil, err
 	}
 	if stream {
-		// The decoder and the Start event it completes, in one allocation.
-		x := &struct {
-			dec   streamDecoder
-			start corev1.Start
-		}{}
-		x.start.Model, x.start.Created = call.PublicModel, time.Now().Unix()
-		x.dec.start = &x.start
-		return prime(provider.NewSSEStream(resp.Body, &x.start, &x.dec))
+		return translatedStream(resp.Body, call.PublicModel, time.Now().Unix())
 	}
 	start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix()}
 	raw, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
@@ -45,6 +39,22 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 		return nil, err
 	}
 	return decodeMessage(raw, start)
+}
+
+// translatedStream decodes a messages stream into canonical events, its first ones read
+// ahead (prime). The decoder, the Start event it completes, the stream over them and the
+// read-ahead are one allocation: a stream's fixed pieces were six.
+func translatedStream(body io.ReadCloser, model string, created int64) (provider.Stream, error) {
+	x := &struct {
+		dec    streamDecoder
+		start  corev1.Start
+		stream provider.SSEStream
+		primed primed
+	}{}
+	x.start.Model, x.start.Created = model, created
+	x.dec.start = &x.start
+	x.stream.Init(body, &x.start, &x.dec)
+	return x.primed.prime(&x.stream)
 }
 
 // decodeMessage turns a whole message object into canonical events.
@@ -99,7 +109,12 @@ type streamDecoder struct {
 	events    int
 	one       provider.Single
 	deltas    provider.Deltas // the text events
-	buf       []byte          // escaped delta text, decoded (readDelta)
+	// compact are the rooms of the first two events read in the compact layout
+	// (message_start, message_delta): a room is used once, because the usage merged from
+	// it keeps pointers into it.
+	compact     [2]compactEvent
+	compactUsed int
+	buf         []byte // escaped delta text, decoded (readDelta)
 }
 
 func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
@@ -134,7 +149,14 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 	var se mw.StreamEvent
 	fast := false
 	if ev.Name == mw.EventMessageStart || ev.Name == mw.EventMessageDelta {
-		se, fast = readStreamEvent(ev.Data) // fastevent.go
+		var room *compactEvent // nil: a new one
+		if d.compactUsed < len(d.compact) {
+			room = &d.compact[d.compactUsed]
+		}
+		se, fast = readStreamEventIn(ev.Data, room, &d.deltas) // fastevent.go
+		if fast && room != nil {
+			d.compactUsed++
+		}
 	}
 	if !fast {
 		// A pointer of its own: decoded through it, se would escape and cost an allocation on

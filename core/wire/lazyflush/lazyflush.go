@@ -91,7 +91,15 @@ func (w *Writer) End() {
 
 // NewWriter wraps w.
 func NewWriter(w http.ResponseWriter) *Writer {
-	return &Writer{ResponseWriter: w, rc: *http.NewResponseController(w)}
+	lw := new(Writer)
+	lw.Init(w)
+	return lw
+}
+
+// Init makes w what NewWriter(rw) returns, in memory the caller holds (a stream's state
+// holds its writer: one allocation less per stream). w must be new (zero) or ended.
+func (w *Writer) Init(rw http.ResponseWriter) {
+	*w = Writer{ResponseWriter: rw, rc: *http.NewResponseController(rw)}
 }
 
 // Unwrap lets http.ResponseController reach the wrapped writer.
@@ -158,6 +166,22 @@ type key struct{}
 // NewContext returns ctx carrying w for the code that serves the request.
 func NewContext(ctx context.Context, w *Writer) context.Context {
 	return context.WithValue(ctx, key{}, w)
+}
+
+// Context is ctx carrying w, as NewContext returns it, by value: a caller that holds one
+// in memory of its own (a stream's state) saves the context's allocation. Set both fields
+// before use and keep the Context where it is (use its address).
+type Context struct {
+	context.Context
+	W *Writer
+}
+
+// Value answers From's lookup and passes every other to the parent.
+func (c *Context) Value(k any) any {
+	if _, ok := k.(key); ok {
+		return c.W
+	}
+	return c.Context.Value(k)
 }
 
 // From returns the Writer of the request ctx belongs to, nil when its answer is not a

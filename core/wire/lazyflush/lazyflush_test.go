@@ -150,3 +150,31 @@ func writeAndFlush(t *testing.T, w *Writer, rc *http.ResponseController, n int) 
 		}
 	}
 }
+
+// A Context held by value answers as NewContext's does: From finds its writer, the parent's
+// values and cancellation pass through, and a plain context has no writer.
+func TestContextByValueCarriesTheWriter(t *testing.T) {
+	t.Parallel()
+	type other struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), other{}, "v"))
+	var w Writer
+	w.Init(httptest.NewRecorder())
+	c := &Context{Context: parent, W: &w}
+	if From(c) != &w || From(NewContext(parent, &w)) != &w {
+		t.Fatalf("From found %p, want %p", From(c), &w)
+	}
+	if From(parent) != nil {
+		t.Fatal("the parent has a writer")
+	}
+	if c.Value(other{}) != "v" {
+		t.Fatalf("the parent's value is %v", c.Value(other{}))
+	}
+	// A child of the Context is cancelled with the parent, as a child of NewContext's.
+	child, stop := context.WithCancel(c)
+	defer stop()
+	cancel()
+	<-child.Done()
+	if !errors.Is(child.Err(), context.Canceled) {
+		t.Fatalf("child: %v", child.Err())
+	}
+}

@@ -2,13 +2,19 @@ package sse
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"testing/iotest"
 )
 
 // FuzzReader: any upstream byte stream is read without a panic, each event's data within
-// MaxLine, and the reader always ends. Seeds: every golden .sse stream of the providers.
+// MaxLine, and the reader always ends; read whole (where Next finds whole events in its
+// buffer: buffered) and one byte at a time (where it never does: the general loop), it gives
+// the same events. Seeds: every golden .sse stream of the providers.
 func FuzzReader(f *testing.F) {
 	files, _ := filepath.Glob("../../provider/*/testdata/*.sse")
 	for _, p := range files {
@@ -17,18 +23,31 @@ func FuzzReader(f *testing.F) {
 		}
 	}
 	f.Add([]byte("event: a\ndata: 1\ndata: 2\nid: x\n\n: comment\r\ndata: 3\r\n\r\n"))
+	f.Add([]byte("event: a\ndata: 1\n\nevent:b\ndata:2\n\ndata: 3\n\nevent: c\n\ndata: x\r\n\ndata: 4"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rd := NewReader(bytes.NewReader(body))
-		defer rd.Release()
-		for range len(body) + 2 {
-			ev, err := rd.Next()
-			if err != nil {
-				return
-			}
-			if len(ev.Data) > len(body) {
-				t.Fatalf("event data of %d bytes from a %d-byte stream", len(ev.Data), len(body))
-			}
+		whole, wholeErr := readEvents(t, bytes.NewReader(body), len(body))
+		bytewise, byteErr := readEvents(t, iotest.OneByteReader(bytes.NewReader(body)), len(body))
+		if !reflect.DeepEqual(whole, bytewise) || !errors.Is(wholeErr, byteErr) {
+			t.Fatalf("%q:\nwhole     %q %v\none byte  %q %v", body, whole, wholeErr, bytewise, byteErr)
 		}
-		t.Fatalf("more events than bytes in %q", body)
 	})
+}
+
+// readEvents reads every event of r, a stream of size bytes, and the error that ended it.
+func readEvents(t *testing.T, r io.Reader, size int) ([]Event, error) {
+	rd := NewReader(r)
+	defer rd.Release()
+	var evs []Event
+	for range size + 2 {
+		ev, err := rd.Next()
+		if err != nil {
+			return evs, err
+		}
+		if len(ev.Data) > size {
+			t.Fatalf("event data of %d bytes from a %d-byte stream", len(ev.Data), size)
+		}
+		evs = append(evs, ev)
+	}
+	t.Fatalf("more events than bytes")
+	return nil, nil
 }

@@ -54,9 +54,18 @@ var buffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10
 
 // NewReader reads events from r. Release gives its buffer back.
 func NewReader(r io.Reader) *Reader {
+	rd := new(Reader)
+	rd.Reset(r)
+	return rd
+}
+
+// Reset makes r a new reader of src, as NewReader(src) is, in memory its caller holds: a
+// stream that embeds its reader costs one allocation less. What r held is released first.
+func (r *Reader) Reset(src io.Reader) {
+	r.Release()
 	br := buffers.Get().(*bufio.Reader)
-	br.Reset(r)
-	return &Reader{br: br}
+	br.Reset(src)
+	*r = Reader{br: br}
 }
 
 // Release returns the reader's buffer for another stream; the reader must not be used after.
@@ -106,6 +115,9 @@ func (r *Reader) name(v []byte) string {
 // Next returns the next event, io.EOF after the last complete one. An event cut off by the end
 // of the stream is not returned: a truncated stream must not look complete.
 func (r *Reader) Next() (Event, error) {
+	if ev, ok := r.buffered(); ok {
+		return ev, nil
+	}
 	var ev Event
 	hasData := false
 	for {
@@ -145,6 +157,58 @@ func (r *Reader) Next() (Event, error) {
 			ev.ID = string(value)
 		}
 	}
+}
+
+// buffered reads the next event in the usual shape — an optional "event:" line, one
+// "data:" line, an empty line, LF ends only — when it is already whole in the read buffer:
+// one look at the buffer instead of three ReadSlice calls and a field cut per line. Anything
+// else (an event still arriving, comments, ids, several data lines, CRs) is left, unread, to
+// Next's general loop, which reads it the same way.
+func (r *Reader) buffered() (Event, bool) {
+	if len(r.queue) > 0 || r.long != nil || r.br.Buffered() == 0 {
+		return Event{}, false
+	}
+	buf, _ := r.br.Peek(r.br.Buffered())
+	var ev Event
+	rest := buf
+	line, rest, ok := bytes.Cut(rest, newline)
+	if !ok {
+		return Event{}, false
+	}
+	if v, isName := bytes.CutPrefix(line, fieldEvent); isName {
+		ev.Name = r.name(trimSpace(v))
+		if line, rest, ok = bytes.Cut(rest, newline); !ok {
+			return Event{}, false
+		}
+	}
+	v, isData := bytes.CutPrefix(line, fieldData)
+	if !isData || len(rest) == 0 || rest[0] != '\n' {
+		return Event{}, false
+	}
+	n := len(buf) - len(rest) + 1 // through the empty line
+	if bytes.IndexByte(buf[:n], '\r') >= 0 {
+		return Event{}, false
+	}
+	r.start = len(r.arena)
+	r.appendData(trimSpace(v))
+	end := len(r.arena)
+	ev.Data = r.arena[r.start:end:end] // capped, as Next's
+	_, _ = r.br.Discard(n)
+	return ev, true
+}
+
+var (
+	newline    = []byte{'\n'}
+	fieldEvent = []byte("event:")
+	fieldData  = []byte("data:")
+)
+
+// trimSpace drops the one space a field's value may start with.
+func trimSpace(v []byte) []byte {
+	if len(v) > 0 && v[0] == ' ' {
+		return v[1:]
+	}
+	return v
 }
 
 // appendData adds b to the data of the event being read (arena[start:]), moving that to a
@@ -234,14 +298,21 @@ var (
 
 // NewWriter sets the streaming headers on w; call it before the first write.
 func NewWriter(w http.ResponseWriter) *Writer {
+	sw := new(Writer)
+	sw.Init(w)
+	return sw
+}
+
+// Init makes sw what NewWriter(w) returns, in memory the caller holds (an encoder that holds
+// its writer: one allocation less per stream); sw must be new (zero) and stay where it is.
+func (sw *Writer) Init(w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = valueEventStream
 	h["Cache-Control"] = valueNoCache
 	h["X-Accel-Buffering"] = valueNo // tell buffering reverse proxies in front of us not to
 	delete(h, "Content-Length")
-	sw := &Writer{w: w, rc: *http.NewResponseController(w)}
+	sw.w, sw.rc = w, *http.NewResponseController(w)
 	sw.buf = sw.first[:0]
-	return sw
 }
 
 // Event writes one event and flushes it; name may be empty. Data with newlines becomes several
