@@ -59,6 +59,45 @@ func TestBeforeSplitsTheSiteFromTheClientRoutes(t *testing.T) {
 	}
 }
 
+// Before's short way for API paths answers as the mux it skips would: the same handler, code
+// and redirect for clean, unclean and look-alike paths.
+func TestBeforeAnswersAsItsMux(t *testing.T) {
+	h, err := New(Config{Status: fixed{fixture()}, Catalog: catalogue{}, BaseURL: "https://gw.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Next", r.URL.Path)
+		w.WriteHeader(http.StatusTeapot)
+	})
+	mux := http.NewServeMux()
+	for _, p := range Paths {
+		mux.Handle(p, h)
+	}
+	mux.Handle("/", next)
+	short := 0
+	for _, path := range []string{"/v1/chat/completions", "/v1beta/models/m:generateContent", "/v1/models",
+		"/v1//chat/completions", "/v1/./models", "/v1/../status", "/v1/x/..", "/v1/.well-known", "/v1", "/v1beta",
+		"/v1/", "/v1/status", "/v1/models/a%2Fb", "/status", "/v2/x", "/V1/models"} {
+		for _, method := range []string{"GET", "POST"} {
+			r := httptest.NewRequest(method, "http://gw"+path, nil)
+			want, got := httptest.NewRecorder(), httptest.NewRecorder()
+			mux.ServeHTTP(want, r)
+			h.Before(next).ServeHTTP(got, r)
+			if got.Code != want.Code || got.Header().Get("Location") != want.Header().Get("Location") || got.Header().Get("X-Next") != want.Header().Get("X-Next") {
+				t.Errorf("%s %s: %d %q %q, the mux %d %q %q", method, path, got.Code, got.Header().Get("Location"), got.Header().Get("X-Next"),
+					want.Code, want.Header().Get("Location"), want.Header().Get("X-Next"))
+			}
+			if apiPath(r.URL.Path) {
+				short++
+			}
+		}
+	}
+	if short == 0 {
+		t.Fatal("no path took the short way")
+	}
+}
+
 // The site's answers carry a request id as the client routes' do, so that their access log
 // lines have one (they were logged with request_id=""); a client's well-formed id is kept.
 func TestSiteAnswersCarryARequestID(t *testing.T) {

@@ -98,14 +98,29 @@ func ConfigFromEnv(getenv func(string) string, httpAddr string) Config {
 	return Config{BaseURL: base, BotURL: getenv("GATEWAY_BOT_URL")}
 }
 
-// Before serves Paths with h and everything else with next (the client routes).
+// Before serves Paths with h and everything else with next (the client routes). A clean path
+// under /v1/ or /v1beta/ goes to next at once: the mux would hand it there unchanged, after a
+// match that cost every API request a few allocations.
 func (h *Handler) Before(next http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range Paths {
 		mux.Handle(p, h)
 	}
 	mux.Handle("/", next)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if apiPath(r.URL.Path) && r.Method != http.MethodConnect {
+			next.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// apiPath: a path of the client routes that ServeMux would neither clean nor redirect (no
+// empty, "." or ".." segment); none of Paths is under these prefixes.
+func apiPath(p string) bool {
+	return (strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/v1beta/")) &&
+		!strings.Contains(p, "//") && !strings.Contains(p, "/.")
 }
 
 // ServeHTTP implements http.Handler.
