@@ -39,7 +39,8 @@ type Writer struct {
 // it when its own buffers fill, as it would have without the Writer).
 const maxHeld = 32 << 10
 
-// heldBuffers recycles the held bytes' buffers, one per stream otherwise.
+// heldBuffers recycles the held bytes' buffers: a Writer takes one when it holds a write and
+// gives it back at the next real flush.
 var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // Write passes p on at once until a reader has promised to flush before waiting, then holds
@@ -83,6 +84,16 @@ func (w *Writer) End() {
 		return
 	}
 	_ = w.pass()
+	w.release()
+}
+
+// release gives the (emptied) held buffer back. A stream releases it at every real flush
+// too: it then waits for the upstream, for most of its life, and 64 waiting streams held
+// 64 buffers where the few that are being written need one each.
+func (w *Writer) release() {
+	if w.held == nil {
+		return
+	}
 	if cap(*w.held) <= 2*maxHeld {
 		heldBuffers.Put(w.held)
 	}
@@ -147,6 +158,7 @@ func (w *Writer) flush() error {
 	if err := w.pass(); err != nil {
 		return err
 	}
+	w.release()
 	if err := w.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		w.err = err
 	}
