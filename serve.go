@@ -29,6 +29,7 @@ import (
 	"modelgateway/core/provider/gemini"
 	"modelgateway/core/provider/openai"
 	"modelgateway/core/provider/rerank"
+	"modelgateway/core/residency"
 	"modelgateway/core/routing"
 	"modelgateway/core/rpc"
 	"modelgateway/core/simulator"
@@ -56,6 +57,7 @@ func cmdServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	residency.AfterStartup(slog.Default()) // the start-up touched most of the binary
 	<-ctx.Done()
 	return g.Shutdown(cfg.DrainTimeout)
 }

@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"regexp"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -25,14 +24,31 @@ const (
 // when none came for 2 minutes).
 const BotHealthWindow = 2 * time.Minute
 
-// Keys fit a URL path segment unescaped, so the HTTP mapping /admin/v1/bot/state/{key} holds.
-var botKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,200}$`)
+// validBotKey: 1 to 200 letters, digits, '.', '_' or '-', so that keys fit a URL path segment
+// unescaped and the HTTP mapping /admin/v1/bot/state/{key} holds. A loop, not a regexp: the
+// pattern's {1,200} compiled to a program of 200 states at init, 190 KB of heap that every
+// process of the binary kept for its life.
+func validBotKey(key string) bool {
+	if len(key) == 0 || len(key) > 200 {
+		return false
+	}
+	for i := range len(key) {
+		if c := key[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // Values stay small: they are bookkeeping, not storage.
 const maxBotValue = 16 << 10
 
 func checkBotKey(key string) error {
-	if !botKeyPattern.MatchString(key) {
+	if !validBotKey(key) {
 		return apierror.New(apierror.InvalidRequest, "key: %q must be 1 to 200 letters, digits, '.', '_' or '-'", key)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -166,14 +167,16 @@ type uploadForm struct {
 // row, so it never spells the "--" that begins a delimiter.
 const uploadBoundary = "gateway-bench-upload-boundary"
 
-// uploadBlock is the file's content, over and over: bytes 0..255.
-var uploadBlock = func() []byte {
+// uploadBlock is the file's content, over and over: bytes 0..255. Made at the first upload,
+// not at init: every command of the binary (serve too) ran this package's inits, and kept
+// the 64 KiB for its life.
+var uploadBlock = sync.OnceValue(func() []byte {
 	b := make([]byte, 64<<10)
 	for i := range b {
 		b[i] = byte(i)
 	}
 	return b
-}()
+})
 
 // newUploadForm lays out a form of exactly size bytes: a file part called "file", then the
 // model field.
@@ -201,7 +204,8 @@ func (f *uploadForm) reader() io.Reader {
 type blockReader struct{ off int }
 
 func (r *blockReader) Read(p []byte) (int, error) {
-	n := copy(p, uploadBlock[r.off:])
-	r.off = (r.off + n) % len(uploadBlock)
+	block := uploadBlock()
+	n := copy(p, block[r.off:])
+	r.off = (r.off + n) % len(block)
 	return n, nil
 }

@@ -221,7 +221,7 @@ type timedBody struct {
 
 // Read flushes the client's pending output first: the read may wait for the upstream, and
 // what the gateway already has must not wait with it. Callers read through a buffer (the SSE
-// reader's 16 KiB), so this runs once per arrival from the upstream, not once per event.
+// reader's 4 KiB), so this runs once per arrival from the upstream, not once per event.
 func (b *timedBody) Read(p []byte) (int, error) {
 	// A failed flush (the client has gone) is the encoder's to report, at its next event;
 	// meanwhile the client's cancellation ends this read too.

@@ -187,7 +187,7 @@ func (s *CoreServer) createMessageBatch(ctx context.Context, k *snapshot.Key, re
 	for i, r := range list {
 		id, params := r.Get("custom_id"), r.Get("params")
 		switch {
-		case id.Type != gjson.String || !customIDPattern.MatchString(id.String()):
+		case id.Type != gjson.String || !validCustomID(id.String()):
 			return nil, invalidParam(fmt.Sprintf("requests.%d.custom_id", i), "custom_id must be 1 to 64 letters, digits, - or _")
 		case seen[id.String()]:
 			return nil, invalidParam(fmt.Sprintf("requests.%d.custom_id", i), "the custom_id %q is used twice", id.String())

@@ -61,8 +61,9 @@ func (b *body) read(p []byte) (int, error) {
 		b.expect = false
 		if w := &b.c.w; !w.wroteHeader && !w.hijacked {
 			// The client waits for this before it sends the body.
-			_, _ = b.c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-			if err := b.c.bw.Flush(); err != nil {
+			bw := b.c.writer()
+			_, _ = bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := bw.Flush(); err != nil {
 				return 0, b.fail(err)
 			}
 		}

@@ -35,8 +35,11 @@ type conn struct {
 	nc         net.Conn
 	remoteAddr string
 	br         *bufio.Reader
-	bw         *bufio.Writer
-	baseCtx    context.Context
+	// bw is taken from bwPool by the first write and given back by every flush that empties
+	// it (writer, releaseWriter): a stream waits for its upstream between flushes for most
+	// of its life, and an idle keep-alive connection has nothing to write.
+	bw      *bufio.Writer
+	baseCtx context.Context
 
 	stateMu    sync.Mutex
 	state      connState
@@ -92,8 +95,6 @@ func (c *conn) getState() (connState, time.Time) {
 func (c *conn) serve() {
 	c.br = brPool.Get().(*bufio.Reader)
 	c.br.Reset(c.nc)
-	c.bw = bwPool.Get().(*bufio.Writer)
-	c.bw.Reset(c.nc)
 	keep := false // the connection left this goroutine (hijacked or handed over)
 	defer func() {
 		if !keep {
@@ -105,8 +106,7 @@ func (c *conn) serve() {
 			c.srv.trackConn(c, false)
 			c.br.Reset(nil)
 			brPool.Put(c.br)
-			c.bw.Reset(nil)
-			bwPool.Put(c.bw)
+			c.releaseWriter()
 		}
 	}()
 	first := true
@@ -251,9 +251,27 @@ func (c *conn) handOver() bool {
 	}
 	c.br.Reset(nil)
 	brPool.Put(c.br)
-	c.bw.Reset(nil)
-	bwPool.Put(c.bw)
+	c.releaseWriter()
 	return true
+}
+
+// writer returns the connection's write buffer, taking one from the pool if it has none.
+func (c *conn) writer() *bufio.Writer {
+	if c.bw == nil {
+		c.bw = bwPool.Get().(*bufio.Writer)
+		c.bw.Reset(c.nc)
+	}
+	return c.bw
+}
+
+// releaseWriter gives the write buffer back; what it still holds is dropped (a failed
+// write's bytes: the connection closes).
+func (c *conn) releaseWriter() {
+	if c.bw != nil {
+		c.bw.Reset(nil)
+		bwPool.Put(c.bw)
+		c.bw = nil
+	}
 }
 
 // serveOne runs the handler for one request and finishes its answer; false: the connection

@@ -156,7 +156,7 @@ func (w *response) write(n int, p []byte, s string) (int, error) {
 
 func (w *response) writeRaw(b []byte) {
 	if w.werr == nil {
-		if _, err := w.c.bw.Write(b); err != nil {
+		if _, err := w.c.writer().Write(b); err != nil {
 			w.writeFailed(err)
 		}
 	}
@@ -164,17 +164,20 @@ func (w *response) writeRaw(b []byte) {
 
 func (w *response) writeRawString(s string) {
 	if w.werr == nil {
-		if _, err := w.c.bw.WriteString(s); err != nil {
+		if _, err := w.c.writer().WriteString(s); err != nil {
 			w.writeFailed(err)
 		}
 	}
 }
 
+// flushRaw sends what bw holds and gives bw back (conn.writer takes one for the next write).
 func (w *response) flushRaw() {
-	if w.werr == nil {
+	if w.werr == nil && w.c.bw != nil {
 		if err := w.c.bw.Flush(); err != nil {
 			w.writeFailed(err)
+			return
 		}
+		w.c.releaseWriter()
 	}
 }
 
@@ -388,7 +391,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c.setState(stateHijacked)
 	c.srv.trackConn(c, false)
 	_ = c.nc.SetDeadline(time.Time{})
-	return c.nc, bufio.NewReadWriter(c.br, c.bw), nil
+	return c.nc, bufio.NewReadWriter(c.br, c.writer()), nil
 }
 
 // dateCache is the Date header, formatted once a second.

@@ -532,3 +532,33 @@ func TestHandlerConnectionCloseEndsTheConnection(t *testing.T) {
 		t.Fatal("the handler's Connection: close kept the connection")
 	}
 }
+
+// A stream waiting between flushes holds no write buffer, and neither does an idle
+// keep-alive connection: 64 streams each held 4 KiB for nothing. The buffer comes back for the
+// next write and the next answer.
+func TestAWaitingStreamHoldsNoWriteBuffer(t *testing.T) {
+	type seen struct{ written, flushed bool }
+	saw := make(chan seen, 2)
+	srv := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := w.(*response).c
+		_, _ = io.WriteString(w, "first")
+		_ = http.NewResponseController(w).Flush() // the head and "first" go out
+		_, _ = io.WriteString(w, "second")
+		written := c.bw != nil // "second" is in the buffer
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			panic(err)
+		}
+		saw <- seen{written: written, flushed: c.bw != nil}
+		_, _ = io.WriteString(w, "third")
+	}))
+	c, br := dial(t, srv.addr)
+	for i := range 2 {
+		io.WriteString(c, "GET /s HTTP/1.1\r\nHost: h\r\n\r\n")
+		if _, body := answer(t, br, "GET"); body != "firstsecondthird" {
+			t.Fatalf("answer %d: %q", i, body)
+		}
+		if s := <-saw; !s.written || s.flushed {
+			t.Fatalf("answer %d: write buffer held after a write: %v, after the flush: %v; want true, false", i, s.written, s.flushed)
+		}
+	}
+}

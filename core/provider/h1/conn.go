@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -39,10 +40,12 @@ type conn struct {
 	raw net.Conn // the TCP connection: closed to end an exchange at once
 	nc  net.Conn // raw, or the TLS connection over it
 	tls *tls.ConnectionState
-	br  *bufio.Reader
-	bw  *bufio.Writer // for chunked request bodies only, made on first use
-	p   parser
-	hw  headWriter
+	// br is taken from readers for an exchange (reader) and given back when the connection
+	// goes back to the pool (release): an idle connection has nothing buffered to keep.
+	br *bufio.Reader
+	bw *bufio.Writer // for chunked request bodies only, made on first use
+	p  parser
+	hw headWriter
 	// head is the answer's head being read; abortFn is abort as a func value, made once.
 	head    head
 	abortFn func()
@@ -60,9 +63,30 @@ type conn struct {
 }
 
 func newConn(t *Transport, key connKey, raw net.Conn) *conn {
-	c := &conn{t: t, key: key, raw: raw, nc: raw, br: bufio.NewReaderSize(raw, 4096)}
+	c := &conn{t: t, key: key, raw: raw, nc: raw}
 	c.abortFn = c.abort
 	return c
+}
+
+// readers recycles the connections' read buffers between their exchanges.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
+// reader gives the connection a read buffer for an exchange.
+func (c *conn) reader() {
+	if c.br == nil {
+		c.br = readers.Get().(*bufio.Reader)
+		c.br.Reset(c.nc)
+	}
+}
+
+// releaseReader gives the read buffer back; only with nothing buffered, before the
+// connection is pooled (another exchange may take it from there at once).
+func (c *conn) releaseReader() {
+	if c.br != nil {
+		c.br.Reset(nil)
+		readers.Put(c.br)
+		c.br = nil
+	}
 }
 
 // answer holds a response and its body in one allocation.
@@ -77,6 +101,7 @@ var chunkedTE = []string{"chunked"}
 // reused connection: the server closed it while it was idle.
 func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace, compress bool) (_ *http.Response, retry bool, _ error) {
 	c.ctx, c.trace = ctx, trace
+	c.reader()
 	stop := afterFunc(ctx, c.abortFn)
 	werr := c.writeRequest(req, compress)
 	if werr != nil {
@@ -178,7 +203,11 @@ func (c *conn) release(stop func() bool, reusable bool) {
 	trace := c.trace
 	c.ctx, c.trace = nil, nil
 	// Bytes after the answer are no answer to anything sent: the connection is out of step.
-	if !stop() || !reusable || !c.keep || c.br.Buffered() > 0 || !c.t.put(c) {
+	ok := stop() && reusable && c.keep && c.br.Buffered() == 0
+	if ok {
+		c.releaseReader()
+	}
+	if !ok || !c.t.put(c) {
 		c.close()
 		if trace != nil && trace.PutIdleConn != nil {
 			trace.PutIdleConn(errNotPooled)

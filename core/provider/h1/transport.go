@@ -425,7 +425,6 @@ func (t *Transport) dial(ctx context.Context, key connKey, u *url.URL) (*conn, e
 		}
 		st := tc.ConnectionState()
 		c.nc, c.tls = tc, &st
-		c.br.Reset(tc)
 	}
 	return c, nil
 }

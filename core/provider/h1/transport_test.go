@@ -865,3 +865,52 @@ func TestPeekAvoidsAClosedIdleConnection(t *testing.T) {
 		t.Fatalf("%d dials, %d requests", dials.Load(), requests.Load())
 	}
 }
+
+// An idle pooled connection holds no read buffer (64 idle upstream connections held 4 KiB
+// each); the next exchange on it takes one and reads its answer whole.
+func TestAPooledConnectionHoldsNoReadBuffer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
+	}))
+	defer srv.Close()
+	tr, dials := counted(t)
+	for i := range 3 {
+		resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL+"/a", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c *conn
+		tr.mu.Lock()
+		for _, list := range tr.idle {
+			if len(list) > 0 {
+				c = list[len(list)-1]
+			}
+		}
+		tr.mu.Unlock()
+		if c != nil {
+			t.Fatalf("%d: a connection is idle while its answer is being read", i)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "POST /a" {
+			t.Fatalf("%d: %q", i, b)
+		}
+		tr.mu.Lock()
+		for _, list := range tr.idle {
+			if len(list) > 0 {
+				c = list[len(list)-1]
+			}
+		}
+		tr.mu.Unlock()
+		if c == nil {
+			t.Fatalf("%d: the connection was not pooled", i)
+		}
+		if c.br != nil {
+			t.Fatalf("%d: the pooled connection holds a read buffer of %d bytes", i, c.br.Size())
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("3 requests dialled %d times", n)
+	}
+}

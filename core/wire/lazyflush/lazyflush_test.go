@@ -101,8 +101,15 @@ func TestWritesAreHeldUntilTheFlushOrTheEnd(t *testing.T) {
 	if real.writes != 1 || real.Body.String() != "data: eager\n\n" {
 		t.Fatalf("%d writes before the wait, body %q; want the events held", real.writes, real.Body)
 	}
+	if w.held == nil {
+		t.Fatal("three events written and held, yet the Writer has no buffer")
+	}
 	if err := w.BeforeWait(); err != nil || real.writes != 2 || real.Body.String() != "data: eager\n\n"+strings.Repeat("data: x\n\n", 3) {
 		t.Fatalf("before the wait: err %v, %d writes, body %q", err, real.writes, real.Body)
+	}
+	// A stream waiting for its upstream holds no buffer.
+	if w.held != nil {
+		t.Fatalf("after the flush before the wait the Writer still holds a buffer (cap %d)", cap(*w.held))
 	}
 	// Written, not flushed: End passes it on, once.
 	if _, err := w.Write([]byte("data: [DONE]\n\n")); err != nil {
