@@ -7,8 +7,8 @@ import (
 )
 
 // alive peeks at an idle connection without blocking: a server that closed it (EOF), reset
-// it, or sent something unasked makes it unusable. One system call, made only for a
-// connection idle longer than staleCheckAfter.
+// it, or sent something unasked makes it unusable. One system call, made before each reuse
+// (staleCheckAfter).
 func alive(raw net.Conn) bool {
 	sc, ok := raw.(syscall.Conn)
 	if !ok {

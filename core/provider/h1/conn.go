@@ -26,6 +26,14 @@ const maxHeadCopy = 16 << 10
 // that answer to the write's error.
 const earlyAnswerWait = 50 * time.Millisecond
 
+// closedIdleWindow is how soon after a reused connection's request was written its failure
+// must come for the request to be sent again: a server that had closed the connection while
+// it was idle never read the request, and its close is already on the way. A later failure
+// may be an upstream that read the request and died while generating: sending it again would
+// run (and bill) the generation twice, so it is the caller's error to handle, as net/http
+// does not resend a written POST either.
+const closedIdleWindow = 50 * time.Millisecond
+
 var (
 	errBodyLength = errors.New("h1: the request body's length differs from its ContentLength")
 	errNotPooled  = errors.New("h1: connection not kept")
@@ -98,12 +106,13 @@ type answer struct {
 var chunkedTE = []string{"chunked"}
 
 // roundTrip runs one exchange. retry reports a failure before any byte of the answer on a
-// reused connection: the server closed it while it was idle.
+// reused connection, at once (closedIdleWindow): the server closed it while it was idle.
 func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace, compress bool) (_ *http.Response, retry bool, _ error) {
 	c.ctx, c.trace = ctx, trace
 	c.reader()
 	stop := afterFunc(ctx, c.abortFn)
 	werr := c.writeRequest(req, compress)
+	wrote := time.Now()
 	if werr != nil {
 		if c.aborted.Load() {
 			stop()
@@ -118,7 +127,8 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		if werr != nil {
 			err = werr
 		}
-		return nil, c.reused && !c.aborted.Load() && connGone(err), c.readError(err)
+		retry := c.reused && !c.aborted.Load() && connGone(err) && (werr != nil || time.Since(wrote) < closedIdleWindow)
+		return nil, retry, c.readError(err)
 	}
 	h, err := c.readFinalHead()
 	if err == nil && werr != nil {

@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Defaults of the zero Transport, net/http's where it has one.
@@ -28,11 +30,13 @@ const (
 	DefaultMaxIdleConnsPerHost = 256
 )
 
-// staleCheckAfter is how long a connection must have been idle before it is checked for a
-// close by the server (one non-blocking peek) before reuse. Servers close idle connections
-// after their own idle timeouts, seconds at least; a close within the last second is left to
-// the retry on a fresh connection.
-const staleCheckAfter = time.Second
+// staleCheckAfter is how long a connection must have been idle before it is checked (one
+// non-blocking peek) before reuse: at once. The peek finds a server's close, and bytes an
+// upstream sent after its answer's end in a later packet, which the release at the answer's
+// end could not see; reused unchecked, those would be read as the next request's answer, a
+// request of another key holder perhaps (the pool is per host, not per credential). Tests set
+// a longer time to reach the retry behind it.
+const staleCheckAfter = time.Nanosecond
 
 // Transport is an http.RoundTripper for HTTP/1.1 over TCP or TLS. The zero value is usable
 // (without a Fallback, requests it does not serve fail). Its fields must not change once it
@@ -193,7 +197,7 @@ func (t *Transport) viaProxy(req *http.Request) bool {
 // validate refuses what net/http refuses to send: a bad method, header name or value, or
 // Host (a CR LF in any of them would split the request).
 func validate(req *http.Request) error {
-	if req.Method != "" && !validKeyString(req.Method) {
+	if req.Method != "" && !httpguts.ValidHeaderFieldName(req.Method) {
 		return fmt.Errorf("h1: invalid method %q", req.Method)
 	}
 	host := req.Host
@@ -206,11 +210,11 @@ func validate(req *http.Request) error {
 		}
 	}
 	for k, vv := range req.Header {
-		if !validKeyString(k) {
+		if !httpguts.ValidHeaderFieldName(k) {
 			return fmt.Errorf("h1: invalid header field name %q", k)
 		}
 		for _, v := range vv {
-			if !validValueString(v) {
+			if !httpguts.ValidHeaderFieldValue(v) {
 				// The value may be a credential: not quoted.
 				return fmt.Errorf("h1: invalid header field value for %q", k)
 			}

@@ -842,6 +842,68 @@ func TestBytesAfterTheAnswerAreNotReused(t *testing.T) {
 	}
 }
 
+// Bytes the upstream sends after its answer's end, in a later packet, are found by the peek
+// before reuse: the connection is not used again, and the next request gets its own answer.
+func TestLateBytesAfterTheAnswerAreNotReused(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for n := 0; ; n++ {
+			if _, _, ok := readRequest(br); !ok {
+				return
+			}
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			if n == 0 {
+				time.Sleep(10 * time.Millisecond)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nforgd")
+			}
+		}
+	})
+	tr, dials := counted(t)
+	if _, body, err := exchange(t, tr, srv.url()); err != nil || body != "ok" {
+		t.Fatalf("%q %v", body, err)
+	}
+	time.Sleep(50 * time.Millisecond) // the late bytes are in
+	if _, body, err := exchange(t, tr, srv.url()); err != nil || body != "ok" {
+		t.Fatalf("the second request read %q %v", body, err)
+	}
+	if dials.Load() != 2 {
+		t.Fatalf("%d dials, want 2: the connection with unasked bytes was reused", dials.Load())
+	}
+}
+
+// A request written in full on a reused connection whose server closes it later than a
+// closed idle connection would (an upstream that read it and died while generating) is not
+// sent again: that could run and bill the generation twice. The same close at once is
+// retried (TestStaleIdleConnectionIsRetried).
+func TestAWrittenRequestIsNotSentAgainAfterALateClose(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			_, body, ok := readRequest(br)
+			if !ok {
+				return
+			}
+			if requests.Add(1) == 2 {
+				time.Sleep(200 * time.Millisecond)
+				return // closed, no answer
+			}
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}
+	})
+	tr, dials := counted(t)
+	if _, _, err := exchange(t, tr, srv.url()); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := tr.RoundTrip(post(t, context.Background(), srv.url(), `{"twice":false}`)); err == nil {
+		resp.Body.Close()
+		t.Fatal("no error from a connection closed without an answer")
+	}
+	if requests.Load() != 2 || dials.Load() != 1 {
+		t.Fatalf("%d requests on %d dials: the written request was sent again", requests.Load(), dials.Load())
+	}
+}
+
 // With the peek before reuse, a connection the server closed while idle is not used at
 // all: even a request that could not be sent again succeeds (the same request fails without
 // the peek, in TestStaleIdleConnectionIsRetried).
