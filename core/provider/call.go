@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"modelgateway/core/wire/callmd"
 )
 
 // call is the context of one upstream exchange: the client request's values, ended by the
@@ -35,48 +37,17 @@ type afterFunc struct {
 // closedChan is the done channel of a call that ended before anyone asked for it.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// cancelCtxKey is the key through which context.Cause finds the nearest context made by
-// WithCancel (a pointer to an unexported variable), learnt once: a call answers it with nil,
-// so that Cause falls back to the call's own Err. Passed on to the client's context, it
-// would find the client's cancelCtx and give its cause: after a detached call's timer, the
-// client's (and, where Cause does not check Err first, nil while the client waits, which
-// net/http's transport would return as its error: no answer and no error).
-var cancelCtxKey = learnCancelCtxKey()
-
-type keySpy struct {
-	context.Context
-	key any
-}
-
-func (s *keySpy) Value(k any) any {
-	if s.key == nil {
-		s.key = k
-	}
-	return nil
-}
-
-func (s *keySpy) Err() error { return context.Canceled } // Cause looks its key up only then
-
-// learnCancelCtxKey asks Cause of a spy which key it looks up, and proves it on a context
-// made by WithCancelCause; nil when either fails (calls then pass every key on).
-func learnCancelCtxKey() any {
-	s := &keySpy{Context: context.Background()}
-	_ = context.Cause(s)
-	if s.key == nil {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if ctx.Value(s.key) == nil {
-		return nil
-	}
-	return s.key
-}
+// A call answers callmd.CancelCtxKey (the key through which context.Cause finds the nearest
+// context made by WithCancel) with nil, so that Cause falls back to the call's own Err. Passed
+// on to the client's context, it would find the client's cancelCtx and give its cause: after a
+// detached call's timer, the client's (and, where Cause does not check Err first, nil while
+// the client waits, which net/http's transport would return as its error: no answer and no
+// error).
 
 func (c *call) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 func (c *call) Value(k any) any {
-	if k == cancelCtxKey && k != nil {
+	if k == callmd.CancelCtxKey && k != nil {
 		return nil
 	}
 	return c.parent.Value(k)

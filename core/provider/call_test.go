@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"modelgateway/core/wire/callmd"
 )
 
 type callKey struct{}
@@ -31,7 +33,7 @@ func ran(ch chan struct{}) bool {
 // Done, Err, Cause (its own, not the client's, whose cause is nil while the client waits:
 // net/http's transport returns it as its error), children of WithCancel, the client's values.
 func TestCallEndsAsAContext(t *testing.T) {
-	if cancelCtxKey == nil {
+	if callmd.CancelCtxKey == nil {
 		t.Fatal("the key of context.Cause was not learnt")
 	}
 	c, _ := newTestCall(t)

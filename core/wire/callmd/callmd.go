@@ -40,10 +40,54 @@ func NewServerContext(ctx context.Context, md metadata.MD) context.Context {
 	return &carrier[carriedIn]{Context: ctx, md: md, grpcKey: grpcIncomingKey, noValues: true}
 }
 
-// NoValues passes a context's deadline and cancellation on, not its values.
+// NoValues passes a context's deadline and cancellation on, not its values. It answers
+// CancelCtxKey from its parent, so that a context made under it (WithCancel, WithTimeout,
+// AfterFunc) joins the parent's cancellation as under any context, rather than starting a
+// goroutine of its own to watch it.
 type NoValues struct{ context.Context }
 
-func (NoValues) Value(any) any { return nil }
+func (n NoValues) Value(k any) any {
+	if k == CancelCtxKey && k != nil {
+		return n.Context.Value(k)
+	}
+	return nil
+}
+
+// CancelCtxKey is the key through which the context package finds a context's nearest
+// context made by WithCancel (context.Cause, and a child's cancellation), a pointer to an
+// unexported variable, learnt once; nil when learning it failed.
+var CancelCtxKey = learnCancelCtxKey()
+
+// causeSpy notes the first key Cause asks it for.
+type causeSpy struct {
+	context.Context
+	key any
+}
+
+func (s *causeSpy) Value(k any) any {
+	if s.key == nil {
+		s.key = k
+	}
+	return nil
+}
+
+func (s *causeSpy) Err() error { return context.Canceled } // Cause looks its key up only then
+
+// learnCancelCtxKey asks Cause of a spy which key it looks up, and proves it on a context
+// made by WithCancel; nil when either fails.
+func learnCancelCtxKey() any {
+	s := &causeSpy{Context: context.Background()}
+	_ = context.Cause(s)
+	if s.key == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if ctx.Value(s.key) == nil {
+		return nil
+	}
+	return s.key
+}
 
 // grpcIncomingKey is the key under which gRPC's metadata package keeps incoming metadata (an
 // unexported type), learnt once: a carrier that answers it itself saves the context node
@@ -120,6 +164,9 @@ func (c *carrier[K]) Value(k any) any {
 		return c.md
 	}
 	if c.noValues {
+		if k == CancelCtxKey && k != nil {
+			return c.Context.Value(k)
+		}
 		return nil
 	}
 	return c.Context.Value(k)

@@ -3,7 +3,9 @@ package callmd
 import (
 	"context"
 	"reflect"
+	"runtime"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 )
@@ -157,5 +159,40 @@ func TestServerContext(t *testing.T) { // not parallel: AllocsPerRun
 	case <-srv.Done():
 	default:
 		t.Error("cancelling the caller does not reach the server context")
+	}
+}
+
+// A context made under a server context (or NoValues) joins its parent's cancellation as
+// under any context: no goroutine of its own per AfterFunc or WithTimeout, and the parent's
+// cancellation still reaches it.
+func TestDerivedContextsStartNoGoroutine(t *testing.T) {
+	for name, under := range map[string]func(context.Context) context.Context{
+		"server":   func(p context.Context) context.Context { return NewServerContext(p, metadata.MD{"a": {"b"}}) },
+		"novalues": func(p context.Context) context.Context { return NoValues{p} },
+	} {
+		parent, cancel := context.WithCancel(context.Background())
+		ctx := under(parent)
+		before := runtime.NumGoroutine()
+		ran := make(chan struct{}, 100)
+		for range 100 {
+			context.AfterFunc(ctx, func() { ran <- struct{}{} })
+		}
+		if n := runtime.NumGoroutine() - before; n > 10 {
+			cancel()
+			t.Fatalf("%s: %d goroutines for 100 contexts made under it", name, n)
+		}
+		child, stopChild := context.WithTimeout(ctx, time.Hour)
+		cancel()
+		for range 100 {
+			select {
+			case <-ran:
+			case <-time.After(time.Second):
+				t.Fatalf("%s: the parent's cancellation did not reach a function made under it", name)
+			}
+		}
+		if child.Err() == nil {
+			t.Fatalf("%s: the parent's cancellation did not reach a child", name)
+		}
+		stopChild()
 	}
 }
