@@ -280,13 +280,13 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 
 func (p *pacedBody) Close() error { return p.body.Close() }
 
-// clear lifts the read deadline: after the body the connection is the answer's.
 // release ends the request's admission: its body budget and pacing.
 func (p *pacedBody) release() {
 	p.lease.Release()
 	p.clear()
 }
 
+// clear lifts the read deadline: after the body the connection is the answer's.
 func (p *pacedBody) clear() {
 	if !p.cleared {
 		p.cleared = true

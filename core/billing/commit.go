@@ -80,9 +80,11 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	wait := now.Sub(start)
 	l.mu.Lock()
 	l.waits.add(wait)
-	l.queues.add(c.txStart.Sub(c.queued))
-	l.wakes.add(now.Sub(c.txEnd))
-	l.covers.add(c.queued.Sub(start))
+	if l.SplitWaits {
+		l.queues.add(c.txStart.Sub(c.queued))
+		l.wakes.add(now.Sub(c.txEnd))
+		l.covers.add(c.queued.Sub(start))
+	}
 	l.mu.Unlock()
 	if l.OnCharge != nil {
 		l.OnCharge(wait)

@@ -912,6 +912,7 @@ func BenchmarkChargeConcurrent(b *testing.B) {
 	f := newFixture(b, "1000000")
 	st, p, key := f.st, f.p, f.key
 	l := NewLedger(st, nil)
+	l.SplitWaits = true
 	if w, err := time.ParseDuration(os.Getenv("BENCH_GROUP_WINDOW")); err == nil {
 		l.GroupWindow = w
 	}

@@ -89,6 +89,9 @@ type Ledger struct {
 	// items running on the replica (gatherBatch); DefaultBatchWindow when 0, none when
 	// negative.
 	BatchWindow time.Duration
+	// SplitWaits keeps the parts of each Charge wait (Stats' Queue, Wake and Cover; zero
+	// otherwise): three more windows of waitWindow durations, for benchmarks.
+	SplitWaits bool
 
 	mu       sync.Mutex
 	accounts map[uuid.UUID]*account
@@ -130,7 +133,7 @@ type Stats struct {
 	// The parts of a wait beside its own transaction: from joining the committer's queue
 	// to its transaction's start (the transaction before it, the gathering), and from its
 	// transaction's end to Charge's return (the goroutine scheduled again); and before the
-	// queue, the hold's growth to the cost (Cover).
+	// queue, the hold's growth to the cost (Cover). Kept only with SplitWaits.
 	QueueP50, QueueP99 time.Duration
 	WakeP50, WakeP99   time.Duration
 	CoverP50, CoverP99 time.Duration

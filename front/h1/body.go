@@ -66,6 +66,7 @@ func (b *body) read(p []byte) (int, error) {
 			if err := bw.Flush(); err != nil {
 				return 0, b.fail(err)
 			}
+			b.c.releaseWriter() // not held while the body arrives, however slowly
 		}
 	}
 	if b.chunked {

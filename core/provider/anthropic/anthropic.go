@@ -121,10 +121,8 @@ type primed struct {
 	first [2]*corev1.GenerateEvent // head's room: the two events read ahead, in the one allocation
 }
 
-func prime(s provider.Stream) (provider.Stream, error) { return new(primed).prime(s) }
-
-// prime reads s's first events into p, a new primed, and returns p: prime in memory the
-// caller holds (a translated stream's one allocation).
+// prime reads s's first events into p, a new primed, and returns p; p lives in memory the
+// caller holds (a stream's one allocation).
 func (p *primed) prime(s provider.Stream) (provider.Stream, error) {
 	start, err := s.Next()
 	if err != nil {

@@ -233,13 +233,14 @@ func (c *cursor) stringPtr(dst **string) bool {
 	return true
 }
 
-// word is word(s), with a string that is no known word from the cursor's text block.
+// word is s as a string: the words every stream repeats cost no allocation, and any other
+// comes from the cursor's text block where it has one.
 func (c *cursor) word(s []byte) string {
-	if w := knownWord(s); w != "" || c.text == nil {
-		if w == "" {
-			return string(s)
-		}
+	if w := knownWord(s); w != "" {
 		return w
+	}
+	if c.text == nil {
+		return string(s)
 	}
 	return c.text.String(s)
 }
@@ -252,14 +253,6 @@ func (c *cursor) stringField(dst *string) bool {
 	s := c.str()
 	*dst = c.word(s)
 	return !c.bad
-}
-
-// word is s as a string: the words every stream repeats cost no allocation.
-func word(s []byte) string {
-	if w := knownWord(s); w != "" {
-		return w
-	}
-	return string(s)
 }
 
 // knownWord is s as one of the words every stream repeats, "" when it is none of them.

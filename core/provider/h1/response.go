@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // MaxHeaderBytes bounds one response head (status line and header lines), as net/http's
@@ -326,28 +327,10 @@ func validKey(k []byte) bool {
 	return len(k) > 0
 }
 
-func validKeyString(k string) bool {
-	for i := 0; i < len(k); i++ {
-		if !tokenTable[k[i]] {
-			return false
-		}
-	}
-	return len(k) > 0
-}
-
 // validValue refuses control bytes other than HTAB, as net/http does.
 func validValue(v []byte) bool {
 	for _, c := range v {
 		if (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func validValueString(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
 			return false
 		}
 	}
@@ -413,20 +396,11 @@ func hasToken(values []string, token string) bool {
 	for _, v := range values {
 		for v != "" {
 			var part string
-			part, v, _ = cut(v, ',')
+			part, v, _ = strings.Cut(v, ",")
 			if equalFold(part, token) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-func cut(s string, sep byte) (before, after string, found bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
