@@ -287,16 +287,21 @@ func memory(pid int) (hwm, rss int64, err error) {
 	return statusKB(data, "VmHWM"), statusKB(data, "VmRSS"), nil
 }
 
-// peakReset is a reset of a process's VmHWM: whether the kernel did it, and the VmRSS in kB
-// it started again from.
+// peakReset is a reset of a process's VmHWM: whether the kernel did it, the VmRSS in kB it
+// started again from, and the VmHWM in kB it cleared (the peak of the run until then).
 type peakReset struct {
-	done bool
-	base int64
+	done  bool
+	base  int64
+	prior int64
 }
 
 // resetPeak sets a process's VmHWM back to its VmRSS (Linux 4.0 and later), so that the next
 // reading is the peak of what follows rather than of the process's whole life.
 func resetPeak(pid int) peakReset {
+	prior, _, err := memory(pid)
+	if err != nil {
+		return peakReset{}
+	}
 	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
 		return peakReset{}
 	}
@@ -304,7 +309,7 @@ func resetPeak(pid int) peakReset {
 	if err != nil {
 		return peakReset{}
 	}
-	return peakReset{done: true, base: rss}
+	return peakReset{done: true, base: rss, prior: prior}
 }
 
 // procIO counts a process's read-like and write-like system calls (/proc/<pid>/io); zero

@@ -235,7 +235,13 @@ func (b *bench) printRSS(w io.Writer, res [2]phaseResult) {
 	b.printCommon(w, "  max open  VmHWM MB  VmRSS MB", res, func(r phaseResult) string {
 		return fmt.Sprintf("  %8d  %8.1f  %8.1f", r.maxOpen, mb(r.hwm), mb(r.rss))
 	})
-	fmt.Fprintf(w, "  gateway peak RSS (VmHWM, whole run) %.1f MB (target <= %d MB: %s)\n", mb(res[1].hwm), targetRSSMB, verdict(mb(res[1].hwm) <= targetRSSMB))
+	whole := max(res[1].hwm, res[1].peak.prior)
+	if !res[1].peak.done {
+		fmt.Fprintf(w, "  gateway peak RSS (VmHWM, whole run: this kernel does not reset it) %.1f MB (target <= %d MB: %s)\n", mb(whole), targetRSSMB, verdict(mb(whole) <= targetRSSMB))
+		return
+	}
+	fmt.Fprintf(w, "  gateway peak RSS holding the streams (VmHWM over the measured rounds, from VmRSS %.1f MB at their start) %.1f MB (target <= %d MB: %s); whole run so far %.1f MB\n",
+		mb(res[1].peak.base), mb(res[1].hwm), targetRSSMB, verdict(mb(res[1].hwm) <= targetRSSMB), mb(whole))
 }
 
 func verdict(ok bool) string {
