@@ -213,16 +213,22 @@ const (
 // UserAgent is what the gateway sends upstream instead of the client's User-Agent.
 const UserAgent = "modelgateway/1"
 
-// NewRequest builds an upstream POST with the gateway's own headers only.
+// NewRequest builds an upstream POST with the gateway's own headers only. Its context is
+// already the upstream call's (call, in the answer's body, timedBody), which Do arms, and the
+// request's body lives in the same allocation: Do would otherwise copy the whole request to
+// give it that context (Request.WithContext, ~250 bytes), and the body was one more object.
 func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
+	tb := &timedBody{}
+	tb.call.parent, tb.call.body = ctx, tb
 	if len(body) == 0 {
 		// net/http's own handling: an empty body is http.NoBody.
-		return newRequest(ctx, url, bytesReader(body))
+		return newRequest(&tb.call, url, bytesReader(body))
 	}
-	// The body is one object that is its own Closer, and GetBody (a retry on a connection the
-	// upstream had closed while idle) reopens the same bytes: net/http would wrap the reader
-	// in a NopCloser and copy it into GetBody's closure, an allocation more per request.
-	req, err := newRequest(ctx, url, newRequestBody(body))
+	// The body is its own Closer, and GetBody (a retry on a connection the upstream had
+	// closed while idle) reopens the same bytes: net/http would wrap the reader in a
+	// NopCloser and copy it into GetBody's closure, an allocation more per request.
+	tb.reqBody.Reset(body)
+	req, err := newRequest(&tb.call, url, &tb.reqBody)
 	if err != nil {
 		return nil, err
 	}
