@@ -176,7 +176,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, live bool) {
 		if live {
 			// Counted from before its key is checked: a live request waiting for
 			// admission already holds the batch items back.
-			defer s.live.begin()()
+			s.live.begin()
+			defer s.live.end()
 		}
 		s.serveGeneration(w, r, h)
 		return
