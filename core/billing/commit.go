@@ -239,6 +239,7 @@ func (l *Ledger) commit(batch []*charge) {
 	for i, c := range batch {
 		sts[i] = store.Settlement{Record: c.rec}
 	}
+	costTexts(batch, sts)
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
 	res, err := l.Store.Settle(ctx, l.Replica, sts)
@@ -286,6 +287,28 @@ func (l *Ledger) commit(batch []*charge) {
 	for _, c := range batch {
 		c.err = err
 		c.wake()
+	}
+}
+
+// costTexts gives the settlements of batch their costs' text (Settlement.CostText), all in one
+// string: the statement takes the costs as text, and Decimal.String cost an allocation or
+// two per charge (AppendDecimal writes the same text).
+func costTexts(batch []*charge, sts []store.Settlement) {
+	var ends [64]int // where each cost's text ends; a larger batch leaves the rest to Settle
+	var buf []byte
+	n := min(len(batch), len(ends))
+	for i, c := range batch[:n] {
+		if c.rec.Cost.Valid {
+			buf = AppendDecimal(buf, c.rec.Cost.Decimal)
+		}
+		ends[i] = len(buf)
+	}
+	all, start := string(buf), 0
+	for i := range n {
+		if batch[i].rec.Cost.Valid {
+			sts[i].CostText = all[start:ends[i]]
+		}
+		start = ends[i]
 	}
 }
 
