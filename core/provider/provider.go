@@ -132,15 +132,33 @@ func (x *startEvent) of(s *corev1.Start) *corev1.GenerateEvent {
 // NativeEvent is a passthrough chunk: every chunk of a passed-through stream, so the event,
 // its oneof wrapper and the chunk are one allocation, as TextEvent.
 func NativeEvent(name string, data []byte) *corev1.GenerateEvent {
-	x := &struct {
-		ev     corev1.GenerateEvent
-		wrap   corev1.GenerateEvent_Native
-		native corev1.Native
-	}{}
+	return new(nativeEvent).of(name, data)
+}
+
+// nativeEvent is a Native event, its oneof wrapper and the chunk in one piece of memory.
+type nativeEvent struct {
+	ev     corev1.GenerateEvent
+	wrap   corev1.GenerateEvent_Native
+	native corev1.Native
+}
+
+func (x *nativeEvent) of(name string, data []byte) *corev1.GenerateEvent {
 	x.native.Event, x.native.Data = name, data
 	x.wrap.Native = &x.native
 	x.ev.Event = &x.wrap
 	return &x.ev
+}
+
+// NativeAnswer is a non-streamed passthrough answer's Start and its one Native event in one
+// allocation: the adapter fills Start in and makes the event with Event.
+type NativeAnswer struct {
+	Start  corev1.Start
+	native nativeEvent
+}
+
+// Event is the answer's Native event (NativeEvent), in the answer's allocation; once.
+func (a *NativeAnswer) Event(name string, data []byte) *corev1.GenerateEvent {
+	return a.native.of(name, data)
 }
 
 // TextEvent is a text fragment. Text events are most of a stream: the event, its oneof
