@@ -235,6 +235,8 @@ const UserAgent = "modelgateway/1"
 // already the upstream call's (call, in the answer's body, timedBody), which Do arms, and the
 // request's body lives in the same allocation: Do would otherwise copy the whole request to
 // give it that context (Request.WithContext, ~250 bytes), and the body was one more object.
+// Send it with Do or DoUpload: the call follows ctx's cancellation once Do has armed it, not
+// before.
 func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
 	tb := &timedBody{}
 	tb.call.parent, tb.call.body = ctx, tb
