@@ -102,7 +102,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 		return nil, nil
 	}
 	family, model := routeFamily(r.URL.Path)
-	resp, err := s.cfg.Core.Authorize(relay.OutgoingContext(r), &corev1.AuthorizeRequest{EndpointFamily: family, Model: model, CheckBalance: true})
+	// The paced body is made first: the key check's request lives in it (one allocation).
+	paced := new(pacedBody)
+	ar := &paced.authorize
+	ar.EndpointFamily, ar.Model, ar.CheckBalance = family, model, true
+	resp, err := s.cfg.Core.Authorize(relay.OutgoingContext(r), ar)
 	if err != nil {
 		return refuse(apistatus.FromError(err))
 	}
@@ -112,7 +116,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 			return refuse(relay.KeyFirst(relay.OutgoingContext(r), s.cfg.Core, family, apiErr))
 		}
 	}
-	paced := &pacedBody{body: r.Body, rc: *http.NewResponseController(w), header: w.Header(), start: time.Now(), limits: s.limits}
+	paced.body, paced.rc, paced.header = r.Body, *http.NewResponseController(w), w.Header()
+	paced.start, paced.limits = time.Now(), s.limits
 	r.Body = paced
 	if apiErr := decodeContentEncoding(r); apiErr != nil {
 		paced.clear()
@@ -238,6 +243,8 @@ type pacedBody struct {
 	limits  Limits
 	cleared bool
 	lease   *relay.Lease // the request's share of the body budget, given back by release
+	// authorize is the key check's request (admit), in this allocation rather than its own.
+	authorize corev1.AuthorizeRequest
 }
 
 func (p *pacedBody) Read(b []byte) (int, error) {

@@ -155,7 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = relay.Begin(r, generated)
-	relay.SetRequestID(r.Header, w.Header(), id)
+	relay.SetRequestID(r, w.Header(), id)
 	s.route(w, r, true)
 }
 
@@ -163,7 +163,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // under a request id of the gateway's own making, through the same routes as a client's.
 func (s *Server) ServeInternal(w http.ResponseWriter, r *http.Request, requestID string) {
 	r = relay.Begin(r, true)
-	relay.SetRequestID(r.Header, w.Header(), requestID)
+	relay.SetRequestID(r, w.Header(), requestID)
 	s.route(w, r, false)
 }
 
@@ -176,7 +176,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, live bool) {
 		if live {
 			// Counted from before its key is checked: a live request waiting for
 			// admission already holds the batch items back.
-			defer s.live.begin()()
+			s.live.begin()
+			defer s.live.end()
 		}
 		s.serveGeneration(w, r, h)
 		return

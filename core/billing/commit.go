@@ -10,6 +10,7 @@ package billing
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -56,11 +57,13 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 			l.mu.Unlock()
 		}
 	}
-	c := &charge{rec: rec, hold: h, batch: batch, done: make(chan struct{})}
+	c := newCharge()
+	c.rec, c.hold, c.batch = rec, h, batch
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		own()
+		c.free()
 		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
 	}
 	c.queued = time.Now()
@@ -89,15 +92,33 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	if l.OnCharge != nil {
 		l.OnCharge(wait)
 	}
-	if c.err != nil {
+	charged, capped, err := c.charged, c.capped, c.err
+	c.free()
+	if err != nil {
 		own()
 	}
-	if c.err == nil && c.capped {
+	if err == nil && capped {
 		l.Refund(rec.ProfileID, rec.RequestID, refundStatus)
 		return decimal.Zero, ErrCapped
 	}
-	return c.charged, c.err
+	return charged, err
 }
+
+// charges recycles the charges: a charge is its waiter's alone again once done has woken it
+// (the committer touches nothing of it after the send), and a charge and its channel were
+// two allocations per request.
+var charges = sync.Pool{New: func() any { return &charge{done: make(chan struct{}, 1)} }}
+
+func newCharge() *charge { return charges.Get().(*charge) }
+
+// free gives c back, cleared (its record names the request).
+func (c *charge) free() {
+	*c = charge{done: c.done}
+	charges.Put(c)
+}
+
+// wake tells c's waiter that c is settled or failed: the last the committer does with c.
+func (c *charge) wake() { c.done <- struct{}{} }
 
 func (l *Ledger) commitLoop() {
 	defer close(l.commitDone)
@@ -218,6 +239,7 @@ func (l *Ledger) commit(batch []*charge) {
 	for i, c := range batch {
 		sts[i] = store.Settlement{Record: c.rec}
 	}
+	costTexts(batch, sts)
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
 	res, err := l.Store.Settle(ctx, l.Replica, sts)
@@ -245,7 +267,7 @@ func (l *Ledger) commit(batch []*charge) {
 	l.mu.Unlock()
 	if err == nil {
 		for _, c := range batch {
-			close(c.done)
+			c.wake()
 		}
 		return
 	}
@@ -264,7 +286,29 @@ func (l *Ledger) commit(batch []*charge) {
 	err = unavailable(err)
 	for _, c := range batch {
 		c.err = err
-		close(c.done)
+		c.wake()
+	}
+}
+
+// costTexts gives the settlements of batch their costs' text (Settlement.CostText), all in one
+// string: the statement takes the costs as text, and Decimal.String cost an allocation or
+// two per charge (AppendDecimal writes the same text).
+func costTexts(batch []*charge, sts []store.Settlement) {
+	var ends [64]int // where each cost's text ends; a larger batch leaves the rest to Settle
+	var buf []byte
+	n := min(len(batch), len(ends))
+	for i, c := range batch[:n] {
+		if c.rec.Cost.Valid {
+			buf = AppendDecimal(buf, c.rec.Cost.Decimal)
+		}
+		ends[i] = len(buf)
+	}
+	all, start := string(buf), 0
+	for i := range n {
+		if batch[i].rec.Cost.Valid {
+			sts[i].CostText = all[start:ends[i]]
+		}
+		start = ends[i]
 	}
 }
 

@@ -151,9 +151,11 @@ type queued struct {
 }
 
 type charge struct {
-	rec     store.RequestRecord
-	hold    *Hold
-	batch   bool // a batch item's charge (gatherBatch)
+	rec   store.RequestRecord
+	hold  *Hold
+	batch bool // a batch item's charge (gatherBatch)
+	// done has room for one: the committer sends once when the charge is settled or failed
+	// (wake), and the channel serves the charge's next use from the pool.
 	done    chan struct{}
 	charged decimal.Decimal
 	capped  bool

@@ -17,10 +17,13 @@ import (
 // afterFunc context and its stop func, a children map and a done channel.
 type call struct {
 	parent context.Context
-	mu     sync.Mutex
-	done   chan struct{} // made by the first Done; closedChan when it ended before
-	err    error         // context.Canceled once ended
-	cause  error
+	// body is the answer's body this call is part of when NewRequest made it, for Do to arm;
+	// nil for a call Do made itself.
+	body  *timedBody
+	mu    sync.Mutex
+	done  chan struct{} // made by the first Done; closedChan when it ended before
+	err   error         // context.Canceled once ended
+	cause error
 	// first is the first function registered (the transport's abort), kept without an
 	// allocation of its own; firstUsed, once it was taken (a stop func may still name it).
 	first     afterFunc

@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,8 +62,7 @@ func BenchmarkDo(b *testing.B) {
 	call := func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		req.Header["Content-Type"] = []string{"application/json"}
+		req, _ := NewRequest(ctx, url, body) // as the adapters build it
 		resp, err := Do(req, Timeouts{})
 		if err != nil {
 			b.Fatal(err)

@@ -92,9 +92,20 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	// drained (Release): then it is detached from the client and bounded by drainTimeout.
 	// The answer's body is made now and is the request's context too (one object); the rest
 	// is filled in once the upstream has answered.
-	parent := req.Context()
-	tb := &timedBody{idle: t.Idle}
-	tb.call.parent = parent
+	// A request NewRequest made carries its call as its context already: armed here, once.
+	// Any other request (or one sent a second time) gets a call of its own, whose request is
+	// the original's copy with that context.
+	tb, prepared := preparedCall(req)
+	if !prepared {
+		tb = &timedBody{}
+		tb.call.parent = req.Context()
+		if c, ok := tb.call.parent.(*call); ok && c.body != nil {
+			tb.call.parent = c.parent // a NewRequest request sent again: the client's context
+		}
+		req = req.WithContext(&tb.call)
+	}
+	tb.idle = t.Idle
+	parent := tb.call.parent
 	tb.detach = context.AfterFunc(parent, tb.parentEnded)
 	// One timer serves both phases: first-byte until a body byte has arrived, idle after.
 	timer := time.AfterFunc(t.FirstByte, tb.timeUp)
@@ -110,7 +121,7 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	// The transport itself, as a reverse proxy calls it: http.Client would follow redirects
 	// (a provider API does not redirect a POST, and a followed one would resend the request
 	// and its credentials elsewhere) and copies every request's headers for them.
-	resp, err := client.Transport.RoundTrip(req.WithContext(&tb.call))
+	resp, err := client.Transport.RoundTrip(req)
 	if err != nil {
 		timer.Stop()
 		tb.detach()
@@ -133,6 +144,17 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	tb.rc, tb.size, tb.timer, tb.flush = resp.Body, resp.ContentLength, timer, flush
 	resp.Body = tb
 	return resp, nil
+}
+
+// preparedCall is the call NewRequest made for req, when it has not been sent yet; it is then
+// taken (a second Do of the same request makes a call of its own).
+func preparedCall(req *http.Request) (*timedBody, bool) {
+	c, ok := req.Context().(*call)
+	if !ok || c.body == nil || c.body.taken {
+		return nil, false
+	}
+	c.body.taken = true
+	return c.body, true
 }
 
 func transportError(parent context.Context, cause, err error) *Error {
@@ -217,6 +239,10 @@ type timedBody struct {
 	// flush sends the client what the gateway has written of the answer so far; nil when the
 	// answer is not a coalesced stream.
 	flush *lazyflush.Writer
+	// reqBody is the request's body when NewRequest made the call; taken once Do has used
+	// the call.
+	reqBody requestBody
+	taken   bool
 }
 
 // Read flushes the client's pending output first: the read may wait for the upstream, and

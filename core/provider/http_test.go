@@ -281,3 +281,65 @@ func TestDoFollowsNoRedirect(t *testing.T) {
 		t.Fatalf("the redirect was followed: the other server had %d requests", n)
 	}
 }
+
+// A request NewRequest made is sent under the call it carries (its answer's body is that
+// call's), and follows the client's context; sent a second time, it gets a call of its own
+// under the client's context, not under the first call, whose end does not reach it.
+func TestNewRequestCarriesItsCall(t *testing.T) {
+	t.Parallel()
+	var bodies atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b, _ := io.ReadAll(r.Body); string(b) == `{"n":1}` {
+			bodies.Add(1)
+		}
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := NewRequest(ctx, srv.URL, []byte(`{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, ok := req.Context().(*call)
+	if !ok || first.body == nil {
+		t.Fatalf("the request's context is %T, not a call NewRequest made", req.Context())
+	}
+	resp, err := Do(req, Timeouts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb, ok := resp.Body.(*timedBody); !ok || tb != first.body {
+		t.Fatalf("the answer's body %T is not the request's call's", resp.Body)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close() // ends the first call
+	if first.Err() == nil {
+		t.Fatal("closing the answer did not end its call")
+	}
+	// As a retry would send it: the body reopened.
+	if req.Body, err = req.GetBody(); err != nil {
+		t.Fatal(err)
+	}
+	resp2, err := Do(req, Timeouts{})
+	if err != nil {
+		t.Fatalf("sent again: %v", err)
+	}
+	second := resp2.Body.(*timedBody)
+	if second == first.body || second.call.parent != ctx {
+		t.Fatalf("sent again under %v, not a call of its own under the client's context", second.call.parent)
+	}
+	if n := bodies.Load(); n != 2 {
+		t.Fatalf("the upstream read the body %d times, want 2", n)
+	}
+	if second.call.Err() != nil {
+		t.Fatal("the second call ended before the client did")
+	}
+	cancel()
+	select {
+	case <-second.call.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's cancellation did not reach the second call")
+	}
+	resp2.Body.Close()
+}

@@ -132,15 +132,33 @@ func (x *startEvent) of(s *corev1.Start) *corev1.GenerateEvent {
 // NativeEvent is a passthrough chunk: every chunk of a passed-through stream, so the event,
 // its oneof wrapper and the chunk are one allocation, as TextEvent.
 func NativeEvent(name string, data []byte) *corev1.GenerateEvent {
-	x := &struct {
-		ev     corev1.GenerateEvent
-		wrap   corev1.GenerateEvent_Native
-		native corev1.Native
-	}{}
+	return new(nativeEvent).of(name, data)
+}
+
+// nativeEvent is a Native event, its oneof wrapper and the chunk in one piece of memory.
+type nativeEvent struct {
+	ev     corev1.GenerateEvent
+	wrap   corev1.GenerateEvent_Native
+	native corev1.Native
+}
+
+func (x *nativeEvent) of(name string, data []byte) *corev1.GenerateEvent {
 	x.native.Event, x.native.Data = name, data
 	x.wrap.Native = &x.native
 	x.ev.Event = &x.wrap
 	return &x.ev
+}
+
+// NativeAnswer is a non-streamed passthrough answer's Start and its one Native event in one
+// allocation: the adapter fills Start in and makes the event with Event.
+type NativeAnswer struct {
+	Start  corev1.Start
+	native nativeEvent
+}
+
+// Event is the answer's Native event (NativeEvent), in the answer's allocation; once.
+func (a *NativeAnswer) Event(name string, data []byte) *corev1.GenerateEvent {
+	return a.native.of(name, data)
 }
 
 // TextEvent is a text fragment. Text events are most of a stream: the event, its oneof
@@ -213,16 +231,24 @@ const (
 // UserAgent is what the gateway sends upstream instead of the client's User-Agent.
 const UserAgent = "modelgateway/1"
 
-// NewRequest builds an upstream POST with the gateway's own headers only.
+// NewRequest builds an upstream POST with the gateway's own headers only. Its context is
+// already the upstream call's (call, in the answer's body, timedBody), which Do arms, and the
+// request's body lives in the same allocation: Do would otherwise copy the whole request to
+// give it that context (Request.WithContext, ~250 bytes), and the body was one more object.
+// Send it with Do or DoUpload: the call follows ctx's cancellation once Do has armed it, not
+// before.
 func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, error) {
+	tb := &timedBody{}
+	tb.call.parent, tb.call.body = ctx, tb
 	if len(body) == 0 {
 		// net/http's own handling: an empty body is http.NoBody.
-		return newRequest(ctx, url, bytesReader(body))
+		return newRequest(&tb.call, url, bytesReader(body))
 	}
-	// The body is one object that is its own Closer, and GetBody (a retry on a connection the
-	// upstream had closed while idle) reopens the same bytes: net/http would wrap the reader
-	// in a NopCloser and copy it into GetBody's closure, an allocation more per request.
-	req, err := newRequest(ctx, url, newRequestBody(body))
+	// The body is its own Closer, and GetBody (a retry on a connection the upstream had
+	// closed while idle) reopens the same bytes: net/http would wrap the reader in a
+	// NopCloser and copy it into GetBody's closure, an allocation more per request.
+	tb.reqBody.Reset(body)
+	req, err := newRequest(&tb.call, url, &tb.reqBody)
 	if err != nil {
 		return nil, err
 	}

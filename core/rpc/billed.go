@@ -96,7 +96,8 @@ func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...t
 	}
 	if !generated {
 		dctx, cancel := context.WithTimeout(ctx, s.Deps.Ledger.DBTimeout)
-		ok, err := s.Store.ReserveRequestID(dctx, b.record(&b.out), s.Deps.Ledger.Replica)
+		rec := b.record(&b.out)
+		ok, err := s.Store.ReserveRequestID(dctx, &rec, s.Deps.Ledger.Replica)
 		cancel()
 		if err != nil {
 			// Recorded as unavailable once the database is back: the id counts as used.
@@ -211,7 +212,7 @@ func (b *billed) settle() error {
 		return nil
 	}
 	b.out.EndTime = time.Now()
-	charged, err := b.money.Settle(b.ctx, *b.record(&b.out))
+	charged, err := b.money.Settle(b.ctx, b.record(&b.out))
 	if errors.Is(err, billing.ErrBudgetExceeded) {
 		// The usage went beyond the hold and what is left of the key's budget: as for the
 		// balance, charged in full or not delivered.
@@ -288,18 +289,20 @@ func (b *billed) finish() {
 func (b *billed) finishWith(o *Outcome, release bool) {
 	o.EndTime = time.Now()
 	if release {
-		b.money.Finish(*b.record(o))
+		b.money.Finish(b.record(o))
 	} else {
-		b.money.Queue(*b.record(o))
+		b.money.Queue(b.record(o))
 	}
 	b.observe(o)
 }
 
 // record is an outcome's row in the database: who asked, what for, the usage and the cost.
-func (b *billed) record(o *Outcome) *store.RequestRecord {
+// A value, not a pointer: its callers copy it (into the ledger's charge), and a pointer
+// returned from here was a heap allocation of the whole record per request.
+func (b *billed) record(o *Outcome) store.RequestRecord {
 	k := b.k
 	end := o.EndTime
-	return &store.RequestRecord{
+	return store.RequestRecord{
 		ProfileID: k.ProfileID, RequestID: o.RequestID, KeyID: k.ID, Model: o.Model, EndpointFamily: o.EndpointFamily,
 		Status: o.Status, Currency: o.Currency, InputTokens: o.Usage.Input, CachedInputTokens: o.Usage.CachedInput,
 		CacheWriteTokens: o.Usage.CacheWrite, OutputTokens: o.Usage.Output, ReasoningTokens: o.Usage.Reasoning,

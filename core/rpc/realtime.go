@@ -321,7 +321,7 @@ func (x *session) charge(event []byte) (exhausted bool, err error) {
 	o.Cost = b.money.Cost(u)
 	if o.Cost.Valid {
 		o.EndTime = time.Now()
-		charged, err := b.money.SettlePart(b.ctx, *b.record(&o))
+		charged, err := b.money.SettlePart(b.ctx, b.record(&o))
 		switch {
 		case errors.Is(err, billing.ErrInsufficient), errors.Is(err, billing.ErrBudgetExceeded):
 			// Beyond the reserve and what is free: the response is not delivered, nor

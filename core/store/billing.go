@@ -47,6 +47,9 @@ func (s *Store) TakeRequestID(ctx context.Context, id string) error {
 // Settlement is one finished request: its record, and its charge when Cost is valid.
 type Settlement struct {
 	Record RequestRecord
+	// CostText is Record.Cost as decimal.Decimal.String writes it, when the caller has it
+	// already (the ledger writes a batch's costs into one string); empty: Settle writes it.
+	CostText string
 }
 
 // Settled is what a settlement wrote.
@@ -104,7 +107,10 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	costs := make([]string, n)
 	for j := range n {
 		if r := rec(j); r.Cost.Valid {
-			costs[j] = r.Cost.Decimal.String()
+			costs[j] = batch[kept[j]].CostText
+			if costs[j] == "" {
+				costs[j] = r.Cost.Decimal.String()
+			}
 		}
 	}
 	w := arrayWriter{buf: make([]byte, 0, n*settleBytesPerRecord), args: make([][]byte, 0, len(settleArgFormats))}

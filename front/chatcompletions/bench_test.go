@@ -35,3 +35,15 @@ func BenchmarkDecodeRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecode is Decode whole (the body read into the canonical request) for the bench's
+// request.
+func BenchmarkDecode(b *testing.B) {
+	body := []byte(fastSeeds[0].body)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (Protocol{}).Decode(nil, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

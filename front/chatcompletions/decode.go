@@ -37,14 +37,12 @@ func (Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest, *
 	if len(in.Messages) == 0 {
 		return nil, invalid("messages must be a non-empty array")
 	}
-	out := &corev1.GenerateRequest{
-		EndpointFamily: Family,
-		Protocol:       corev1.Protocol_PROTOCOL_CHAT_COMPLETIONS,
-		Model:          in.Model,
-		Stream:         in.Stream != nil && *in.Stream,
-	}
+	x := new(decoded)
+	out := &x.req
+	out.EndpointFamily, out.Protocol = Family, corev1.Protocol_PROTOCOL_CHAT_COMPLETIONS
+	out.Model, out.Stream = in.Model, in.Stream != nil && *in.Stream
 	var err *apierror.Error
-	if out.System, out.Messages, err = decodeMessages(in.Messages); err != nil {
+	if out.System, out.Messages, err = decodeMessages(in.Messages, &x.room); err != nil {
 		return nil, err
 	}
 	if err := decodeOptions(&in, out); err != nil {
@@ -52,6 +50,35 @@ func (Protocol) Decode(_ *http.Request, body []byte) (*corev1.GenerateRequest, *
 	}
 	out.Parameters = parameters(&in)
 	return out, nil
+}
+
+// decoded is a decoded request and the room for its first messages, in one allocation: most
+// requests have a message or two, which cost the request, the slice and each message one
+// allocation apiece otherwise.
+type decoded struct {
+	req  corev1.GenerateRequest
+	room messageRoom
+}
+
+// roomMessages is how many messages a decoded request holds in its own allocation.
+const roomMessages = 2
+
+// messageRoom holds the first messages of a request and the slice's first backing array.
+type messageRoom struct {
+	ptrs [roomMessages]*corev1.Message
+	msgs [roomMessages]corev1.Message
+	n    int
+}
+
+// message is a message of role and parts, in the room while it lasts.
+func (r *messageRoom) message(role corev1.Role, parts []*corev1.Part) *corev1.Message {
+	if r.n == len(r.msgs) {
+		return &corev1.Message{Role: role, Parts: parts}
+	}
+	m := &r.msgs[r.n]
+	r.n++
+	m.Role, m.Parts = role, parts
+	return m
 }
 
 // decodeOptions fills the canonical optional fields.

@@ -18,9 +18,10 @@ import (
 // user message, as the canonical model (and the messages protocol) wants them. Consecutive
 // tool messages become one user message: messages upstreams require all results of one
 // assistant turn together.
-func decodeMessages(msgs []chatwire.Message) (string, []*corev1.Message, *apierror.Error) {
+// The messages and the slice's first backing array come from room.
+func decodeMessages(msgs []chatwire.Message, room *messageRoom) (string, []*corev1.Message, *apierror.Error) {
 	var system []string
-	var out []*corev1.Message
+	out := room.ptrs[:0]
 	names := map[string]string{} // tool call id → function name, for the tool messages
 	lastWasTool := false
 	for i, m := range msgs {
@@ -37,14 +38,14 @@ func decodeMessages(msgs []chatwire.Message) (string, []*corev1.Message, *apierr
 			if err != nil {
 				return "", nil, err
 			}
-			out = append(out, &corev1.Message{Role: corev1.Role_ROLE_USER, Parts: parts})
+			out = append(out, room.message(corev1.Role_ROLE_USER, parts))
 		case chatwire.RoleAssistant:
 			parts, err := assistantParts(m, i, names)
 			if err != nil {
 				return "", nil, err
 			}
 			if len(parts) > 0 { // an empty assistant turn carries nothing and upsets some upstreams
-				out = append(out, &corev1.Message{Role: corev1.Role_ROLE_ASSISTANT, Parts: parts})
+				out = append(out, room.message(corev1.Role_ROLE_ASSISTANT, parts))
 			}
 		case chatwire.RoleTool:
 			part, err := toolResult(m, i, names)
@@ -55,7 +56,7 @@ func decodeMessages(msgs []chatwire.Message) (string, []*corev1.Message, *apierr
 				prev := out[len(out)-1]
 				prev.Parts = append(prev.Parts, part)
 			} else {
-				out = append(out, &corev1.Message{Role: corev1.Role_ROLE_USER, Parts: []*corev1.Part{part}})
+				out = append(out, room.message(corev1.Role_ROLE_USER, []*corev1.Part{part}))
 			}
 			isTool = true
 		case "":

@@ -61,6 +61,12 @@ type conn struct {
 	bgRunning bool
 	cancel    context.CancelCauseFunc
 	abort     atomic.Bool
+	// bgRead is backgroundRead as a func value, made once per connection: a goroutine of a
+	// closure cost an allocation per request. bgCancel is the cancellation of the request
+	// the read runs for; it does not change while the read runs (the next request's waits
+	// for bgDone first).
+	bgRead   func()
+	bgCancel context.CancelCauseFunc
 }
 
 var (
@@ -76,6 +82,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.w.hdr = make(http.Header, 8)
 	c.w.c = c
 	c.body.c = c
+	c.bgRead = c.backgroundRead
 	return c
 }
 
@@ -341,14 +348,17 @@ func (c *conn) startBackgroundRead() {
 		return
 	}
 	c.bgRunning = true
-	cancel := c.cancel
-	go func() {
-		_, err := c.br.Peek(1)
-		if err != nil && !(isTimeout(err) && c.aborting()) {
-			cancel(errClientGone)
-		}
-		c.bgDone <- err
-	}()
+	c.bgCancel = c.cancel
+	go c.bgRead()
+}
+
+// backgroundRead is the goroutine of startBackgroundRead.
+func (c *conn) backgroundRead() {
+	_, err := c.br.Peek(1)
+	if err != nil && !(isTimeout(err) && c.aborting()) {
+		c.bgCancel(errClientGone)
+	}
+	c.bgDone <- err
 }
 
 // aborting reports whether the pending read's deadline was set in the past on purpose.

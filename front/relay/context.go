@@ -89,6 +89,7 @@ type state struct {
 	md       metadata.MD
 	auth, id string
 	mdValues [2]string // md's values, in this allocation (requestMD)
+	idValue  [1]string // the X-Request-Id value (SetRequestID)
 }
 
 func (s *state) Value(k any) any {

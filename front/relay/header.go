@@ -14,10 +14,17 @@ var valueJSON = []string{"application/json"}
 func SetJSON(h http.Header) { h["Content-Type"] = valueJSON }
 
 // SetRequestID sets X-Request-Id to id on both the client's request (where core reads it) and
-// the answer, one value for both.
-func SetRequestID(r http.Header, w http.Header, id string) {
-	v := []string{id}
-	r["X-Request-Id"] = v
+// the answer, one value for both; in the request's state (Begin) when it has one, rather than
+// an allocation of its own.
+func SetRequestID(r *http.Request, w http.Header, id string) {
+	var v []string
+	if st := stateOf(r); st != nil {
+		st.idValue[0] = id
+		v = st.idValue[:1:1]
+	} else {
+		v = []string{id}
+	}
+	r.Header["X-Request-Id"] = v
 	w["X-Request-Id"] = v
 }
 

@@ -21,13 +21,22 @@ func TestHeaderHelpersMatchHeaderSet(t *testing.T) {
 		t.Errorf("headers %v, Header.Set builds %v", got, want)
 	}
 
-	req, resp := http.Header{"X-Request-Id": {"client-id"}}, http.Header{}
-	SetRequestID(req, resp, "id-1")
-	wantReq, wantResp := http.Header{"X-Request-Id": {"client-id"}}, http.Header{}
-	wantReq.Set("X-Request-Id", "id-1")
-	wantResp.Set("X-Request-Id", "id-1")
-	if !reflect.DeepEqual(req, wantReq) || !reflect.DeepEqual(resp, wantResp) {
-		t.Errorf("request %v, answer %v; want %v, %v", req, resp, wantReq, wantResp)
+	// Without a request state (Begin) and with one, where the value lives.
+	var req, resp http.Header
+	for _, begun := range []bool{false, true} {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+		r.Header = http.Header{"X-Request-Id": {"client-id"}}
+		if begun {
+			r = Begin(r, false)
+		}
+		req, resp = r.Header, http.Header{}
+		SetRequestID(r, resp, "id-1")
+		wantReq, wantResp := http.Header{"X-Request-Id": {"client-id"}}, http.Header{}
+		wantReq.Set("X-Request-Id", "id-1")
+		wantResp.Set("X-Request-Id", "id-1")
+		if !reflect.DeepEqual(req, wantReq) || !reflect.DeepEqual(resp, wantResp) {
+			t.Errorf("begun %v: request %v, answer %v; want %v, %v", begun, req, resp, wantReq, wantResp)
+		}
 	}
 
 	// Values are shared between answers (JSON) and between a request and its answer (the

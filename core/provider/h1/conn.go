@@ -57,6 +57,7 @@ type conn struct {
 	// head is the answer's head being read; abortFn is abort as a func value, made once.
 	head    head
 	abortFn func()
+	peeker  peeker // checks the connection before a reuse (alive)
 	// Of the current exchange.
 	ctx     context.Context
 	trace   *httptrace.ClientTrace

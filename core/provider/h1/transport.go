@@ -288,7 +288,7 @@ func (t *Transport) takeIdle(key connKey) (*conn, time.Duration) {
 		if check == 0 {
 			check = staleCheckAfter
 		}
-		if idleFor >= t.idleTimeout() || (idleFor >= check && !alive(c.raw)) {
+		if idleFor >= t.idleTimeout() || (idleFor >= check && !c.peeker.alive(c.raw)) {
 			c.close()
 			continue
 		}

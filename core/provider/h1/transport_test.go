@@ -320,7 +320,8 @@ func TestStaleIdleConnectionIsRetried(t *testing.T) {
 }
 
 // A connection idle past staleCheckAfter and closed by the server is found closed by the
-// peek before it is used; an open one is not.
+// peek before it is used; an open one is not. One peeker checks it each time, as a pooled
+// connection's does before each reuse.
 func TestAlivePeek(t *testing.T) {
 	t.Parallel()
 	srv, _, closed := closingServer(t)
@@ -329,17 +330,18 @@ func TestAlivePeek(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if !alive(c) {
+	var p peeker
+	if !p.alive(c) {
 		t.Fatal("an open connection is not alive")
 	}
 	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	<-closed
 	// The answer is unread: data unasked also makes the connection unusable.
-	if alive(c) {
+	if p.alive(c) {
 		t.Fatal("a closed connection with data is alive")
 	}
 	io.Copy(io.Discard, c)
-	if alive(c) {
+	if p.alive(c) {
 		t.Fatal("a connection closed by the server is alive")
 	}
 }

@@ -44,17 +44,22 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 	if err != nil {
 		return nil, err
 	}
-	start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix(), Passthrough: true,
-		Status: http.StatusOK, ContentType: resp.Header.Get(provider.HeaderContentType)}
 	if stream {
+		start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix(), Passthrough: true,
+			Status: http.StatusOK, ContentType: resp.Header.Get(provider.HeaderContentType)}
 		return provider.NewSSEStream(resp.Body, start, &passDecoder{upstream: call.UpstreamModel, public: call.PublicModel}), nil
 	}
+	// The Start and the answer's one event share an allocation.
+	x := new(provider.NativeAnswer)
+	start := &x.Start
+	start.Model, start.Created, start.Passthrough = call.PublicModel, time.Now().Unix(), true
+	start.Status, start.ContentType = http.StatusOK, resp.Header.Get(provider.HeaderContentType)
 	answer, err := provider.ReadAll(resp.Body, provider.MaxAnswer)
 	if err != nil {
 		return nil, err
 	}
 	start.Id = gjson.GetBytes(answer, "id").String()
-	native := provider.NativeEvent("", provider.PublicAnswerModel(answer, call.UpstreamModel, call.PublicModel))
+	native := x.Event("", provider.PublicAnswerModel(answer, call.UpstreamModel, call.PublicModel))
 	return provider.NewStaticStream(start, []*corev1.GenerateEvent{native},
 		metering.FromOpenAIChat(provider.RawField(answer, "usage"))), nil
 }

@@ -135,7 +135,42 @@ func learnIncomingKey() any {
 // Such a context is made for one call: metadata appended over it with gRPC's functions
 // would reach gRPC's readers but not Outgoing. md must not be modified afterwards.
 func NewOutgoingContext(ctx context.Context, md metadata.MD) context.Context {
-	return &carrier[carriedOut]{Context: metadata.NewOutgoingContext(ctx, md), md: md}
+	if grpcOutgoingKey == nil {
+		return &carrier[carriedOut]{Context: metadata.NewOutgoingContext(ctx, md), md: md}
+	}
+	return &carrier[carriedOut]{Context: ctx, md: md, outKey: grpcOutgoingKey}
+}
+
+// grpcOutgoingKey is the key under which gRPC's metadata package keeps outgoing metadata,
+// learnt once as grpcIncomingKey is. A carrier of outgoing metadata answers it with what
+// metadata.NewOutgoingContext would have stored (an unexported type), made when it is asked
+// for: by a gRPC client's call, while an in-process call takes the metadata with Outgoing
+// and never asks. The context node and the boxed value cost two allocations per call
+// otherwise. nil when learning or the proof failed: the carriers then hold gRPC's own node.
+var grpcOutgoingKey = learnOutgoingKey()
+
+func learnOutgoingKey() any {
+	spy := &keySpy{Context: context.Background()}
+	metadata.FromOutgoingContext(spy)
+	if len(spy.keys) != 1 || spy.keys[0] == nil || !reflect.TypeOf(spy.keys[0]).Comparable() {
+		return nil
+	}
+	key := spy.keys[0]
+	// The proof: gRPC's readers find a carrier's metadata as outgoing metadata, with what is
+	// appended over it, and not as incoming metadata.
+	md := metadata.MD{"k": {"v"}}
+	c := &carrier[carriedOut]{Context: context.Background(), md: md, outKey: key}
+	if got, ok := metadata.FromOutgoingContext(c); !ok || len(got) != 1 || len(got["k"]) != 1 || got["k"][0] != "v" {
+		return nil
+	}
+	got, ok := metadata.FromOutgoingContext(metadata.AppendToOutgoingContext(c, "k2", "v2"))
+	if !ok || len(got) != 2 || len(got["k"]) != 1 || got["k"][0] != "v" || len(got["k2"]) != 1 || got["k2"][0] != "v2" {
+		return nil
+	}
+	if _, ok := metadata.FromIncomingContext(c); ok {
+		return nil
+	}
+	return key
 }
 
 // The keys of the carried incoming and outgoing metadata.
@@ -153,6 +188,9 @@ type carrier[K comparable] struct {
 	md       metadata.MD
 	grpcKey  any
 	noValues bool
+	// outKey is grpcOutgoingKey on a carrier of outgoing metadata that answers gRPC's
+	// lookup itself.
+	outKey any
 }
 
 func (c *carrier[K]) Value(k any) any {
@@ -162,6 +200,9 @@ func (c *carrier[K]) Value(k any) any {
 	// An interface comparison: false, never a panic, for a key of another type.
 	if c.grpcKey != nil && k == c.grpcKey {
 		return c.md
+	}
+	if c.outKey != nil && k == c.outKey {
+		return metadata.NewOutgoingContext(context.Background(), c.md).Value(k)
 	}
 	if c.noValues {
 		if k == CancelCtxKey && k != nil {

@@ -88,6 +88,32 @@ func TestOutgoing(t *testing.T) {
 	if Value(ctx, "authorization") != "" {
 		t.Error("outgoing metadata read as incoming")
 	}
+	if _, ok := metadata.FromIncomingContext(ctx); ok {
+		t.Error("gRPC read outgoing metadata as incoming")
+	}
+	// Appended over it with gRPC's functions, gRPC reads both; Outgoing still the carried.
+	more := metadata.AppendToOutgoingContext(ctx, "x-extra", "1")
+	want := metadata.Join(md, metadata.Pairs("x-extra", "1"))
+	if got, _ := metadata.FromOutgoingContext(more); !reflect.DeepEqual(got, want) {
+		t.Errorf("gRPC's outgoing metadata with one appended: %v, want %v", got, want)
+	}
+	// A carrier over a context with outgoing metadata of its own replaces it, as gRPC's does.
+	over := NewOutgoingContext(metadata.NewOutgoingContext(context.Background(), metadata.Pairs("old", "1")), md)
+	if got, _ := metadata.FromOutgoingContext(over); !reflect.DeepEqual(got, md) {
+		t.Errorf("over older metadata, gRPC reads %v, want %v", got, md)
+	}
+}
+
+// An in-process call's outgoing context is the carrier and nothing else: gRPC's outgoing key
+// was learnt and is answered by the carrier.
+func TestOutgoingContextIsOneAllocation(t *testing.T) { // not parallel: AllocsPerRun
+	if grpcOutgoingKey == nil {
+		t.Fatal("the outgoing key was not learnt: every outgoing context costs gRPC's node again")
+	}
+	md := metadata.MD{"authorization": {"Bearer sk-1"}}
+	if n := testing.AllocsPerRun(100, func() { _ = NewOutgoingContext(context.Background(), md) }); n > 1 {
+		t.Errorf("NewOutgoingContext: %v allocations, want 1", n)
+	}
 }
 
 // The key is read from "authorization: Bearer x" only, the scheme in any case.
