@@ -76,3 +76,41 @@ func (d *Deltas) String(text []byte) string {
 	d.text.Write(text)
 	return d.text.String()[n:]
 }
+
+// Natives makes a passthrough stream's events in blocks, as Deltas makes text events: every
+// upstream chunk of a passed-through stream becomes one, and NativeEvent was an allocation
+// per chunk. Blocks double from nativeFirstBlock up to nativeBlock events and are never
+// written again once handed out, so an event may be kept as long as anyone likes (it keeps
+// its block alive). The zero value is ready; one per stream (no lock).
+type Natives struct {
+	events []nativeEvent
+	size   int // the size of the last block
+}
+
+// Sizes of the blocks of native events: a short answer pays for a few, a long one for
+// blocks of 32 (~5 KiB).
+const (
+	nativeFirstBlock = 4
+	nativeBlock      = 32
+)
+
+// nativeEvent is a passthrough event, its oneof wrapper and the chunk in one (as NativeEvent).
+type nativeEvent struct {
+	ev     corev1.GenerateEvent
+	wrap   corev1.GenerateEvent_Native
+	native corev1.Native
+}
+
+// Event is NativeEvent(name, data), from the stream's blocks.
+func (n *Natives) Event(name string, data []byte) *corev1.GenerateEvent {
+	if len(n.events) == 0 {
+		n.size = min(max(2*n.size, nativeFirstBlock), nativeBlock)
+		n.events = make([]nativeEvent, n.size)
+	}
+	x := &n.events[0]
+	n.events = n.events[1:]
+	x.native.Event, x.native.Data = name, data
+	x.wrap.Native = &x.native
+	x.ev.Event = &x.wrap
+	return &x.ev
+}

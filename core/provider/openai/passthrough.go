@@ -80,7 +80,8 @@ type passDecoder struct {
 	upstream, public string
 	usage            []byte
 	one              provider.Single
-	chunks           provider.Chunks // the chunks renamed to the public model
+	chunks           provider.Chunks  // the chunks renamed to the public model
+	natives          provider.Natives // their events
 }
 
 var (
@@ -102,7 +103,7 @@ func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 			d.usage = []byte(u.Raw)
 		}
 	}
-	return d.one.Of(provider.NativeEvent("", d.chunks.PublicModel(ev.Data, d.upstream, d.public))), false, nil
+	return d.one.Of(d.natives.Event("", d.chunks.PublicModel(ev.Data, d.upstream, d.public))), false, nil
 }
 
 // usageObject is the first look for a usage object: some "usage" followed by an object. Every
