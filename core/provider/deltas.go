@@ -114,3 +114,25 @@ func (n *Natives) Event(name string, data []byte) *corev1.GenerateEvent {
 	x.ev.Event = &x.wrap
 	return &x.ev
 }
+
+// FinishRoom is a stream's finish event in its decoder's allocation: a stream finishes once,
+// and FinishEvent was an allocation of its own for every stream. The zero value is ready.
+type FinishRoom struct {
+	ev     corev1.GenerateEvent
+	wrap   corev1.GenerateEvent_Finish
+	finish corev1.Finish
+	used   bool
+}
+
+// Event is FinishEvent(r, stopSequence): in the room the first time, and, should a stream
+// finish again, an event of its own (the first may be kept; it is never written again).
+func (f *FinishRoom) Event(r corev1.FinishReason, stopSequence string) *corev1.GenerateEvent {
+	if f.used {
+		return FinishEvent(r, stopSequence)
+	}
+	f.used = true
+	f.finish.Reason, f.finish.StopSequence = r, stopSequence
+	f.wrap.Finish = &f.finish
+	f.ev.Event = &f.wrap
+	return &f.ev
+}

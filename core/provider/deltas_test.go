@@ -72,3 +72,15 @@ func TestNativesKeepEveryEventAsItWasMade(t *testing.T) {
 		t.Fatalf("%v allocations for %d events, want a few blocks", allocs, 4*nativeBlock)
 	}
 }
+
+// A finish room holds the first finish event; a second is one of its own, and the first
+// stays as it was made.
+func TestFinishRoomKeepsTheFirstEvent(t *testing.T) {
+	var f FinishRoom
+	first := f.Event(corev1.FinishReason_FINISH_REASON_STOP, "END")
+	second := f.Event(corev1.FinishReason_FINISH_REASON_LENGTH, "")
+	if first == second || first.GetFinish().GetReason() != corev1.FinishReason_FINISH_REASON_STOP || first.GetFinish().GetStopSequence() != "END" ||
+		second.GetFinish().GetReason() != corev1.FinishReason_FINISH_REASON_LENGTH {
+		t.Fatalf("first %v, second %v", first, second)
+	}
+}
