@@ -54,6 +54,9 @@ func translatedStream(body io.ReadCloser, model string, created int64) (provider
 	x.start.Model, x.start.Created = model, created
 	x.dec.start = &x.start
 	x.stream.Init(body, &x.start, &x.dec)
+	// The decoder copies what it keeps of an event (text into its blocks, strings, raw JSON
+	// through encoding/json): the data need not outlive the next read.
+	x.stream.BorrowData()
 	return x.primed.prime(&x.stream)
 }
 

@@ -13,7 +13,8 @@ import (
 )
 
 // Event is one dispatched event. Name is empty for unnamed ("message") events. Data may be
-// kept after the next event is read: the reader never writes it again.
+// kept after the next event is read: the reader never writes it again (unless it borrows:
+// Reader.Borrow).
 type Event struct {
 	Name string
 	Data []byte
@@ -43,7 +44,17 @@ type Reader struct {
 	// (a full arena is replaced, not reused), so an event's Data may be kept.
 	arena []byte
 	start int
+	// borrow: an event's Data may point into the read buffer, valid only until the next
+	// Next (Borrow).
+	borrow bool
 }
+
+// Borrow lets Next return an event's data in the read buffer itself where it lies there
+// whole (the usual shape, see buffered) instead of a copy in the arena: valid only until the
+// next call of Next. For a reader whose every event is consumed before the next is read (a
+// translated stream's decoder copies what it keeps): no arena block per stream, no copy per
+// event. Call it after Reset; Reset ends it.
+func (r *Reader) Borrow() { r.borrow = true }
 
 // arenaSize is the size of an event data block: a few dozen events of a typical stream.
 const arenaSize = 4 << 10
@@ -120,6 +131,14 @@ func (r *Reader) name(v []byte) string {
 // Next returns the next event, io.EOF after the last complete one. An event cut off by the end
 // of the stream is not returned: a truncated stream must not look complete.
 func (r *Reader) Next() (Event, error) {
+	if r.br.Buffered() == 0 && len(r.queue) == 0 && r.long == nil {
+		// The read the general loop would make, made first, so that an arrival's first
+		// event (a paced stream's only one) is read by buffered too; an error with nothing
+		// read ends the stream as the loop would end it.
+		if _, err := r.br.Peek(1); err != nil {
+			return Event{}, err
+		}
+	}
 	if ev, ok := r.buffered(); ok {
 		return ev, nil
 	}
@@ -193,6 +212,13 @@ func (r *Reader) buffered() (Event, bool) {
 	n := len(buf) - len(rest) + 1 // through the empty line
 	if bytes.IndexByte(buf[:n], '\r') >= 0 {
 		return Event{}, false
+	}
+	if r.borrow {
+		// Discard leaves the bytes where they are until a later read refills the buffer.
+		v = trimSpace(v)
+		ev.Data = v[:len(v):len(v)]
+		_, _ = r.br.Discard(n)
+		return ev, true
 	}
 	r.start = len(r.arena)
 	r.appendData(trimSpace(v))

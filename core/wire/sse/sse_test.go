@@ -2,6 +2,7 @@ package sse
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -173,4 +174,49 @@ func TestKeptDataSurvivesLaterEvents(t *testing.T) {
 			t.Fatalf("event %d changed: %.40q..., want %.40q...", i, kept[i], want[i])
 		}
 	}
+}
+
+// A borrowing reader returns events in the usual shape from its read buffer: no arena
+// block and no copy (60 deltas that arrive together allocate nothing), the same events as a
+// reader that copies. (An event split between two reads still takes the general loop, and
+// its copy.)
+func TestABorrowingReaderAllocatesNothing(t *testing.T) {
+	var b strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"delta\":{\"text\":\"w%d \"}}\n\n", i)
+	}
+	data := b.String()
+	src := strings.NewReader(data)
+	var rd Reader
+	check := true // the events' contents, on the first read (Sprintf allocates)
+	read := func(borrow bool) (n int) {
+		src.Reset(data)
+		rd.Reset(src)
+		if borrow {
+			rd.Borrow()
+		}
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				return n
+			}
+			if check {
+				if want := fmt.Sprintf("{\"delta\":{\"text\":\"w%d \"}}", n); string(ev.Data) != want || ev.Name != "content_block_delta" {
+					t.Fatalf("event %d: %q %q", n, ev.Name, ev.Data)
+				}
+			}
+			n++
+		}
+	}
+	if n := read(true); n != 60 || len(data) > readBufferSize {
+		t.Fatalf("%d events", n)
+	}
+	check = false
+	if a := testing.AllocsPerRun(20, func() { read(true) }); a != 0 {
+		t.Fatalf("borrowing: %v allocations", a)
+	}
+	if a := testing.AllocsPerRun(20, func() { read(false) }); a == 0 {
+		t.Fatal("copying: no allocation, so this test cannot tell borrowing from it")
+	}
+	rd.Release()
 }
