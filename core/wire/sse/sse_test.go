@@ -220,3 +220,47 @@ func TestABorrowingReaderAllocatesNothing(t *testing.T) {
 	}
 	rd.Release()
 }
+
+// pacedReader yields one event per Read, as a paced upstream's arrivals do.
+type pacedReader struct {
+	events [][]byte
+	i      int
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if p.i == len(p.events) {
+		return 0, io.EOF
+	}
+	n := copy(b, p.events[p.i])
+	p.i++
+	return n, nil
+}
+
+// BenchmarkReaderPaced reads a stream of 22 deltas that arrive one per read (make bench's
+// paced simulator), copying into the arena and borrowing the read buffer.
+func BenchmarkReaderPaced(b *testing.B) {
+	var events [][]byte
+	for i := range 22 {
+		events = append(events, fmt.Appendf(nil, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"w%d \"}}\n\n", i))
+	}
+	for _, borrow := range []bool{false, true} {
+		b.Run(map[bool]string{false: "copying", true: "borrowing"}[borrow], func(b *testing.B) {
+			p := &pacedReader{events: events}
+			var rd Reader
+			b.ReportAllocs()
+			for b.Loop() {
+				p.i = 0
+				rd.Reset(p)
+				if borrow {
+					rd.Borrow()
+				}
+				for {
+					if _, err := rd.Next(); err != nil {
+						break
+					}
+				}
+			}
+			rd.Release()
+		})
+	}
+}
