@@ -57,7 +57,11 @@ type Reader struct {
 func (r *Reader) Borrow() { r.borrow = true }
 
 // arenaSize is the size of an event data block: a few dozen events of a typical stream.
-const arenaSize = 4 << 10
+// A borrowing reader's one block starts at borrowArenaSize: it holds one event at a time.
+const (
+	arenaSize       = 4 << 10
+	borrowArenaSize = 512
+)
 
 // buffers recycles the read buffers: one per stream would otherwise be allocated and cleared
 // for every request. 4 KiB holds several events of any provider (a delta is a few hundred
@@ -141,6 +145,12 @@ func (r *Reader) Next() (Event, error) {
 	}
 	if ev, ok := r.buffered(); ok {
 		return ev, nil
+	}
+	if r.borrow {
+		// The last event's data need not outlive this call: a borrowing reader has one
+		// small block for the events the general loop assembles (those split between two
+		// reads), used again for each.
+		r.arena, r.start = r.arena[:0], 0
 	}
 	var ev Event
 	hasData := false
@@ -250,7 +260,11 @@ func (r *Reader) appendData(b []byte) {
 		return
 	}
 	cur := r.arena[r.start:]
-	next := make([]byte, 0, max(arenaSize, 2*(len(cur)+len(b))))
+	size := arenaSize
+	if r.borrow {
+		size = borrowArenaSize
+	}
+	next := make([]byte, 0, max(size, 2*(len(cur)+len(b))))
 	r.arena = append(append(next, cur...), b...)
 	r.start = 0
 }

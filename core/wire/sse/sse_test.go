@@ -264,3 +264,39 @@ func BenchmarkReaderPaced(b *testing.B) {
 		})
 	}
 }
+
+// Events split between reads take the general loop, whose copies a borrowing reader makes
+// in one small block used again for each event: 200 events read a byte at a time cost it one
+// allocation, where a copying reader fills a new 4 KiB block every few dozen.
+func TestABorrowingReaderUsesOneBlockForSplitEvents(t *testing.T) {
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"delta\":{\"text\":\"w%d \"}}\n\n", i)
+	}
+	data := b.String()
+	src := strings.NewReader(data)
+	var rd Reader
+	read := func(borrow bool) (n int) {
+		src.Reset(data)
+		rd.Reset(iotest.OneByteReader(src))
+		if borrow {
+			rd.Borrow()
+		}
+		for {
+			if _, err := rd.Next(); err != nil {
+				return n
+			}
+			n++
+		}
+	}
+	if n := read(true); n != 200 {
+		t.Fatalf("%d events", n)
+	}
+	borrowing := testing.AllocsPerRun(10, func() { read(true) })
+	copying := testing.AllocsPerRun(10, func() { read(false) })
+	// OneByteReader's wrapper is one allocation of each run.
+	if borrowing != 2 || copying < 3 {
+		t.Fatalf("allocations: borrowing %v, copying %v; want 2 (the wrapper and one block) and more", borrowing, copying)
+	}
+	rd.Release()
+}
