@@ -41,3 +41,35 @@ func TestChunksKeepEveryChunk(t *testing.T) {
 		t.Errorf("same names: %s", got)
 	}
 }
+
+// Owned renames as PublicModel does and always hands out a copy of its own, a chunk that
+// keeps its model too (large or small): the caller's bytes are the reader's buffer, written
+// again by its next read, and no chunk handed out changes when they are.
+func TestOwnedChunksAreCopies(t *testing.T) {
+	t.Parallel()
+	var c Chunks
+	var kept, want [][]byte
+	buf := make([]byte, 0, 8<<10)
+	for i, chunk := range []string{
+		`{"id":"c","model":"up-gpt","choices":[]}`,
+		`{"model":"bench-gpt"}`,
+		`{"no":"model"}`,
+		`{"model":"up-gpt","content":"` + strings.Repeat("y", 3000) + `"}`,
+		`{"no":"model","content":"` + strings.Repeat("z", 3000) + `"}`,
+		`{"model":"up-gpt"}`,
+	} {
+		buf = append(buf[:0], chunk...)
+		got := c.Owned(buf, "up-gpt", "bench-gpt")
+		w := PublicModel([]byte(chunk), "up-gpt", "bench-gpt")
+		if string(got) != string(w) {
+			t.Fatalf("chunk %d: %.60s, want %.60s", i, got, w)
+		}
+		clear(buf[:cap(buf)]) // the reader's next read
+		kept, want = append(kept, got), append(want, append([]byte(nil), w...))
+	}
+	for i := range kept {
+		if string(kept[i]) != string(want[i]) {
+			t.Fatalf("chunk %d changed with the caller's buffer: %.60q, want %.60s", i, kept[i], want[i])
+		}
+	}
+}

@@ -76,3 +76,56 @@ func (d *Deltas) String(text []byte) string {
 	d.text.Write(text)
 	return d.text.String()[n:]
 }
+
+// Natives makes a passthrough stream's events in blocks, as Deltas makes text events: every
+// upstream chunk of a passed-through stream becomes one, and NativeEvent was an allocation
+// per chunk. Blocks double from nativeFirstBlock up to nativeBlock events and are never
+// written again once handed out, so an event may be kept as long as anyone likes (it keeps
+// its block alive). The zero value is ready; one per stream (no lock).
+type Natives struct {
+	events []nativeEvent
+	size   int // the size of the last block
+}
+
+// Sizes of the blocks of native events: a short answer pays for a few, a long one for
+// blocks of 32 (~5 KiB).
+const (
+	nativeFirstBlock = 4
+	nativeBlock      = 32
+)
+
+// Event is NativeEvent(name, data), from the stream's blocks.
+func (n *Natives) Event(name string, data []byte) *corev1.GenerateEvent {
+	if len(n.events) == 0 {
+		n.size = min(max(2*n.size, nativeFirstBlock), nativeBlock)
+		n.events = make([]nativeEvent, n.size)
+	}
+	x := &n.events[0]
+	n.events = n.events[1:]
+	x.native.Event, x.native.Data = name, data
+	x.wrap.Native = &x.native
+	x.ev.Event = &x.wrap
+	return &x.ev
+}
+
+// FinishRoom is a stream's finish event in its decoder's allocation: a stream finishes once,
+// and FinishEvent was an allocation of its own for every stream. The zero value is ready.
+type FinishRoom struct {
+	ev     corev1.GenerateEvent
+	wrap   corev1.GenerateEvent_Finish
+	finish corev1.Finish
+	used   bool
+}
+
+// Event is FinishEvent(r, stopSequence): in the room the first time, and, should a stream
+// finish again, an event of its own (the first may be kept; it is never written again).
+func (f *FinishRoom) Event(r corev1.FinishReason, stopSequence string) *corev1.GenerateEvent {
+	if f.used {
+		return FinishEvent(r, stopSequence)
+	}
+	f.used = true
+	f.finish.Reason, f.finish.StopSequence = r, stopSequence
+	f.wrap.Finish = &f.finish
+	f.ev.Event = &f.wrap
+	return &f.ev
+}

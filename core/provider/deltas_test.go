@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
 )
 
 // Events and their text come from shared blocks, yet each keeps what it was made with while
@@ -38,5 +40,47 @@ func TestDeltasKeepEveryEventAsItWasMade(t *testing.T) {
 	a, b := d.Text([]byte("a")), d.Text([]byte("b"))
 	if a == b || a.GetText().GetText() != "a" || b.GetText().GetText() != "b" {
 		t.Fatalf("two events share one: %v %v", a, b)
+	}
+}
+
+// Native events come from blocks too: each keeps its name and chunk while later ones fill and
+// replace the blocks, and a long stream costs a block of events per nativeBlock chunks, not
+// an allocation per chunk.
+func TestNativesKeepEveryEventAsItWasMade(t *testing.T) {
+	var n Natives
+	var kept []*corev1.GenerateEvent
+	for i := range 200 {
+		kept = append(kept, n.Event(fmt.Sprint("e", i), []byte(fmt.Sprint("chunk ", i))))
+	}
+	for i, ev := range kept {
+		if got := ev.GetNative(); got.GetEvent() != fmt.Sprint("e", i) || string(got.GetData()) != fmt.Sprint("chunk ", i) {
+			t.Fatalf("event %d changed: %q %q", i, got.GetEvent(), got.GetData())
+		}
+		if i > 0 && ev == kept[i-1] {
+			t.Fatalf("events %d and %d are one", i-1, i)
+		}
+	}
+	data := []byte("{}")
+	allocs := testing.AllocsPerRun(10, func() {
+		var n Natives
+		for range 4 * nativeBlock {
+			n.Event("", data)
+		}
+	})
+	// 4+8+16 events in three blocks, then 32 at a time: 3 + 4 blocks for 128 events.
+	if allocs > 8 {
+		t.Fatalf("%v allocations for %d events, want a few blocks", allocs, 4*nativeBlock)
+	}
+}
+
+// A finish room holds the first finish event; a second is one of its own, and the first
+// stays as it was made.
+func TestFinishRoomKeepsTheFirstEvent(t *testing.T) {
+	var f FinishRoom
+	first := f.Event(corev1.FinishReason_FINISH_REASON_STOP, "END")
+	second := f.Event(corev1.FinishReason_FINISH_REASON_LENGTH, "")
+	if first == second || first.GetFinish().GetReason() != corev1.FinishReason_FINISH_REASON_STOP || first.GetFinish().GetStopSequence() != "END" ||
+		second.GetFinish().GetReason() != corev1.FinishReason_FINISH_REASON_LENGTH {
+		t.Fatalf("first %v, second %v", first, second)
 	}
 }

@@ -75,13 +75,30 @@ const chunkBlock = 4 << 10
 
 // PublicModel is PublicModel(chunk, upstream, public), in c's blocks.
 func (c *Chunks) PublicModel(chunk []byte, upstream, public string) []byte {
+	return c.rewrite(chunk, upstream, public, false)
+}
+
+// Owned is PublicModel, but always a copy of its own, a chunk that keeps its model too: for
+// a stream whose reader lends its read buffer (SSEStream.BorrowData), where this copy is the
+// only one.
+func (c *Chunks) Owned(chunk []byte, upstream, public string) []byte {
+	return c.rewrite(chunk, upstream, public, true)
+}
+
+func (c *Chunks) rewrite(chunk []byte, upstream, public string, own bool) []byte {
 	start, end, ok := modelValue(chunk, upstream, public)
 	if !ok {
-		return chunk
+		if !own {
+			return chunk
+		}
+		start, end, public = 0, 0, "" // the chunk as it is
 	}
 	n := len(chunk) - (end - start) + len(public)
-	if n > chunkBlock/4 {
-		return PublicModel(chunk, upstream, public) // a large chunk would waste most of a block
+	if n > chunkBlock/4 { // a large chunk would waste most of a block
+		if !ok {
+			return bytes.Clone(chunk)
+		}
+		return PublicModel(chunk, upstream, public)
 	}
 	if len(c.block)+n > cap(c.block) {
 		c.block = make([]byte, 0, chunkBlock)

@@ -173,8 +173,14 @@ func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
 	return n, err
 }
 
-func (w *responseWriter) Flush() {
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
+// Flush implements http.Flusher, for handlers that flush through the interface.
+func (w *responseWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is what http.ResponseController.Flush calls: the wrapped writer's flush and its
+// error (the client has gone), which Flush alone would lose; a stream's lazyflush.Writer
+// flushes through this at every real flush.
+func (w *responseWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -333,6 +334,28 @@ func TestChunkWritesAllocateNothing(t *testing.T) {
 		t.Errorf("%v allocations per chunk, want 0", n)
 	}
 }
+
+// A flush through the access writer reports the wrapped writer's flush error (the client
+// has gone), as a stream's lazyflush.Writer needs to learn it at its flush; a flush that
+// works reports none.
+func TestFlushPassesTheFlushError(t *testing.T) {
+	gone := errors.New("client gone")
+	for _, want := range []error{nil, gone} {
+		inner := &flushErrWriter{err: want}
+		w := &responseWriter{ResponseWriter: inner, a: &access{}}
+		if err := http.NewResponseController(w).Flush(); err != want || inner.flushes != 1 {
+			t.Fatalf("flush: %v after %d flushes, want %v after 1", err, inner.flushes, want)
+		}
+	}
+}
+
+type flushErrWriter struct {
+	discardWriter
+	err     error
+	flushes int
+}
+
+func (w *flushErrWriter) FlushError() error { w.flushes++; return w.err }
 
 type discardWriter struct{}
 

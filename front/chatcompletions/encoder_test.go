@@ -358,3 +358,47 @@ func BenchmarkPassthroughStreamWithCost(b *testing.B) {
 		}
 	}
 }
+
+// flushWriter records what was written and, at each flush, how much of it.
+type flushWriter struct {
+	discardWriter
+	body    bytes.Buffer
+	flushed []int
+}
+
+func (w *flushWriter) Write(b []byte) (int, error) { return w.body.Write(b) }
+func (w *flushWriter) Flush()                      { w.flushed = append(w.flushed, w.body.Len()) }
+
+// A passthrough's usage chunk (held for its cost) is written when core's usage event comes,
+// and flushed with [DONE], which Finish writes at once after it: one flush for the two, as a
+// translated stream's finish and usage chunks share [DONE]'s. Each content chunk is still
+// flushed as it comes (the client must see it now).
+func TestPassthroughUsageChunkIsFlushedWithDone(t *testing.T) {
+	w := &flushWriter{discardWriter: discardWriter{h: http.Header{}}}
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	enc := Protocol{}.Encoder(w, r, &corev1.GenerateRequest{Stream: true})
+	if err := enc.Start(passStart.GetStart()); err != nil {
+		t.Fatal(err)
+	}
+	events := []*corev1.GenerateEvent{
+		nativeEv(`{"id":"c","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}`),
+		nativeEv(`{"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`),
+		{Event: &corev1.GenerateEvent_Usage{Usage: &corev1.Usage{InputTokens: 5, OutputTokens: 1, Reliable: true, Cost: "0.000007", Currency: "RUB"}}},
+	}
+	for _, ev := range events {
+		if err := enc.Event(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	content := len("data: ") + len(events[0].GetNative().GetData()) + 2
+	if len(w.flushed) != 1 || w.flushed[0] != content {
+		t.Fatalf("flushes at %v before Finish, want one at %d (the content chunk)", w.flushed, content)
+	}
+	if err := enc.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	body := w.body.String()
+	if len(w.flushed) != 2 || w.flushed[1] != len(body) || !strings.HasSuffix(body, "data: [DONE]\n\n") || !strings.Contains(body, `"cost":0.000007`) {
+		t.Fatalf("flushes at %v of %d bytes, want the second at the end:\n%s", w.flushed, len(body), body)
+	}
+}

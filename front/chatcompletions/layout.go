@@ -64,19 +64,23 @@ func (l *layout) finish(buf []byte, reason string) []byte {
 // the two equal), without reflection.
 func (l *layout) usage(buf []byte, u *corev1.Usage) []byte {
 	buf = append(append(buf, l.head...), `],"usage":`...)
-	return append(appendUsage(buf, usage(u), u), '}')
+	return append(appendUsage(buf, u), '}')
 }
 
-// appendUsage writes cu, whose details are both set (chatwire.NewUsage), and the cost of u.
-func appendUsage(buf []byte, cu chatwire.Usage, u *corev1.Usage) []byte {
-	buf = strconv.AppendInt(append(buf, `{"prompt_tokens":`...), cu.PromptTokens, 10)
-	buf = strconv.AppendInt(append(buf, `,"completion_tokens":`...), cu.CompletionTokens, 10)
-	buf = strconv.AppendInt(append(buf, `,"total_tokens":`...), cu.TotalTokens, 10)
-	buf = strconv.AppendInt(append(buf, `,"prompt_tokens_details":{"cached_tokens":`...), cu.PromptTokensDetails.CachedTokens, 10)
-	if w := cu.PromptTokensDetails.CacheWriteTokens; w != 0 {
-		buf = strconv.AppendInt(append(buf, `,"cache_write_tokens":`...), w, 10)
+// appendUsage writes the usage object of u (nil: zeros), the fields of chatwire.NewUsage
+// with both details, and its cost. It reads u's counts itself: NewUsage's two details are
+// pointers, which a Usage returned from a call puts on the heap (two allocations per stream).
+func appendUsage(buf []byte, u *corev1.Usage) []byte {
+	in, cached, write, out := u.GetInputTokens(), u.GetCachedInputTokens(), u.GetCacheWriteTokens(), u.GetOutputTokens()
+	prompt := in + cached + write
+	buf = strconv.AppendInt(append(buf, `{"prompt_tokens":`...), prompt, 10)
+	buf = strconv.AppendInt(append(buf, `,"completion_tokens":`...), out, 10)
+	buf = strconv.AppendInt(append(buf, `,"total_tokens":`...), prompt+out, 10)
+	buf = strconv.AppendInt(append(buf, `,"prompt_tokens_details":{"cached_tokens":`...), cached, 10)
+	if write != 0 {
+		buf = strconv.AppendInt(append(buf, `,"cache_write_tokens":`...), write, 10)
 	}
-	buf = strconv.AppendInt(append(buf, `},"completion_tokens_details":{"reasoning_tokens":`...), cu.CompletionTokensDetails.ReasoningTokens, 10)
+	buf = strconv.AppendInt(append(buf, `},"completion_tokens_details":{"reasoning_tokens":`...), u.GetReasoningTokens(), 10)
 	buf = append(buf, '}')
 	if relay.HasCost(u) {
 		buf = append(append(buf, `,"cost":`...), u.GetCost()...)

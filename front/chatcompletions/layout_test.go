@@ -70,8 +70,20 @@ func TestUsageIsTheEncodedUsageWithItsCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := string(relay.AddCost(raw, "", u))
-		if got := string(appendUsage(nil, usage(u), u)); got != want {
+		if got := string(appendUsage(nil, u)); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
 		}
+	}
+}
+
+// The usage chunk is written without an allocation of its own: NewUsage's details, returned
+// from usage(), were two per stream.
+func TestUsageChunkAllocatesNothing(t *testing.T) {
+	u := &corev1.Usage{InputTokens: 5, CachedInputTokens: 100, OutputTokens: 9, ReasoningTokens: 4, Cost: "0.000052", Currency: "RUB"}
+	var l layout
+	l.init(chatwire.Chunk{ID: "chatcmpl-1", Object: chatwire.ObjectChunk, Created: 1, Model: "m"})
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { buf = l.usage(buf[:0], u) }); n != 0 {
+		t.Fatalf("%v allocations per usage chunk, want 0", n)
 	}
 }

@@ -63,7 +63,10 @@ func (e *streamEncoder) Event(ev *corev1.GenerateEvent) error {
 			return e.native(n.GetData())
 		}
 		if u := ev.GetUsage(); u != nil && e.tail.Holding() {
-			return e.tail.Flush(e.sw.Event, u)
+			// Written, not flushed: the usage chunk is the answer's last but [DONE], which
+			// Finish writes at once and flushes with it (as a translated stream's usage
+			// chunk): flushed, it cost a system call and a packet of its own.
+			return e.tail.Flush(e.sw.Write, u)
 		}
 		return nil // the other canonical events of a passthrough are for core, not the client
 	}

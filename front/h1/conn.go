@@ -38,7 +38,10 @@ type conn struct {
 	// bw is taken from bwPool by the first write and given back by every flush that empties
 	// it (writer, releaseWriter): a stream waits for its upstream between flushes for most
 	// of its life, and an idle keep-alive connection has nothing to write.
-	bw      *bufio.Writer
+	bw *bufio.Writer
+	// out is bw's writer: the connection, or, for the moment a larger buffer takes over
+	// what bw holds (room), that buffer.
+	out     connOut
 	baseCtx context.Context
 
 	stateMu    sync.Mutex
@@ -71,7 +74,7 @@ type conn struct {
 
 var (
 	brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
-	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBufferSize) }}
 )
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -266,7 +269,8 @@ func (c *conn) handOver() bool {
 func (c *conn) writer() *bufio.Writer {
 	if c.bw == nil {
 		c.bw = bwPool.Get().(*bufio.Writer)
-		c.bw.Reset(c.nc)
+		c.out.nc = c.nc
+		c.bw.Reset(&c.out)
 	}
 	return c.bw
 }
@@ -275,10 +279,86 @@ func (c *conn) writer() *bufio.Writer {
 // write's bytes: the connection closes).
 func (c *conn) releaseWriter() {
 	if c.bw != nil {
-		c.bw.Reset(nil)
-		bwPool.Put(c.bw)
+		putWriter(c.bw)
 		c.bw = nil
 	}
+}
+
+// putWriter gives a write buffer back to its pool.
+func putWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	if bw.Size() == writeBufferSize {
+		bwPool.Put(bw)
+	} else if i := largeWriterClass(bw.Size()); i < len(largeWriters) && largeWriterSize(i) == bw.Size() {
+		largeWriters[i].Put(bw)
+	}
+}
+
+// connOut is what the write buffer writes to: the connection, or the buffer that takes
+// over from it (into).
+type connOut struct {
+	nc   net.Conn
+	into *bufio.Writer
+}
+
+func (o *connOut) Write(p []byte) (int, error) {
+	if o.into != nil {
+		return o.into.Write(p)
+	}
+	return o.nc.Write(p)
+}
+
+// writeBufferSize is the pooled write buffer's size; largeWriters hold the larger ones a
+// write may need (room), of 8, 16, 32 and 64 KiB.
+const (
+	writeBufferSize = 4 << 10
+	largeWriterMin  = 8 << 10
+)
+
+var largeWriters [4]sync.Pool
+
+func largeWriterSize(class int) int { return largeWriterMin << class }
+
+// largeWriterClass is the class of the smallest large buffer that holds n bytes
+// (len(largeWriters) when none does).
+func largeWriterClass(n int) int {
+	i := 0
+	for i < len(largeWriters) && largeWriterSize(i) < n {
+		i++
+	}
+	return i
+}
+
+// room makes the write buffer hold n more bytes without sending what it holds first: a
+// write larger than its room (a stream's arrival of events coalesced into one write, a whole
+// answer after its head) made bufio send a full buffer and then the rest, two system calls
+// (and two packets) where the flush that follows sends it all in one. What the buffer holds
+// moves into a larger one from the pool (a copy: bw's flush writes into it), up to 64 KiB
+// in all; a write beyond that goes as bufio sends it. The larger buffer goes back to its
+// pool at the flush that empties it, as the small one does.
+func (c *conn) room(n int) {
+	bw := c.writer()
+	if n <= bw.Available() || bw.Buffered() == 0 {
+		return // it fits, or bufio sends a large write straight from the caller's bytes
+	}
+	class := largeWriterClass(bw.Buffered() + n)
+	if class == len(largeWriters) {
+		return
+	}
+	large, _ := largeWriters[class].Get().(*bufio.Writer)
+	if large == nil {
+		large = bufio.NewWriterSize(nil, largeWriterSize(class))
+	}
+	large.Reset(&c.out)
+	c.out.into = large
+	err := bw.Flush() // into large, which has room for it: no system call
+	c.out.into = nil
+	if err != nil { // cannot happen: large has room, and its writes do not fail
+		putWriter(large)
+		return
+	}
+	c.bw = large
+	putWriter(bw)
 }
 
 // serveOne runs the handler for one request and finishes its answer; false: the connection

@@ -17,6 +17,9 @@ import (
 // flushed) is chunked - net/http's rule, with its 2048 bytes.
 const bufferBeforeHead = 2048
 
+// chunkFraming is the most a chunk adds to its data: its size in hex and two CRLFs.
+const chunkFraming = 16 + 4
+
 var errAfterHandler = errors.New("h1: write after the handler returned")
 
 // response is the connection's http.ResponseWriter, reused from request to request.
@@ -135,6 +138,9 @@ func (w *response) write(n int, p []byte, s string) (int, error) {
 	}
 	if w.head {
 		return n, nil
+	}
+	if w.werr == nil {
+		w.c.room(n + chunkFraming) // one system call at the flush, not one more before it
 	}
 	if w.chunked {
 		w.c.lineBuf = append(strconv.AppendInt(w.c.lineBuf[:0], int64(n), 16), "\r\n"...)

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -559,6 +561,81 @@ func TestAWaitingStreamHoldsNoWriteBuffer(t *testing.T) {
 		}
 		if s := <-saw; !s.written || s.flushed {
 			t.Fatalf("answer %d: write buffer held after a write: %v, after the flush: %v; want true, false", i, s.written, s.flushed)
+		}
+	}
+}
+
+// countingListener counts the writes on its connections.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// A write larger than the write buffer's room goes out with what the buffer holds at the
+// flush, in one system call: a stream's arrival of events (written as one, after the head or
+// an earlier piece), a whole answer after its head. bufio alone sent a full buffer first,
+// then the rest (two or three writes). Past 64 KiB it still sends as bufio does.
+func TestALargeWriteGoesOutInOneSystemCall(t *testing.T) {
+	var writes atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrival := strings.Repeat("data: {\"x\":1}\n\n", 400) // 6,400 bytes
+	huge := strings.Repeat("y", 100<<10)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		switch r.URL.Path {
+		case "/stream":
+			_, _ = io.WriteString(w, "data: first\n\n")
+			_ = rc.Flush() // the head and the first event
+			_, _ = io.WriteString(w, "data: second\n\n")
+			_, _ = io.WriteString(w, arrival) // 6,400 bytes after 21 held: past the 4 KiB buffer
+			_ = rc.Flush()
+		case "/whole":
+			w.Header().Set("Content-Length", strconv.Itoa(len(arrival)))
+			_, _ = io.WriteString(w, arrival)
+		case "/huge":
+			_, _ = io.WriteString(w, huge)
+		}
+	})}
+	go func() { _ = s.Serve(countingListener{ln, &writes}) }()
+	t.Cleanup(func() { _ = s.Close() })
+	c, br := dial(t, ln.Addr().String())
+	for _, x := range []struct {
+		path      string
+		body      string
+		maxWrites int64
+	}{
+		{"/stream", "data: first\n\ndata: second\n\n" + arrival, 3}, // the first flush, the arrival's, the end
+		{"/whole", arrival, 1},
+		{"/huge", huge, 100}, // past 64 KiB: as bufio sends it, but sent whole
+	} {
+		writes.Store(0)
+		io.WriteString(c, "GET "+x.path+" HTTP/1.1\r\nHost: h\r\n\r\n")
+		if _, body := answer(t, br, "GET"); body != x.body {
+			t.Fatalf("%s: a body of %d bytes, want %d", x.path, len(body), len(x.body))
+		}
+		if n := writes.Load(); n > x.maxWrites {
+			t.Fatalf("%s: %d writes, want at most %d", x.path, n, x.maxWrites)
 		}
 	}
 }

@@ -67,6 +67,7 @@ type passthroughDecoder struct {
 	usage            metering.Anthropic
 	events           int
 	one              provider.Single
+	natives          provider.Natives
 }
 
 func (d *passthroughDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
@@ -85,9 +86,9 @@ func (d *passthroughDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool
 	case mw.EventMessageDelta:
 		d.merge(gjson.GetBytes(data, "usage").Raw)
 	case mw.EventMessageStop:
-		return d.one.Of(provider.NativeEvent(name, data)), true, nil
+		return d.one.Of(d.natives.Event(name, data)), true, nil
 	}
-	return d.one.Of(provider.NativeEvent(name, data)), false, nil
+	return d.one.Of(d.natives.Event(name, data)), false, nil
 }
 
 // merge overlays a usage object: message_delta repeats cumulative counts (overwrite, never

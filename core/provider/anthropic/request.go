@@ -31,6 +31,12 @@ func buildRequest(call *provider.Call) (*mw.Request, error) {
 	if req.GetN() > 1 {
 		return nil, apierror.New(apierror.InvalidRequest, "n > 1 is not supported by the model's upstream (messages protocol)")
 	}
+	// The request and the values its pointers name, in one allocation rather than three.
+	x := &struct {
+		w         mw.Request
+		maxTokens int64
+		stream    bool
+	}{}
 	maxTokens := req.GetMaxOutputTokens()
 	if maxTokens <= 0 {
 		maxTokens = call.DefaultMaxTokens
@@ -38,17 +44,19 @@ func buildRequest(call *provider.Call) (*mw.Request, error) {
 	if maxTokens <= 0 {
 		maxTokens = fallbackMaxToken
 	}
-	w := &mw.Request{
+	x.maxTokens = maxTokens
+	w := &x.w
+	*w = mw.Request{
 		Model:     call.UpstreamModel,
-		MaxTokens: &maxTokens,
+		MaxTokens: &x.maxTokens,
 		Messages:  messages(req.GetMessages()),
 	}
 	if s := req.GetSystem(); s != "" {
 		w.System = mw.Content{{Type: mw.BlockText, Text: s}}
 	}
 	if req.GetStream() {
-		stream := true
-		w.Stream = &stream
+		x.stream = true
+		w.Stream = &x.stream
 	}
 	w.Tools, w.ToolChoice = tools(req)
 	for _, s := range req.GetStop() {

@@ -204,3 +204,17 @@ func TestSeveralCandidatesAreRefused(t *testing.T) {
 		t.Fatalf("err = %v, want invalid_request_error", err)
 	}
 }
+
+// The translated request of a streamed chat turn: the messages request with its max_tokens
+// and stream values in one allocation, its turns, its content blocks.
+func TestBuildRequestAllocations(t *testing.T) {
+	call := newCall("http://x", chatRequest(true))
+	n := testing.AllocsPerRun(100, func() {
+		if _, err := buildRequest(call); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 3 {
+		t.Fatalf("%v allocations, want at most 3 (the request, the turns, the blocks)", n)
+	}
+}

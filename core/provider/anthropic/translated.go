@@ -54,6 +54,9 @@ func translatedStream(body io.ReadCloser, model string, created int64) (provider
 	x.start.Model, x.start.Created = model, created
 	x.dec.start = &x.start
 	x.stream.Init(body, &x.start, &x.dec)
+	// The decoder copies what it keeps of an event (text into its blocks, strings, raw JSON
+	// through encoding/json): the data need not outlive the next read.
+	x.stream.BorrowData()
 	return x.primed.prime(&x.stream)
 }
 
@@ -109,6 +112,7 @@ type streamDecoder struct {
 	events    int
 	one       provider.Single
 	deltas    provider.Deltas // the text events
+	finish    provider.FinishRoom
 	// compact are the rooms of the first two events read in the compact layout
 	// (message_start, message_delta): a room is used once, because the usage merged from
 	// it keeps pointers into it.
@@ -212,7 +216,7 @@ func (d *streamDecoder) stop() []*corev1.GenerateEvent {
 	if reason == corev1.FinishReason_FINISH_REASON_UNSPECIFIED {
 		reason = corev1.FinishReason_FINISH_REASON_STOP
 	}
-	return d.one.Of(provider.FinishEvent(reason, d.stopSeq))
+	return d.one.Of(d.finish.Event(reason, d.stopSeq))
 }
 
 func (d *streamDecoder) blockStart(i int, cb *mw.ContentBlock) []*corev1.GenerateEvent {

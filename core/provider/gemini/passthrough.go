@@ -62,6 +62,7 @@ type nativeDecoder struct {
 	usage            []byte
 	chunks           int
 	one              provider.Single
+	natives          provider.Natives
 }
 
 // Decode implements provider.Decoder.
@@ -76,7 +77,7 @@ func (d *nativeDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 		d.usage = u // cumulative: the last one wins
 	}
 	d.chunks++
-	return d.one.Of(provider.NativeEvent("", publicModelVersion(ev.Data, d.upstream, d.public))), false, nil
+	return d.one.Of(d.natives.Event("", publicModelVersion(ev.Data, d.upstream, d.public))), false, nil
 }
 
 // End implements provider.Decoder: the normal end of a stream, unless it had no chunk at

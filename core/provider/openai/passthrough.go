@@ -47,7 +47,9 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 	if stream {
 		start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix(), Passthrough: true,
 			Status: http.StatusOK, ContentType: resp.Header.Get(provider.HeaderContentType)}
-		return provider.NewSSEStream(resp.Body, start, &passDecoder{upstream: call.UpstreamModel, public: call.PublicModel}), nil
+		s := provider.NewSSEStream(resp.Body, start, &passDecoder{upstream: call.UpstreamModel, public: call.PublicModel})
+		s.BorrowData() // the decoder copies every chunk it passes on (Chunks.Owned)
+		return s, nil
 	}
 	// The Start and the answer's one event share an allocation.
 	x := new(provider.NativeAnswer)
@@ -85,7 +87,8 @@ type passDecoder struct {
 	upstream, public string
 	usage            []byte
 	one              provider.Single
-	chunks           provider.Chunks // the chunks renamed to the public model
+	chunks           provider.Chunks  // the chunks renamed to the public model
+	natives          provider.Natives // their events
 }
 
 var (
@@ -107,7 +110,9 @@ func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 			d.usage = []byte(u.Raw)
 		}
 	}
-	return d.one.Of(provider.NativeEvent("", d.chunks.PublicModel(ev.Data, d.upstream, d.public))), false, nil
+	// A copy of its own, renamed or not: the stream's reader lends ev.Data only until its
+	// next event, and the chunk may be kept longer (a held usage chunk, a consumer's copy).
+	return d.one.Of(d.natives.Event("", d.chunks.Owned(ev.Data, d.upstream, d.public))), false, nil
 }
 
 // usageObject is the first look for a usage object: some "usage" followed by an object. Every

@@ -68,7 +68,8 @@ type responsesDecoder struct {
 	upstream, public string
 	usage            metering.Usage
 	one              provider.Single
-	chunks           provider.Chunks // the events renamed to the public model
+	chunks           provider.Chunks  // the events renamed to the public model
+	natives          provider.Natives // their events
 }
 
 var _ provider.Decoder = (*responsesDecoder)(nil)
@@ -84,7 +85,7 @@ func (d *responsesDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, 
 		}
 		name = gjson.GetBytes(ev.Data, "type").String()
 	}
-	out := d.one.Of(provider.NativeEvent(name, d.chunks.PublicModel(ev.Data, d.upstream, d.public)))
+	out := d.one.Of(d.natives.Event(name, d.chunks.PublicModel(ev.Data, d.upstream, d.public)))
 	switch name {
 	case "response.completed", "response.incomplete":
 		d.usage = metering.FromOpenAIResponses(json.RawMessage(gjson.GetBytes(ev.Data, "response.usage").Raw))

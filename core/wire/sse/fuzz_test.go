@@ -30,6 +30,13 @@ func FuzzReader(f *testing.F) {
 		if !reflect.DeepEqual(whole, bytewise) || !errors.Is(wholeErr, byteErr) {
 			t.Fatalf("%q:\nwhole     %q %v\none byte  %q %v", body, whole, wholeErr, bytewise, byteErr)
 		}
+		// Borrowing, each event's data is copied before the next is read, as its user must.
+		for _, r := range []io.Reader{bytes.NewReader(body), iotest.OneByteReader(bytes.NewReader(body)), iotest.HalfReader(bytes.NewReader(body))} {
+			borrowed, borrowErr := readEventsBorrowing(t, r, len(body))
+			if !reflect.DeepEqual(emptyAsNil(whole), borrowed) || !errors.Is(wholeErr, borrowErr) {
+				t.Fatalf("%q:\nwhole     %q %v\nborrowing %q %v", body, whole, wholeErr, borrowed, borrowErr)
+			}
+		}
 	})
 }
 
@@ -50,4 +57,42 @@ func readEvents(t *testing.T, r io.Reader, size int) ([]Event, error) {
 	}
 	t.Fatalf("more events than bytes")
 	return nil, nil
+}
+
+// readEventsBorrowing is readEvents with a borrowing reader: each event's data is copied at
+// once (nil stays nil), and a later read must not have changed an earlier event's copy.
+func readEventsBorrowing(t *testing.T, r io.Reader, size int) ([]Event, error) {
+	rd := NewReader(r)
+	rd.Borrow()
+	defer rd.Release()
+	var evs []Event
+	for range size + 2 {
+		ev, err := rd.Next()
+		if err != nil {
+			return evs, err
+		}
+		ev.Data = bytes.Clone(ev.Data)
+		if len(ev.Data) == 0 {
+			ev.Data = nil
+		}
+		evs = append(evs, ev)
+	}
+	t.Fatalf("more events than bytes")
+	return nil, nil
+}
+
+// emptyAsNil is evs with empty data as nil: whether an empty event's data is nil or empty
+// depends on where the reader found it, and means the same.
+func emptyAsNil(evs []Event) []Event {
+	if evs == nil {
+		return nil
+	}
+	out := make([]Event, len(evs))
+	for i, ev := range evs {
+		if len(ev.Data) == 0 {
+			ev.Data = nil
+		}
+		out[i] = ev
+	}
+	return out
 }

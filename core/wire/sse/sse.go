@@ -13,7 +13,8 @@ import (
 )
 
 // Event is one dispatched event. Name is empty for unnamed ("message") events. Data may be
-// kept after the next event is read: the reader never writes it again.
+// kept after the next event is read: the reader never writes it again (unless it borrows:
+// Reader.Borrow).
 type Event struct {
 	Name string
 	Data []byte
@@ -43,10 +44,24 @@ type Reader struct {
 	// (a full arena is replaced, not reused), so an event's Data may be kept.
 	arena []byte
 	start int
+	// borrow: an event's Data may point into the read buffer, valid only until the next
+	// Next (Borrow).
+	borrow bool
 }
 
+// Borrow lets Next return an event's data in the read buffer itself where it lies there
+// whole (the usual shape, see buffered) instead of a copy in the arena: valid only until the
+// next call of Next. For a reader whose every event is consumed before the next is read (a
+// translated stream's decoder copies what it keeps): no arena block per stream, no copy per
+// event. Call it after Reset; Reset ends it.
+func (r *Reader) Borrow() { r.borrow = true }
+
 // arenaSize is the size of an event data block: a few dozen events of a typical stream.
-const arenaSize = 4 << 10
+// A borrowing reader's one block starts at borrowArenaSize: it holds one event at a time.
+const (
+	arenaSize       = 4 << 10
+	borrowArenaSize = 512
+)
 
 // buffers recycles the read buffers: one per stream would otherwise be allocated and cleared
 // for every request. 4 KiB holds several events of any provider (a delta is a few hundred
@@ -120,8 +135,22 @@ func (r *Reader) name(v []byte) string {
 // Next returns the next event, io.EOF after the last complete one. An event cut off by the end
 // of the stream is not returned: a truncated stream must not look complete.
 func (r *Reader) Next() (Event, error) {
+	if r.br.Buffered() == 0 && len(r.queue) == 0 && r.long == nil {
+		// The read the general loop would make, made first, so that an arrival's first
+		// event (a paced stream's only one) is read by buffered too; an error with nothing
+		// read ends the stream as the loop would end it.
+		if _, err := r.br.Peek(1); err != nil {
+			return Event{}, err
+		}
+	}
 	if ev, ok := r.buffered(); ok {
 		return ev, nil
+	}
+	if r.borrow {
+		// The last event's data need not outlive this call: a borrowing reader has one
+		// small block for the events the general loop assembles (those split between two
+		// reads), used again for each.
+		r.arena, r.start = r.arena[:0], 0
 	}
 	var ev Event
 	hasData := false
@@ -194,6 +223,13 @@ func (r *Reader) buffered() (Event, bool) {
 	if bytes.IndexByte(buf[:n], '\r') >= 0 {
 		return Event{}, false
 	}
+	if r.borrow {
+		// Discard leaves the bytes where they are until a later read refills the buffer.
+		v = trimSpace(v)
+		ev.Data = v[:len(v):len(v)]
+		_, _ = r.br.Discard(n)
+		return ev, true
+	}
 	r.start = len(r.arena)
 	r.appendData(trimSpace(v))
 	end := len(r.arena)
@@ -224,7 +260,11 @@ func (r *Reader) appendData(b []byte) {
 		return
 	}
 	cur := r.arena[r.start:]
-	next := make([]byte, 0, max(arenaSize, 2*(len(cur)+len(b))))
+	size := arenaSize
+	if r.borrow {
+		size = borrowArenaSize
+	}
+	next := make([]byte, 0, max(size, 2*(len(cur)+len(b))))
 	r.arena = append(append(next, cur...), b...)
 	r.start = 0
 }

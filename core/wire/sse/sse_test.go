@@ -2,6 +2,7 @@ package sse
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -173,4 +174,129 @@ func TestKeptDataSurvivesLaterEvents(t *testing.T) {
 			t.Fatalf("event %d changed: %.40q..., want %.40q...", i, kept[i], want[i])
 		}
 	}
+}
+
+// A borrowing reader returns events in the usual shape from its read buffer: no arena
+// block and no copy (60 deltas that arrive together allocate nothing), the same events as a
+// reader that copies. (An event split between two reads still takes the general loop, and
+// its copy.)
+func TestABorrowingReaderAllocatesNothing(t *testing.T) {
+	var b strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"delta\":{\"text\":\"w%d \"}}\n\n", i)
+	}
+	data := b.String()
+	src := strings.NewReader(data)
+	var rd Reader
+	check := true // the events' contents, on the first read (Sprintf allocates)
+	read := func(borrow bool) (n int) {
+		src.Reset(data)
+		rd.Reset(src)
+		if borrow {
+			rd.Borrow()
+		}
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				return n
+			}
+			if check {
+				if want := fmt.Sprintf("{\"delta\":{\"text\":\"w%d \"}}", n); string(ev.Data) != want || ev.Name != "content_block_delta" {
+					t.Fatalf("event %d: %q %q", n, ev.Name, ev.Data)
+				}
+			}
+			n++
+		}
+	}
+	if n := read(true); n != 60 || len(data) > readBufferSize {
+		t.Fatalf("%d events", n)
+	}
+	check = false
+	if a := testing.AllocsPerRun(20, func() { read(true) }); a != 0 {
+		t.Fatalf("borrowing: %v allocations", a)
+	}
+	if a := testing.AllocsPerRun(20, func() { read(false) }); a == 0 {
+		t.Fatal("copying: no allocation, so this test cannot tell borrowing from it")
+	}
+	rd.Release()
+}
+
+// pacedReader yields one event per Read, as a paced upstream's arrivals do.
+type pacedReader struct {
+	events [][]byte
+	i      int
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if p.i == len(p.events) {
+		return 0, io.EOF
+	}
+	n := copy(b, p.events[p.i])
+	p.i++
+	return n, nil
+}
+
+// BenchmarkReaderPaced reads a stream of 22 deltas that arrive one per read (make bench's
+// paced simulator), copying into the arena and borrowing the read buffer.
+func BenchmarkReaderPaced(b *testing.B) {
+	var events [][]byte
+	for i := range 22 {
+		events = append(events, fmt.Appendf(nil, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"w%d \"}}\n\n", i))
+	}
+	for _, borrow := range []bool{false, true} {
+		b.Run(map[bool]string{false: "copying", true: "borrowing"}[borrow], func(b *testing.B) {
+			p := &pacedReader{events: events}
+			var rd Reader
+			b.ReportAllocs()
+			for b.Loop() {
+				p.i = 0
+				rd.Reset(p)
+				if borrow {
+					rd.Borrow()
+				}
+				for {
+					if _, err := rd.Next(); err != nil {
+						break
+					}
+				}
+			}
+			rd.Release()
+		})
+	}
+}
+
+// Events split between reads take the general loop, whose copies a borrowing reader makes
+// in one small block used again for each event: 200 events read a byte at a time cost it one
+// allocation, where a copying reader fills a new 4 KiB block every few dozen.
+func TestABorrowingReaderUsesOneBlockForSplitEvents(t *testing.T) {
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"delta\":{\"text\":\"w%d \"}}\n\n", i)
+	}
+	data := b.String()
+	src := strings.NewReader(data)
+	var rd Reader
+	read := func(borrow bool) (n int) {
+		src.Reset(data)
+		rd.Reset(iotest.OneByteReader(src))
+		if borrow {
+			rd.Borrow()
+		}
+		for {
+			if _, err := rd.Next(); err != nil {
+				return n
+			}
+			n++
+		}
+	}
+	if n := read(true); n != 200 {
+		t.Fatalf("%d events", n)
+	}
+	borrowing := testing.AllocsPerRun(10, func() { read(true) })
+	copying := testing.AllocsPerRun(10, func() { read(false) })
+	// OneByteReader's wrapper is one allocation of each run.
+	if borrowing != 2 || copying < 3 {
+		t.Fatalf("allocations: borrowing %v, copying %v; want 2 (the wrapper and one block) and more", borrowing, copying)
+	}
+	rd.Release()
 }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"modelgateway/core/simulator"
+)
+
+// streamPerfCatalog adds scenario 2's translated model to perfCatalog: bench-claude, the same
+// upstream as an Anthropic one (chat translated to messages and back).
+func streamPerfCatalog(upstream string) string {
+	return `{"currency": "RUB", "families": [{"id": "bench"}],
+  "providers": [{"id": "bench-openai", "kind": "openai", "base_url": "` + upstream + `/v1", "api_key_env": "BENCH_UPSTREAM_KEY"},
+                {"id": "bench-anthropic", "kind": "anthropic", "base_url": "` + upstream + `", "api_key_env": "BENCH_UPSTREAM_KEY"}],
+  "models": [{"id": "bench-gpt", "family": "bench", "owned_by": "bench", "priority": 10,
+    "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-openai", "upstream_model": "sim-gpt"}],
+    "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]},
+    {"id": "bench-claude", "family": "bench", "owned_by": "bench", "priority": 11,
+    "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-anthropic", "upstream_model": "sim-claude"}],
+    "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]}]}`
+}
+
+// syscalls is a count of this process's system calls from /proc/self/io (syscr: reads,
+// syscw: writes); 0 where there is none.
+func syscalls(field string) int64 {
+	raw, _ := os.ReadFile("/proc/self/io")
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, field+": "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// BenchmarkChatStreamed is `make bench` scenario 2 in one process, 64 clients at a time, and
+// its passthrough twin: streamed chat requests to the canned simulator (20 words, replayed in
+// one write) through the bare reverse proxy (chat SSE passed on), the gateway passing an
+// OpenAI stream through (bench-gpt) and the gateway translating an Anthropic one
+// (bench-claude), billing and durable charges on. cpu-ns/op and cpu-ns/chunk count the
+// client and the upstream too (the same for all three), so differences are the proxy's own.
+//
+//	go test -run x -bench ChatStreamed -benchmem .
+func BenchmarkChatStreamed(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = simulator.ServeCanned(ctx, ln, simulator.New(simulator.Options{Words: 20})) }()
+	upstream := "http://" + ln.Addr().String()
+	content := "hello #sim:input=20000"
+
+	run := func(b *testing.B, target, model, key string) {
+		body := []byte(`{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"` + content + `"}]}`)
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+		defer client.CloseIdleConnections()
+		// do may run on RunParallel's goroutines: it reports failures with Error, not Fatal.
+		do := func() int {
+			req, _ := http.NewRequest("POST", target+"/v1/chat/completions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return 0
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !bytes.HasSuffix(raw, []byte("data: [DONE]\n\n")) {
+				b.Errorf("status %d: %s", resp.StatusCode, raw)
+				return 0
+			}
+			return bytes.Count(raw, []byte("data: "))
+		}
+		chunks := 0
+		for range 200 { // warm: the canned answer, connections, leases
+			if chunks = do(); chunks == 0 {
+				b.FailNow()
+			}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		c0, r0, w0 := processCPU(), syscalls("syscr"), syscalls("syscw")
+		b.SetParallelism(32)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() && do() > 0 {
+			}
+		})
+		cpu := float64(processCPU()-c0) / float64(b.N)
+		b.ReportMetric(cpu, "cpu-ns/op")
+		b.ReportMetric(cpu/float64(chunks), "cpu-ns/chunk")
+		// The process's read and write system calls (client and upstream included): what
+		// the proxies' differ by is their own.
+		b.ReportMetric(float64(syscalls("syscr")-r0)/float64(b.N), "reads/op")
+		b.ReportMetric(float64(syscalls("syscw")-w0)/float64(b.N), "writes/op")
+	}
+
+	b.Run("bare", func(b *testing.B) {
+		u, _ := url.Parse(upstream)
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+		proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u) }, FlushInterval: -1, Transport: tr}
+		pln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := &http.Server{Handler: proxy}
+		go func() { _ = srv.Serve(pln) }()
+		defer srv.Close()
+		run(b, "http://"+pln.Addr().String(), "sim-gpt", "bench-upstream-key")
+	})
+
+	for _, m := range []struct{ name, model string }{{"passthrough", "bench-gpt"}, {"translated", "bench-claude"}} {
+		b.Run("gateway/"+m.name, func(b *testing.B) {
+			e, pid, stop := startBenchGateway(b, upstream)
+			defer stop()
+			e.admin("POST", "/admin/v1/catalog:apply", streamPerfCatalog(upstream))
+			k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"bench","allowed_endpoints":["*"],"allowed_models":["*"]}`)
+			if !strings.HasPrefix(e.base, "http://") {
+				b.Fatal(e.base)
+			}
+			run(b, e.base, m.model, k["secret"].(string))
+		})
+	}
+}
