@@ -102,10 +102,7 @@ func (n *Natives) Event(name string, data []byte) *corev1.GenerateEvent {
 	}
 	x := &n.events[0]
 	n.events = n.events[1:]
-	x.native.Event, x.native.Data = name, data
-	x.wrap.Native = &x.native
-	x.ev.Event = &x.wrap
-	return &x.ev
+	return x.of(name, data)
 }
 
 // FinishRoom is a stream's finish event in its decoder's allocation: a stream finishes once,
