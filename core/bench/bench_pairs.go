@@ -24,13 +24,13 @@ import (
 
 // scenarioNames are what -scenarios selects, in the order they run (the upload scenario has
 // its own flag, -uploads).
-var scenarioNames = []string{"pgidle", "passthrough", "stream", "rss", "budget", "routes", "chain", "batch"}
+var scenarioNames = []string{"pgidle", "passthrough", "stream", "streampass", "rss", "budget", "routes", "chain", "batch"}
 
 // defaultScenarios leaves the pair scenarios out: at the default -duration each takes about
 // a minute and a half (a settlement pause after every round, and each side alone for
 // -duration plus statsFlush for its transaction counts), so the three would more than
 // double the default run.
-const defaultScenarios = "pgidle,passthrough,stream,rss"
+const defaultScenarios = "pgidle,passthrough,stream,streampass,rss"
 
 // scenarioSet is the scenarios -scenarios selected.
 type scenarioSet map[string]bool

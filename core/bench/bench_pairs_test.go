@@ -22,7 +22,7 @@ func TestParseScenariosSelectsByNameOrAll(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{in: defaultScenarios, want: []string{"passthrough", "pgidle", "rss", "stream"}},
+		{in: defaultScenarios, want: []string{"passthrough", "pgidle", "rss", "stream", "streampass"}},
 		{in: "budget", want: []string{"budget"}},
 		{in: " routes , chain,routes", want: []string{"chain", "routes"}},
 		{in: "all", want: slices.Sorted(slices.Values(scenarioNames))},
