@@ -16,8 +16,8 @@ type account struct {
 	deadline time.Time // the lease may be used until then; before the row's expiry
 	held     amount    // holds of requests in flight
 	spent    amount    // charged, not yet settled (background records with a cost)
-	lastUse  time.Time
-	growing  *growth // a lease growth under way
+	lastUse  int64     // clock.Mono: only how long the account has been idle is read from it
+	growing  *growth   // a lease growth under way
 	// Use of the lease in the current and the previous rateWindow (holds taken, and the part
 	// of charges beyond their holds): a growth asks for room ahead in proportion, so that a
 	// busy profile grows its lease a few times a second, not every few requests.

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 )
 
@@ -104,7 +105,7 @@ func (l *Ledger) budgetAccountOf(ref store.BudgetRef) *account {
 		a = &account{}
 		l.budgets[ref] = a
 	}
-	a.lastUse = time.Now()
+	a.lastUse = clock.Mono()
 	return a
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 )
 
@@ -41,7 +42,8 @@ func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 // the replica's other batch items to share its commit (gatherBatch).
 func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, refundStatus string, batch bool) (decimal.Decimal, error) {
 	l.startOnce.Do(func() { go l.commitLoop() })
-	start := time.Now()
+	// Only the wait is read from the charge's times: monotonic readings, half a time.Now.
+	start := clock.Mono()
 	caller := h
 	if rec.Cost.Valid {
 		var err error
@@ -66,7 +68,9 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 		c.free()
 		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
 	}
-	c.queued = time.Now()
+	if l.SplitWaits {
+		c.queued = clock.Mono()
+	}
 	l.charges = append(l.charges, c)
 	queued := l.batchQueued
 	l.mu.Unlock()
@@ -79,14 +83,14 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	default:
 	}
 	<-c.done
-	now := time.Now()
-	wait := now.Sub(start)
+	now := clock.Mono()
+	wait := time.Duration(now - start)
 	l.mu.Lock()
 	l.waits.add(wait)
 	if l.SplitWaits {
-		l.queues.add(c.txStart.Sub(c.queued))
-		l.wakes.add(now.Sub(c.txEnd))
-		l.covers.add(c.queued.Sub(start))
+		l.queues.add(time.Duration(c.txStart - c.queued))
+		l.wakes.add(time.Duration(now - c.txEnd))
+		l.covers.add(time.Duration(c.queued - start))
 	}
 	l.mu.Unlock()
 	if l.OnCharge != nil {
@@ -240,17 +244,21 @@ func (l *Ledger) commit(batch []*charge) {
 		sts[i] = store.Settlement{Record: c.rec}
 	}
 	costTexts(batch, sts)
-	started := time.Now()
+	started := time.Now() // also the leases' clock (adoptAll)
+	var mono int64        // started on the charges' clock, for SplitWaits
+	if l.SplitWaits {
+		mono = clock.Mono()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
 	res, err := l.Store.Settle(ctx, l.Replica, sts)
 	cancel()
-	ended := time.Now()
-	l.settled(len(batch), started, err)
+	took := time.Since(started)
+	l.settled(len(batch), took, err)
 	for _, c := range batch {
-		c.txStart, c.txEnd = started, ended
+		c.txStart, c.txEnd = mono, mono+int64(took)
 	}
 	l.mu.Lock()
-	l.txs.add(ended.Sub(started))
+	l.txs.add(took)
 	l.stats.Commits++
 	if err == nil {
 		l.stats.Charges += int64(len(batch))

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 )
 
@@ -161,8 +162,9 @@ type charge struct {
 	capped  bool
 	err     error
 	// When it joined the committer's queue, and its transaction's start and end (the last
-	// one tried): Charge splits its wait into these parts (Stats).
-	queued, txStart, txEnd time.Time
+	// one tried): Charge splits its wait into these parts (Stats). Monotonic readings
+	// (clock.Mono): only the intervals between them are read.
+	queued, txStart, txEnd int64
 }
 
 // Hold is money reserved for one request.
@@ -205,7 +207,7 @@ func (l *Ledger) account(p uuid.UUID) *account {
 		a = &account{}
 		l.accounts[p] = a
 	}
-	a.lastUse = time.Now()
+	a.lastUse = clock.Mono()
 	return a
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 )
 
@@ -127,7 +128,7 @@ func (l *Ledger) settle(ctx context.Context, batch []*queued) error {
 	defer cancel()
 	started := time.Now()
 	res, err := l.Store.Settle(dctx, l.Replica, sts)
-	l.settled(len(batch), started, err)
+	l.settled(len(batch), time.Since(started), err)
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func (l *Ledger) afterSettle(batch []*queued, err error) error {
 // for longer than Idle with nothing held or unsettled. A lease the database no longer has
 // alive is not used again until a growth has checked the free balance.
 func (l *Ledger) maintainLeases(ctx context.Context) error {
-	now := time.Now()
+	now, mono := time.Now(), clock.Mono()
 	type idleLease struct {
 		p       uuid.UUID
 		version int64
@@ -196,7 +197,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	seen := map[uuid.UUID]int64{}
 	l.mu.Lock()
 	for p, a := range l.accounts {
-		if a.held.isZero() && a.spent.isZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
+		if a.held.isZero() && a.spent.isZero() && a.growing == nil && time.Duration(mono-a.lastUse) > l.Idle {
 			if a.version > 0 {
 				idle = append(idle, idleLease{p, a.version})
 			}
@@ -216,7 +217,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	var liveBudgets []store.BudgetRef
 	seenBudget := map[store.BudgetRef]int64{}
 	for r, a := range l.budgets {
-		if a.held.isZero() && a.spent.isZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
+		if a.held.isZero() && a.spent.isZero() && a.growing == nil && time.Duration(mono-a.lastUse) > l.Idle {
 			if a.version > 0 {
 				idleBudgets = append(idleBudgets, idleBudget{r, a.version})
 			}
