@@ -92,7 +92,7 @@ func (l *Ledger) budgetAccount(b *budgetUse) *account {
 		a.limit = b.Amount
 	} else if a.limit.Cmp(b.Amount) != 0 {
 		a.limit = b.Amount
-		a.deadline = time.Time{}
+		a.deadline = 0
 	}
 	return a
 }

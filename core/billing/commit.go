@@ -324,12 +324,12 @@ func costTexts(batch []*charge, sts []store.Settlement) {
 func (l *Ledger) adoptAll(res *store.Settled, _ time.Time) {
 	for p, st := range res.Leases {
 		if a := l.accounts[p]; a != nil {
-			l.adopt(a, st, time.Time{})
+			l.adopt(a, st, 0)
 		}
 	}
 	for r, st := range res.BudgetLeases {
 		if a := l.budgets[r]; a != nil {
-			l.adopt(a, st, time.Time{})
+			l.adopt(a, st, 0)
 		}
 	}
 }

@@ -187,7 +187,7 @@ func (l *Ledger) afterSettle(batch []*queued, err error) error {
 // for longer than Idle with nothing held or unsettled. A lease the database no longer has
 // alive is not used again until a growth has checked the free balance.
 func (l *Ledger) maintainLeases(ctx context.Context) error {
-	now, mono := time.Now(), clock.Mono()
+	mono := clock.Mono()
 	type idleLease struct {
 		p       uuid.UUID
 		version int64
@@ -204,7 +204,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 			delete(l.accounts, p)
 			continue
 		}
-		if a.version > 0 && now.Before(a.deadline) {
+		if a.version > 0 && mono < a.deadline {
 			live = append(live, p)
 			seen[p] = a.version
 		}
@@ -224,7 +224,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 			delete(l.budgets, r)
 			continue
 		}
-		if a.version > 0 && now.Before(a.deadline) {
+		if a.version > 0 && mono < a.deadline {
 			liveBudgets = append(liveBudgets, r)
 			seenBudget[r] = a.version
 		}
@@ -240,7 +240,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 		err = errors.Join(err, l.Store.ReleaseBudgetLease(dctx, i.ref, l.Replica, i.version))
 	}
 	if len(liveBudgets) > 0 {
-		started := time.Now()
+		started := clock.Mono()
 		renewed, rerr := l.Store.RenewBudgetLeases(dctx, l.Replica, liveBudgets, l.LeaseTTL)
 		if rerr != nil {
 			return errors.Join(err, rerr)
@@ -253,10 +253,10 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 			}
 			if st, ok := renewed[r]; ok {
 				if st.Version >= a.version {
-					l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
+					l.adopt(a, st, started+int64(l.LeaseTTL-l.margin()))
 				}
 			} else if a.version <= seenBudget[r] {
-				a.deadline = time.Time{}
+				a.deadline = 0
 			}
 		}
 		l.mu.Unlock()
@@ -264,7 +264,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	if len(live) == 0 {
 		return err
 	}
-	started := time.Now()
+	started := clock.Mono()
 	renewed, rerr := l.Store.RenewLeases(dctx, l.Replica, live, l.LeaseTTL)
 	if rerr != nil {
 		return errors.Join(err, rerr)
@@ -278,10 +278,10 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 		}
 		if st, ok := renewed[p]; ok {
 			if st.Version >= a.version {
-				l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
+				l.adopt(a, st, started+int64(l.LeaseTTL-l.margin()))
 			}
 		} else if a.version <= seen[p] {
-			a.deadline = time.Time{} // expired in the database: grow (and check) again
+			a.deadline = 0 // expired in the database: grow (and check) again
 		}
 	}
 	return err
