@@ -244,18 +244,16 @@ func (l *Ledger) commit(batch []*charge) {
 		sts[i] = store.Settlement{Record: c.rec}
 	}
 	costTexts(batch, sts)
-	started := time.Now() // also the leases' clock (adoptAll)
-	var mono int64        // started on the charges' clock, for SplitWaits
-	if l.SplitWaits {
-		mono = clock.Mono()
-	}
+	// Only the transaction's duration is read from these: monotonic readings.
+	started := clock.Mono()
 	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
 	res, err := l.Store.Settle(ctx, l.Replica, sts)
 	cancel()
-	took := time.Since(started)
+	ended := clock.Mono()
+	took := time.Duration(ended - started)
 	l.settled(len(batch), took, err)
 	for _, c := range batch {
-		c.txStart, c.txEnd = mono, mono+int64(took)
+		c.txStart, c.txEnd = started, ended
 	}
 	l.mu.Lock()
 	l.txs.add(took)
@@ -270,7 +268,7 @@ func (l *Ledger) commit(batch []*charge) {
 					"request_id", c.rec.RequestID, "cost", c.rec.Cost.Decimal, "charged", c.charged)
 			}
 		}
-		l.adoptAll(res, started)
+		l.adoptAll(res)
 	}
 	l.mu.Unlock()
 	if err == nil {
@@ -321,7 +319,7 @@ func costTexts(batch []*charge, sts []store.Settlement) {
 }
 
 // adoptAll takes the lease states a settlement returned; the caller holds l.mu.
-func (l *Ledger) adoptAll(res *store.Settled, _ time.Time) {
+func (l *Ledger) adoptAll(res *store.Settled) {
 	for p, st := range res.Leases {
 		if a := l.accounts[p]; a != nil {
 			l.adopt(a, st, 0)

@@ -148,7 +148,7 @@ func (l *Ledger) settle(ctx context.Context, batch []*queued) error {
 			}
 		}
 	}
-	l.adoptAll(res, time.Time{})
+	l.adoptAll(res)
 	return nil
 }
 
