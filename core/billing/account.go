@@ -11,18 +11,18 @@ import (
 // this replica (see Ledger).
 type account struct {
 	// guarded by Ledger.mu:
-	lease    amount    // reserved for this replica in the database (as of version)
-	version  int64     // of the lease row state that lease reflects
-	deadline time.Time // the lease may be used until then; before the row's expiry
-	held     amount    // holds of requests in flight
-	spent    amount    // charged, not yet settled (background records with a cost)
-	lastUse  time.Time
+	lease    amount  // reserved for this replica in the database (as of version)
+	version  int64   // of the lease row state that lease reflects
+	deadline int64   // clock.Mono: the lease may be used until then; before the row's expiry
+	held     amount  // holds of requests in flight
+	spent    amount  // charged, not yet settled (background records with a cost)
+	lastUse  int64   // clock.Mono: only how long the account has been idle is read from it
 	growing  *growth // a lease growth under way
 	// Use of the lease in the current and the previous rateWindow (holds taken, and the part
 	// of charges beyond their holds): a growth asks for room ahead in proportion, so that a
 	// busy profile grows its lease a few times a second, not every few requests.
 	used, prevUsed amount
-	usedSince      time.Time
+	usedSince      int64 // clock.Mono
 	// limit is, for a key budget's account, the budget its lease was taken under.
 	limit decimal.Decimal
 }
@@ -37,9 +37,9 @@ const (
 	lowWindows   = 2
 )
 
-// use counts amount taken from the lease at now; the caller holds Ledger.mu.
-func (a *account) use(now time.Time, x amount) {
-	if d := now.Sub(a.usedSince); d >= rateWindow {
+// use counts amount taken from the lease at now (clock.Mono); the caller holds Ledger.mu.
+func (a *account) use(now int64, x amount) {
+	if d := time.Duration(now - a.usedSince); d >= rateWindow {
 		if d >= 2*rateWindow {
 			a.prevUsed = amount{}
 		} else {
@@ -53,8 +53,8 @@ func (a *account) use(now time.Time, x amount) {
 // recentUse is the larger of the current and the previous window's use.
 func (a *account) recentUse() amount { return maxAmount(a.used, a.prevUsed) }
 
-func (a *account) free(now time.Time) amount {
-	if !now.Before(a.deadline) {
+func (a *account) free(now int64) amount {
+	if now >= a.deadline {
 		return amount{}
 	}
 	return a.lessSpent(a.lease.sub(a.held))
@@ -67,9 +67,9 @@ func (a *account) lessSpent(d amount) amount { return d.sub(a.spent) }
 // with amount added and the room left after it (free less amount). It is free(now) >=
 // amount, worked out from the new holds, which the caller needs anyway, so that the room
 // costs no subtraction of its own.
-func (a *account) fit(now time.Time, x amount) (held, room amount, fits bool) {
+func (a *account) fit(now int64, x amount) (held, room amount, fits bool) {
 	held = a.held.add(x)
-	if !now.Before(a.deadline) {
+	if now >= a.deadline {
 		// Nothing is free: only a hold of nothing (a free model) fits.
 		return held, amount{}.sub(x), x.sign() <= 0
 	}

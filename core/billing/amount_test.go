@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"modelgateway/core/clock"
 )
 
 // amountEdges are values around every boundary of amount's integer form: zero, a nano,
@@ -137,9 +139,9 @@ func BenchmarkAccountBooks(b *testing.B) {
 	})
 	b.Run("amount", func(b *testing.B) {
 		b.ReportAllocs()
-		a := &account{lease: amountOf(decimal.RequireFromString("25")), deadline: time.Now().Add(time.Hour)}
+		a := &account{lease: amountOf(decimal.RequireFromString("25")), deadline: clock.Mono() + int64(time.Hour)}
 		take := func(x amount) {
-			now := time.Time{}
+			now := int64(0) // as the zero time.Time it was: before the deadline, one window
 			if held, room, fits := a.fit(now, x); fits {
 				a.held = held
 				a.use(now, x)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 )
 
@@ -91,7 +92,7 @@ func (l *Ledger) budgetAccount(b *budgetUse) *account {
 		a.limit = b.Amount
 	} else if a.limit.Cmp(b.Amount) != 0 {
 		a.limit = b.Amount
-		a.deadline = time.Time{}
+		a.deadline = 0
 	}
 	return a
 }
@@ -104,7 +105,7 @@ func (l *Ledger) budgetAccountOf(ref store.BudgetRef) *account {
 		a = &account{}
 		l.budgets[ref] = a
 	}
-	a.lastUse = time.Now()
+	a.lastUse = clock.Mono()
 	return a
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 )
 
@@ -41,7 +42,8 @@ func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 // the replica's other batch items to share its commit (gatherBatch).
 func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, refundStatus string, batch bool) (decimal.Decimal, error) {
 	l.startOnce.Do(func() { go l.commitLoop() })
-	start := time.Now()
+	// Only the wait is read from the charge's times: monotonic readings, half a time.Now.
+	start := clock.Mono()
 	caller := h
 	if rec.Cost.Valid {
 		var err error
@@ -66,7 +68,9 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 		c.free()
 		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
 	}
-	c.queued = time.Now()
+	if l.SplitWaits {
+		c.queued = clock.Mono()
+	}
 	l.charges = append(l.charges, c)
 	queued := l.batchQueued
 	l.mu.Unlock()
@@ -79,14 +83,14 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	default:
 	}
 	<-c.done
-	now := time.Now()
-	wait := now.Sub(start)
+	now := clock.Mono()
+	wait := time.Duration(now - start)
 	l.mu.Lock()
 	l.waits.add(wait)
 	if l.SplitWaits {
-		l.queues.add(c.txStart.Sub(c.queued))
-		l.wakes.add(now.Sub(c.txEnd))
-		l.covers.add(c.queued.Sub(start))
+		l.queues.add(time.Duration(c.txStart - c.queued))
+		l.wakes.add(time.Duration(now - c.txEnd))
+		l.covers.add(time.Duration(c.queued - start))
 	}
 	l.mu.Unlock()
 	if l.OnCharge != nil {
@@ -240,17 +244,19 @@ func (l *Ledger) commit(batch []*charge) {
 		sts[i] = store.Settlement{Record: c.rec}
 	}
 	costTexts(batch, sts)
-	started := time.Now()
+	// Only the transaction's duration is read from these: monotonic readings.
+	started := clock.Mono()
 	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
 	res, err := l.Store.Settle(ctx, l.Replica, sts)
 	cancel()
-	ended := time.Now()
-	l.settled(len(batch), started, err)
+	ended := clock.Mono()
+	took := time.Duration(ended - started)
+	l.settled(len(batch), took, err)
 	for _, c := range batch {
 		c.txStart, c.txEnd = started, ended
 	}
 	l.mu.Lock()
-	l.txs.add(ended.Sub(started))
+	l.txs.add(took)
 	l.stats.Commits++
 	if err == nil {
 		l.stats.Charges += int64(len(batch))
@@ -262,7 +268,7 @@ func (l *Ledger) commit(batch []*charge) {
 					"request_id", c.rec.RequestID, "cost", c.rec.Cost.Decimal, "charged", c.charged)
 			}
 		}
-		l.adoptAll(res, started)
+		l.adoptAll(res)
 	}
 	l.mu.Unlock()
 	if err == nil {
@@ -313,15 +319,15 @@ func costTexts(batch []*charge, sts []store.Settlement) {
 }
 
 // adoptAll takes the lease states a settlement returned; the caller holds l.mu.
-func (l *Ledger) adoptAll(res *store.Settled, _ time.Time) {
+func (l *Ledger) adoptAll(res *store.Settled) {
 	for p, st := range res.Leases {
 		if a := l.accounts[p]; a != nil {
-			l.adopt(a, st, time.Time{})
+			l.adopt(a, st, 0)
 		}
 	}
 	for r, st := range res.BudgetLeases {
 		if a := l.budgets[r]; a != nil {
-			l.adopt(a, st, time.Time{})
+			l.adopt(a, st, 0)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 	"modelgateway/core/store/storetest"
 )
@@ -404,7 +405,7 @@ func TestExpiredLeasesAreCheckedAgain(t *testing.T) {
 	// The local deadline falls before the row expires: after it, a goes to the database.
 	time.Sleep(a.LeaseTTL - a.margin() + 50*time.Millisecond)
 	a.mu.Lock()
-	free := a.accounts[f.p].free(time.Now()).dec()
+	free := a.accounts[f.p].free(clock.Mono()).dec()
 	a.mu.Unlock()
 	if !free.IsZero() {
 		t.Fatalf("a still uses its lease after the local deadline: %s free", free)

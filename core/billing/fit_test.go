@@ -3,6 +3,8 @@ package billing
 import (
 	"testing"
 	"time"
+
+	"modelgateway/core/clock"
 )
 
 // fit decides as free(now) >= amount did, and its room is free(now) - amount: with a live
@@ -10,13 +12,13 @@ import (
 // do not fit, and of nothing.
 func TestFitIsFreeComparedWithTheAmount(t *testing.T) {
 	t.Parallel()
-	now := time.Now()
+	now := clock.Mono()
 	for _, live := range []bool{true, false} {
 		for _, spent := range []string{"0", "0.250000000"} {
 			for _, amount := range []string{"0", "0.5", "0.750000000", "0.750000001", "3", "-1"} {
-				a := &account{lease: amountOf(dec("2.000000000")), held: amountOf(dec("1.000000000")), spent: amountOf(dec(spent)), deadline: now.Add(time.Minute)}
+				a := &account{lease: amountOf(dec("2.000000000")), held: amountOf(dec("1.000000000")), spent: amountOf(dec(spent)), deadline: now + int64(time.Minute)}
 				if !live {
-					a.deadline = now.Add(-time.Second)
+					a.deadline = now - int64(time.Second)
 				}
 				free := a.free(now).dec()
 				h, r, fits := a.fit(now, amountOf(dec(amount)))

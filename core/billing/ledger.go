@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 )
 
@@ -161,8 +162,9 @@ type charge struct {
 	capped  bool
 	err     error
 	// When it joined the committer's queue, and its transaction's start and end (the last
-	// one tried): Charge splits its wait into these parts (Stats).
-	queued, txStart, txEnd time.Time
+	// one tried): Charge splits its wait into these parts (Stats). Monotonic readings
+	// (clock.Mono): only the intervals between them are read.
+	queued, txStart, txEnd int64
 }
 
 // Hold is money reserved for one request.
@@ -205,7 +207,7 @@ func (l *Ledger) account(p uuid.UUID) *account {
 		a = &account{}
 		l.accounts[p] = a
 	}
-	a.lastUse = time.Now()
+	a.lastUse = clock.Mono()
 	return a
 }
 
@@ -216,9 +218,11 @@ func (l *Ledger) margin() time.Duration { return l.LeaseTTL / 4 }
 
 // adopt takes a lease state read from the database when it is newer than the one in memory,
 // and a later deadline in any case (the write that set it also set the row's expiry, which
-// later writes of the amount do not shorten).
-func (l *Ledger) adopt(a *account, st store.LeaseState, deadline time.Time) {
-	if deadline.After(a.deadline) {
+// later writes of the amount do not shorten). deadline is a clock.Mono reading, 0 for none:
+// the lease's times are intervals from the moment a write was sent, as time.Time's
+// monotonic readings compared them, read at half a time.Now's cost on every hold.
+func (l *Ledger) adopt(a *account, st store.LeaseState, deadline int64) {
+	if deadline > a.deadline {
 		a.deadline = deadline
 	}
 	if st.Version < a.version {
@@ -329,7 +333,7 @@ func (l *Ledger) take(ctx context.Context, p pool, x amount, aheadOf decimal.Dec
 	for {
 		l.mu.Lock()
 		a := l.accountOf(p)
-		now := time.Now()
+		now := clock.Mono()
 		if held, room, fits := a.fit(now, x); fits {
 			a.held = held
 			a.use(now, x)
@@ -359,7 +363,7 @@ func (l *Ledger) take(ctx context.Context, p pool, x amount, aheadOf decimal.Dec
 		want := need.Add(decimal.Max(x.dec().Mul(aheadOf), a.recentUse().times(aheadWindows).dec()))
 		l.mu.Unlock()
 
-		started := time.Now()
+		started := clock.Mono()
 		dctx, cancel := l.dbContext(ctx)
 		st, err := l.extend(dctx, p, need, want, x.dec())
 		cancel()
@@ -376,7 +380,7 @@ func (l *Ledger) take(ctx context.Context, p pool, x amount, aheadOf decimal.Dec
 			l.mu.Unlock()
 			return err
 		}
-		l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
+		l.adopt(a, st, started+int64(l.LeaseTTL-l.margin()))
 		l.mu.Unlock()
 		return nil
 	}
@@ -387,7 +391,7 @@ func (l *Ledger) take(ctx context.Context, p pool, x amount, aheadOf decimal.Dec
 // fit meanwhile wait for it as for any growth, the others go on. A failure changes nothing:
 // the next request that does not fit grows (and is refused, or learns the outage) itself.
 // The caller holds l.mu.
-func (l *Ledger) growBeside(p pool, a *account, now time.Time) {
+func (l *Ledger) growBeside(p pool, a *account, now int64) {
 	g := &growth{done: make(chan struct{})}
 	a.growing = g
 	held := a.held.add(a.spent)
@@ -411,7 +415,7 @@ func (l *Ledger) growBeside(p pool, a *account, now time.Time) {
 			}
 			return
 		}
-		l.adopt(a, st, now.Add(l.LeaseTTL-l.margin()))
+		l.adopt(a, st, now+int64(l.LeaseTTL-l.margin()))
 	}()
 }
 

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+
+	"modelgateway/core/clock"
 )
 
 // Covers tells whether the profile could hold amount now, without keeping the hold: nil, or
@@ -17,7 +19,7 @@ import (
 func (l *Ledger) Covers(ctx context.Context, profile uuid.UUID, amount decimal.Decimal) error {
 	l.mu.Lock()
 	a := l.accounts[profile]
-	roomy := a != nil && !l.closed && a.free(time.Now()).cmp(amountOf(amount)) >= 0
+	roomy := a != nil && !l.closed && a.free(clock.Mono()).cmp(amountOf(amount)) >= 0
 	l.mu.Unlock()
 	if roomy {
 		return nil
@@ -38,7 +40,7 @@ func (l *Ledger) CoversBudget(ctx context.Context, b Budget, start time.Time, am
 	u := newBudgetUse(b, start)
 	l.mu.Lock()
 	a := l.budgets[u.ref]
-	roomy := a != nil && !l.closed && a.limit.Cmp(b.Amount) == 0 && a.free(time.Now()).cmp(amountOf(amount)) >= 0
+	roomy := a != nil && !l.closed && a.limit.Cmp(b.Amount) == 0 && a.free(clock.Mono()).cmp(amountOf(amount)) >= 0
 	l.mu.Unlock()
 	if roomy {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"modelgateway/core/clock"
 	"modelgateway/core/store"
 )
 
@@ -127,7 +128,7 @@ func (l *Ledger) settle(ctx context.Context, batch []*queued) error {
 	defer cancel()
 	started := time.Now()
 	res, err := l.Store.Settle(dctx, l.Replica, sts)
-	l.settled(len(batch), started, err)
+	l.settled(len(batch), time.Since(started), err)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (l *Ledger) settle(ctx context.Context, batch []*queued) error {
 			}
 		}
 	}
-	l.adoptAll(res, time.Time{})
+	l.adoptAll(res)
 	return nil
 }
 
@@ -186,7 +187,7 @@ func (l *Ledger) afterSettle(batch []*queued, err error) error {
 // for longer than Idle with nothing held or unsettled. A lease the database no longer has
 // alive is not used again until a growth has checked the free balance.
 func (l *Ledger) maintainLeases(ctx context.Context) error {
-	now := time.Now()
+	mono := clock.Mono()
 	type idleLease struct {
 		p       uuid.UUID
 		version int64
@@ -196,14 +197,14 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	seen := map[uuid.UUID]int64{}
 	l.mu.Lock()
 	for p, a := range l.accounts {
-		if a.held.isZero() && a.spent.isZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
+		if a.held.isZero() && a.spent.isZero() && a.growing == nil && time.Duration(mono-a.lastUse) > l.Idle {
 			if a.version > 0 {
 				idle = append(idle, idleLease{p, a.version})
 			}
 			delete(l.accounts, p)
 			continue
 		}
-		if a.version > 0 && now.Before(a.deadline) {
+		if a.version > 0 && mono < a.deadline {
 			live = append(live, p)
 			seen[p] = a.version
 		}
@@ -216,14 +217,14 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	var liveBudgets []store.BudgetRef
 	seenBudget := map[store.BudgetRef]int64{}
 	for r, a := range l.budgets {
-		if a.held.isZero() && a.spent.isZero() && a.growing == nil && now.Sub(a.lastUse) > l.Idle {
+		if a.held.isZero() && a.spent.isZero() && a.growing == nil && time.Duration(mono-a.lastUse) > l.Idle {
 			if a.version > 0 {
 				idleBudgets = append(idleBudgets, idleBudget{r, a.version})
 			}
 			delete(l.budgets, r)
 			continue
 		}
-		if a.version > 0 && now.Before(a.deadline) {
+		if a.version > 0 && mono < a.deadline {
 			liveBudgets = append(liveBudgets, r)
 			seenBudget[r] = a.version
 		}
@@ -239,7 +240,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 		err = errors.Join(err, l.Store.ReleaseBudgetLease(dctx, i.ref, l.Replica, i.version))
 	}
 	if len(liveBudgets) > 0 {
-		started := time.Now()
+		started := clock.Mono()
 		renewed, rerr := l.Store.RenewBudgetLeases(dctx, l.Replica, liveBudgets, l.LeaseTTL)
 		if rerr != nil {
 			return errors.Join(err, rerr)
@@ -252,10 +253,10 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 			}
 			if st, ok := renewed[r]; ok {
 				if st.Version >= a.version {
-					l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
+					l.adopt(a, st, started+int64(l.LeaseTTL-l.margin()))
 				}
 			} else if a.version <= seenBudget[r] {
-				a.deadline = time.Time{}
+				a.deadline = 0
 			}
 		}
 		l.mu.Unlock()
@@ -263,7 +264,7 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 	if len(live) == 0 {
 		return err
 	}
-	started := time.Now()
+	started := clock.Mono()
 	renewed, rerr := l.Store.RenewLeases(dctx, l.Replica, live, l.LeaseTTL)
 	if rerr != nil {
 		return errors.Join(err, rerr)
@@ -277,10 +278,10 @@ func (l *Ledger) maintainLeases(ctx context.Context) error {
 		}
 		if st, ok := renewed[p]; ok {
 			if st.Version >= a.version {
-				l.adopt(a, st, started.Add(l.LeaseTTL-l.margin()))
+				l.adopt(a, st, started+int64(l.LeaseTTL-l.margin()))
 			}
 		} else if a.version <= seen[p] {
-			a.deadline = time.Time{} // expired in the database: grow (and check) again
+			a.deadline = 0 // expired in the database: grow (and check) again
 		}
 	}
 	return err

@@ -26,9 +26,9 @@ func (l *Ledger) InFlight() InFlight {
 	return s
 }
 
-// settled reports one settlement transaction to OnSettle.
-func (l *Ledger) settled(batch int, start time.Time, err error) {
+// settled reports one settlement transaction, which took took, to OnSettle.
+func (l *Ledger) settled(batch int, took time.Duration, err error) {
 	if l.OnSettle != nil {
-		l.OnSettle(batch, time.Since(start), err)
+		l.OnSettle(batch, took, err)
 	}
 }

@@ -25,6 +25,13 @@ type worker struct {
 	sets     map[setKey]*setEntry
 	spanSets map[spanKey][]attribute.KeyValue
 	counted  []*setEntry // sets with counts not yet added
+	// last is each kind's set of the last lookup, with its key: consecutive requests of one
+	// model, route and outcome, the common case, compare the key's strings (the same
+	// strings, from the snapshot: equal at their pointers) instead of hashing five of them.
+	last [setKinds]struct {
+		k setKey
+		e *setEntry
+	}
 	// attrs and lines are reused from one access line to the next.
 	attrs attrSink
 	lines lineWriter
@@ -49,6 +56,7 @@ const (
 	setCurrency
 	setFamily
 	setClient
+	setKinds // the number of kinds
 )
 
 // AttemptOutcome is an upstream attempt's outcome label (contract.md, "Routing"): ok,
@@ -85,14 +93,19 @@ type setEntry struct {
 }
 
 func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) *setEntry {
-	if e, ok := w.sets[k]; ok {
-		return e
+	last := &w.last[k.kind]
+	if last.e != nil && last.k == k {
+		return last.e
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
-	e := &setEntry{attrOpts: attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}, kind: k.kind}
-	if len(w.sets) < 10000 { // bounded, though every part of the key is bounded already
-		w.sets[k] = e
+	e, ok := w.sets[k]
+	if !ok {
+		o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
+		e = &setEntry{attrOpts: attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}, kind: k.kind}
+		if len(w.sets) < 10000 { // bounded, though every part of the key is bounded already
+			w.sets[k] = e
+		}
 	}
+	last.k, last.e = k, e
 	return e
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"modelgateway/core/clock"
 )
 
 // bufferBeforeHead is how much of an answer is held before its head is written: an answer
@@ -404,16 +406,21 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 var dateCache atomic.Pointer[dateEntry]
 
 type dateEntry struct {
-	sec  int64
-	text string
+	// until is the monotonic clock (clock.Mono) at the end of the wall clock's second that
+	// text names: before it the entry is current, read with one monotonic reading instead of
+	// time.Now's two clocks per response. A step of the wall clock shows from the next
+	// second on, as it would in a header of second resolution a moment later.
+	until int64
+	text  string
 }
 
 func httpDate() string {
-	now := time.Now()
-	if d := dateCache.Load(); d != nil && d.sec == now.Unix() {
+	if d := dateCache.Load(); d != nil && clock.Mono() < d.until {
 		return d.text
 	}
-	d := &dateEntry{sec: now.Unix(), text: now.UTC().Format(http.TimeFormat)}
+	// The monotonic reading first: the second's end it sets is then never late.
+	m, now := clock.Mono(), time.Now()
+	d := &dateEntry{until: m + int64(time.Second) - int64(now.Nanosecond()), text: now.UTC().Format(http.TimeFormat)}
 	dateCache.Store(d)
 	return d.text
 }

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"modelgateway/core/clock"
 )
 
 // maxHeadCopy bounds the request body copied behind its head so that both go out in one
@@ -67,7 +69,7 @@ type conn struct {
 	closed  atomic.Bool
 	// Of the idle period; guarded by t.mu.
 	inPool    bool
-	idleAt    time.Time
+	idleAt    int64 // clock.Mono when pooled: only the idle time is read from it
 	idleTimer *time.Timer
 }
 
@@ -113,7 +115,7 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 	c.reader()
 	stop := afterFunc(ctx, c.abortFn)
 	werr := c.writeRequest(req, compress)
-	wrote := time.Now()
+	wrote := clock.Mono() // only how soon a failure followed the write is read from it
 	if werr != nil {
 		if c.aborted.Load() {
 			stop()
@@ -128,7 +130,7 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		if werr != nil {
 			err = werr
 		}
-		retry := c.reused && !c.aborted.Load() && connGone(err) && (werr != nil || time.Since(wrote) < closedIdleWindow)
+		retry := c.reused && !c.aborted.Load() && connGone(err) && (werr != nil || time.Duration(clock.Mono()-wrote) < closedIdleWindow)
 		return nil, retry, c.readError(err)
 	}
 	h, err := c.readFinalHead()

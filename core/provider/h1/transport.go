@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"modelgateway/core/clock"
 )
 
 // Defaults of the zero Transport, net/http's where it has one.
@@ -283,7 +285,7 @@ func (t *Transport) takeIdle(key connKey) (*conn, time.Duration) {
 		c.inPool = false
 		t.mu.Unlock()
 		c.idleTimer.Stop()
-		idleFor := time.Since(c.idleAt)
+		idleFor := time.Duration(clock.Mono() - c.idleAt)
 		check := t.staleCheckAfter
 		if check == 0 {
 			check = staleCheckAfter
@@ -318,7 +320,7 @@ func (t *Transport) put(c *conn) bool {
 		t.idle = map[connKey][]*conn{}
 	}
 	c.inPool = true
-	c.idleAt = time.Now()
+	c.idleAt = clock.Mono()
 	t.idle[c.key] = append(list, c)
 	t.nidle++
 	if c.idleTimer == nil {
@@ -335,7 +337,7 @@ func (c *conn) expire() {
 	t := c.t
 	t.mu.Lock()
 	// Taken (and perhaps pooled again) since the timer fired: not this idle period's.
-	if !c.inPool || time.Since(c.idleAt) < t.idleTimeout() {
+	if !c.inPool || time.Duration(clock.Mono()-c.idleAt) < t.idleTimeout() {
 		t.mu.Unlock()
 		return
 	}
