@@ -6,7 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"modelgateway/core/clock"
+	"modelgateway/core/wire/clock"
 )
 
 // amountEdges are values around every boundary of amount's integer form: zero, a nano,

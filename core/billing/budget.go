@@ -16,8 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"modelgateway/core/clock"
 	"modelgateway/core/store"
+	"modelgateway/core/wire/clock"
 )
 
 // ErrBudgetExceeded is budget_exceeded: what is free of the key's budget in the request's

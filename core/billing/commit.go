@@ -15,8 +15,8 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"modelgateway/core/clock"
 	"modelgateway/core/store"
+	"modelgateway/core/wire/clock"
 )
 
 // Charge makes a finished request's record and charge durable, and then releases its hold.

@@ -22,9 +22,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
-	"modelgateway/core/clock"
 	"modelgateway/core/store"
 	"modelgateway/core/store/storetest"
+	"modelgateway/core/wire/clock"
 )
 
 // fixture is a store with one profile and a real key for its records.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgateway/core/clock"
+	"modelgateway/core/wire/clock"
 )
 
 // fit decides as free(now) >= amount did, and its room is free(now) - amount: with a live

@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"modelgateway/core/clock"
 	"modelgateway/core/store"
+	"modelgateway/core/wire/clock"
 )
 
 // ErrInsufficient is insufficient_balance: the free balance cannot cover the hold.

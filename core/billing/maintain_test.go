@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgateway/core/clock"
+	"modelgateway/core/wire/clock"
 )
 
 // leaseExpiry is the replica's lease row on the profile: its expiry, and whether it exists.

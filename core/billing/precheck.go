@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"modelgateway/core/clock"
+	"modelgateway/core/wire/clock"
 )
 
 // Covers tells whether the profile could hold amount now, without keeping the hold: nil, or

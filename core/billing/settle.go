@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"modelgateway/core/clock"
 	"modelgateway/core/store"
+	"modelgateway/core/wire/clock"
 )
 
 // Run settles pending records every FlushEvery, renews the leases in use, returns idle ones

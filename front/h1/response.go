@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"modelgateway/core/clock"
+	"modelgateway/core/wire/clock"
 )
 
 // bufferBeforeHead is how much of an answer is held before its head is written: an answer

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"modelgateway/core/clock"
+	"modelgateway/core/wire/clock"
 )
 
 // maxHeadCopy bounds the request body copied behind its head so that both go out in one

@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"modelgateway/core/clock"
+	"modelgateway/core/wire/clock"
 )
 
 // Defaults of the zero Transport, net/http's where it has one.
