@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"modelgateway/core/simulator"
 )
 
 // BenchmarkChatBudgeted is BenchmarkChatNonStreamed's gateway path for a key with a budget
@@ -19,14 +16,7 @@ import (
 // the canned upstream, the same for both keys); xact/op the database's commits per request.
 // go test -run x -bench ChatBudgeted -benchtime 5000x .
 func BenchmarkChatBudgeted(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = simulator.ServeCanned(ctx, ln, simulator.New(simulator.Options{Words: 20})) }()
-	upstream := "http://" + ln.Addr().String()
+	upstream := cannedUpstream(b)
 	e, pid, stop := startBenchGateway(b, upstream)
 	defer stop()
 	keys := map[string]string{}

@@ -43,14 +43,7 @@ func processCPU() time.Duration {
 // canned upstream. allocs/op and cpu-ns/op count the client and the upstream too (the same
 // for both), so the difference between the two is the proxy's own.
 func BenchmarkChatNonStreamed(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = simulator.ServeCanned(ctx, ln, simulator.New(simulator.Options{Words: 20})) }()
-	upstream := "http://" + ln.Addr().String()
+	upstream := cannedUpstream(b)
 	// Usage above the hold, as the bench's upstream reports it.
 	content := "hello #sim:input=20000"
 
@@ -94,18 +87,7 @@ func BenchmarkChatNonStreamed(b *testing.B) {
 	}
 
 	b.Run("bare", func(b *testing.B) {
-		u, _ := url.Parse(upstream)
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
-		proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u) }, FlushInterval: -1, Transport: tr}
-		pln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv := &http.Server{Handler: proxy}
-		go func() { _ = srv.Serve(pln) }()
-		defer srv.Close()
-		run(b, "http://"+pln.Addr().String(), "sim-gpt", "bench-upstream-key")
+		run(b, bareProxy(b, upstream), "sim-gpt", "bench-upstream-key")
 	})
 
 	b.Run("gateway", func(b *testing.B) {
@@ -153,4 +135,35 @@ func startBenchGateway(b *testing.B, upstream string) (e *env, pid string, stop 
 	pid = p["id"].(string)
 	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"1000000000","reason":"topup","idempotency_key":"c1"}`)
 	return e, pid, stop
+}
+
+// bareProxy serves a bare net/http reverse proxy to upstream until b ends, as make bench's
+// bare side (flushing every write), and returns its base URL.
+func bareProxy(b *testing.B, upstream string) string {
+	u, _ := url.Parse(upstream)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u) }, FlushInterval: -1, Transport: tr}
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: proxy}
+	go func() { _ = srv.Serve(pln) }()
+	b.Cleanup(func() { srv.Close() })
+	return "http://" + pln.Addr().String()
+}
+
+// cannedUpstream serves the canned simulator (20 words, each answer replayed from memory in
+// one write) until b ends, and returns its base URL: the upstream of make bench's chat
+// scenarios.
+func cannedUpstream(b *testing.B) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = simulator.ServeCanned(ctx, ln, simulator.New(simulator.Options{Words: 20})) }()
+	return "http://" + ln.Addr().String()
 }

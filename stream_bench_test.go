@@ -2,18 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
-
-	"modelgateway/core/simulator"
 )
 
 // streamPerfCatalog adds scenario 2's translated model to perfCatalog: bench-claude, the same
@@ -52,14 +46,7 @@ func syscalls(field string) int64 {
 //
 //	go test -run x -bench ChatStreamed -benchmem .
 func BenchmarkChatStreamed(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = simulator.ServeCanned(ctx, ln, simulator.New(simulator.Options{Words: 20})) }()
-	upstream := "http://" + ln.Addr().String()
+	upstream := cannedUpstream(b)
 	content := "hello #sim:input=20000"
 
 	run := func(b *testing.B, target, model, key string) {
@@ -108,18 +95,7 @@ func BenchmarkChatStreamed(b *testing.B) {
 	}
 
 	b.Run("bare", func(b *testing.B) {
-		u, _ := url.Parse(upstream)
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
-		proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u) }, FlushInterval: -1, Transport: tr}
-		pln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv := &http.Server{Handler: proxy}
-		go func() { _ = srv.Serve(pln) }()
-		defer srv.Close()
-		run(b, "http://"+pln.Addr().String(), "sim-gpt", "bench-upstream-key")
+		run(b, bareProxy(b, upstream), "sim-gpt", "bench-upstream-key")
 	})
 
 	for _, m := range []struct{ name, model string }{{"passthrough", "bench-gpt"}, {"translated", "bench-claude"}} {

@@ -11,16 +11,7 @@ import (
 // serves it: the JSON process logger at info (the access line, flushed once per 64 lines as
 // a drain of the queue would), the outcome's metrics and the request counter.
 func BenchmarkWorkerAccess(b *testing.B) {
-	log, err := NewLogger(io.Discard, "json", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	tel, err := New(context.Background(), Options{Log: log, MetricsAddr: "127.0.0.1:0"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tel.Close(context.Background())
-	w := newWorker(tel)
+	w := benchWorker(b)
 	start := time.Now()
 	o := outcome(start)
 	b.ReportAllocs()
@@ -39,4 +30,37 @@ func BenchmarkWorkerAccess(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkWorkerMetrics is one outcome's metrics as the worker records them, alone (the
+// access line and queue left out): the instruments' records and the attribute sets' lookups.
+func BenchmarkWorkerMetrics(b *testing.B) {
+	w := benchWorker(b)
+	o := outcome(time.Now())
+	b.ReportAllocs()
+	c0 := cpuTime()
+	i := 0
+	for b.Loop() {
+		w.metrics(&o)
+		w.requests(o.EndpointFamily, o.Status)
+		if i++; i%64 == 0 {
+			w.flush()
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// benchWorker is a worker of a gateway's telemetry (the JSON process logger at info, a
+// metrics listener) that ends with b.
+func benchWorker(b *testing.B) *worker {
+	log, err := NewLogger(io.Discard, "json", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tel, err := New(context.Background(), Options{Log: log, MetricsAddr: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tel.Close(context.Background()) })
+	return newWorker(tel)
 }
