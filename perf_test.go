@@ -20,13 +20,18 @@ import (
 	"modelgateway/core/telemetry"
 )
 
-// perfCatalog is the bench's scenario 1 (core/bench): bench-gpt, an OpenAI upstream whose
-// chat answers pass through.
+// perfCatalog is the bench's scenarios 1 and 2 (core/bench): bench-gpt, an OpenAI upstream
+// whose chat answers pass through, and bench-claude, the same upstream as an Anthropic one
+// (chat translated to messages and back).
 func perfCatalog(upstream string) string {
 	return `{"currency": "RUB", "families": [{"id": "bench"}],
-  "providers": [{"id": "bench-openai", "kind": "openai", "base_url": "` + upstream + `/v1", "api_key_env": "BENCH_UPSTREAM_KEY"}],
+  "providers": [{"id": "bench-openai", "kind": "openai", "base_url": "` + upstream + `/v1", "api_key_env": "BENCH_UPSTREAM_KEY"},
+                {"id": "bench-anthropic", "kind": "anthropic", "base_url": "` + upstream + `", "api_key_env": "BENCH_UPSTREAM_KEY"}],
   "models": [{"id": "bench-gpt", "family": "bench", "owned_by": "bench", "priority": 10,
     "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-openai", "upstream_model": "sim-gpt"}],
+    "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]},
+    {"id": "bench-claude", "family": "bench", "owned_by": "bench", "priority": 11,
+    "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-anthropic", "upstream_model": "sim-claude"}],
     "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]}]}`
 }
 

@@ -10,20 +10,6 @@ import (
 	"testing"
 )
 
-// streamPerfCatalog adds scenario 2's translated model to perfCatalog: bench-claude, the same
-// upstream as an Anthropic one (chat translated to messages and back).
-func streamPerfCatalog(upstream string) string {
-	return `{"currency": "RUB", "families": [{"id": "bench"}],
-  "providers": [{"id": "bench-openai", "kind": "openai", "base_url": "` + upstream + `/v1", "api_key_env": "BENCH_UPSTREAM_KEY"},
-                {"id": "bench-anthropic", "kind": "anthropic", "base_url": "` + upstream + `", "api_key_env": "BENCH_UPSTREAM_KEY"}],
-  "models": [{"id": "bench-gpt", "family": "bench", "owned_by": "bench", "priority": 10,
-    "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-openai", "upstream_model": "sim-gpt"}],
-    "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]},
-    {"id": "bench-claude", "family": "bench", "owned_by": "bench", "priority": 11,
-    "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-anthropic", "upstream_model": "sim-claude"}],
-    "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]}]}`
-}
-
 // syscalls is a count of this process's system calls from /proc/self/io (syscr: reads,
 // syscw: writes); 0 where there is none.
 func syscalls(field string) int64 {
@@ -102,7 +88,7 @@ func BenchmarkChatStreamed(b *testing.B) {
 		b.Run("gateway/"+m.name, func(b *testing.B) {
 			e, pid, stop := startBenchGateway(b, upstream)
 			defer stop()
-			e.admin("POST", "/admin/v1/catalog:apply", streamPerfCatalog(upstream))
+			e.admin("POST", "/admin/v1/catalog:apply", perfCatalog(upstream))
 			k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"bench","allowed_endpoints":["*"],"allowed_models":["*"]}`)
 			if !strings.HasPrefix(e.base, "http://") {
 				b.Fatal(e.base)
