@@ -58,21 +58,8 @@ func BenchmarkChatNonStreamed(b *testing.B) {
 		defer client.CloseIdleConnections()
 		// do may run on RunParallel's goroutines: it reports failures with Error, not Fatal.
 		do := func() bool {
-			req, _ := http.NewRequest("POST", target+"/v1/chat/completions", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+key)
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Error(err)
-				return false
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Errorf("status %d: %s", resp.StatusCode, raw)
-				return false
-			}
-			return true
+			_, ok := postChat(b, client, target, key, body)
+			return ok
 		}
 		for range 200 { // warm: the canned answer, connections, leases
 			if !do() {
@@ -98,11 +85,7 @@ func BenchmarkChatNonStreamed(b *testing.B) {
 	b.Run("gateway", func(b *testing.B) {
 		e, pid, stop := startBenchGateway(b, upstream)
 		defer stop()
-		k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"bench","allowed_endpoints":["*"],"allowed_models":["*"]}`)
-		if !strings.HasPrefix(e.base, "http://") {
-			b.Fatal(e.base)
-		}
-		run(b, e.base, "bench-gpt", k["secret"].(string))
+		run(b, e.base, "bench-gpt", benchKey(e, pid))
 	})
 }
 
@@ -140,6 +123,36 @@ func startBenchGateway(b *testing.B, upstream string) (e *env, pid string, stop 
 	pid = p["id"].(string)
 	e.admin("POST", "/admin/v1/profiles/"+pid+":credit", `{"amount":"1000000000","reason":"topup","idempotency_key":"c1"}`)
 	return e, pid, stop
+}
+
+// benchKey is a new key of the bench profile pid with every endpoint and model allowed.
+func benchKey(e *env, pid string) string {
+	k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"bench","allowed_endpoints":["*"],"allowed_models":["*"]}`)
+	if !strings.HasPrefix(e.base, "http://") {
+		e.t.Fatal(e.base)
+	}
+	return k["secret"].(string)
+}
+
+// postChat posts a chat completion request to target with key and reads its answer whole:
+// the answer and true on 200, false after an Error otherwise (Error, not Fatal: it may run on
+// RunParallel's goroutines).
+func postChat(b *testing.B, client *http.Client, target, key string, body []byte) ([]byte, bool) {
+	req, _ := http.NewRequest("POST", target+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Error(err)
+		return nil, false
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Errorf("status %d: %s", resp.StatusCode, raw)
+		return raw, false
+	}
+	return raw, true
 }
 
 // bareProxy serves a bare net/http reverse proxy to upstream until b ends, as make bench's

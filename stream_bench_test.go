@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -41,18 +40,12 @@ func BenchmarkChatStreamed(b *testing.B) {
 		defer client.CloseIdleConnections()
 		// do may run on RunParallel's goroutines: it reports failures with Error, not Fatal.
 		do := func() int {
-			req, _ := http.NewRequest("POST", target+"/v1/chat/completions", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+key)
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Error(err)
+			raw, ok := postChat(b, client, target, key, body)
+			if !ok {
 				return 0
 			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK || !bytes.HasSuffix(raw, []byte("data: [DONE]\n\n")) {
-				b.Errorf("status %d: %s", resp.StatusCode, raw)
+			if !bytes.HasSuffix(raw, []byte("data: [DONE]\n\n")) {
+				b.Errorf("a stream without its end: %s", raw)
 				return 0
 			}
 			return bytes.Count(raw, []byte("data: "))
@@ -88,12 +81,7 @@ func BenchmarkChatStreamed(b *testing.B) {
 		b.Run("gateway/"+m.name, func(b *testing.B) {
 			e, pid, stop := startBenchGateway(b, upstream)
 			defer stop()
-			e.admin("POST", "/admin/v1/catalog:apply", perfCatalog(upstream))
-			k := e.admin("POST", "/admin/v1/profiles/"+pid+"/keys", `{"name":"bench","allowed_endpoints":["*"],"allowed_models":["*"]}`)
-			if !strings.HasPrefix(e.base, "http://") {
-				b.Fatal(e.base)
-			}
-			run(b, e.base, m.model, k["secret"].(string))
+			run(b, e.base, m.model, benchKey(e, pid))
 		})
 	}
 }

@@ -1,62 +1,26 @@
 package provider
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
-	"strconv"
-	"strings"
 	"testing"
+
+	"modelgateway/core/simulator"
 )
 
-// BenchmarkDo is one non-streamed upstream call through Do, serially, on a canned local
-// upstream (a raw socket answering a chat completion of about 600 bytes, whose own cost is
-// small and the same for every version of Do): the client's context is cancellable, as a
-// request's is.
+// BenchmarkDo is one non-streamed upstream call through Do, serially, on the canned
+// simulator (a chat completion of 80 words replayed from memory over a minimal server, whose
+// own cost is small and the same for every version of Do): the client's context is
+// cancellable, as a request's is.
 func BenchmarkDo(b *testing.B) {
-	answer := `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` +
-		strings.Repeat("word ", 80) + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":80}}`
-	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(answer)) + "\r\n\r\n" + answer)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					n := 0
-					for {
-						line, err := br.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						if len(line) <= 2 {
-							break
-						}
-						if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
-							n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
-						}
-					}
-					if _, err := br.Discard(n); err != nil {
-						return
-					}
-					if _, err := c.Write(resp); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	go func() { _ = simulator.ServeCanned(ctx, ln, simulator.New(simulator.Options{Words: 80})) }()
 	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
 	body := []byte(`{"model":"sim-gpt","messages":[{"role":"user","content":"hello"}]}`)
 	call := func() {

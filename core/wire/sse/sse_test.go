@@ -181,11 +181,7 @@ func TestKeptDataSurvivesLaterEvents(t *testing.T) {
 // reader that copies. (An event split between two reads still takes the general loop, and
 // its copy.)
 func TestABorrowingReaderAllocatesNothing(t *testing.T) {
-	var b strings.Builder
-	for i := range 60 {
-		fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"delta\":{\"text\":\"w%d \"}}\n\n", i)
-	}
-	data := b.String()
+	data := deltaEvents(60)
 	src := strings.NewReader(data)
 	var rd Reader
 	check := true // the events' contents, on the first read (Sprintf allocates)
@@ -269,11 +265,7 @@ func BenchmarkReaderPaced(b *testing.B) {
 // in one small block used again for each event: 200 events read a byte at a time cost it one
 // allocation, where a copying reader fills a new 4 KiB block every few dozen.
 func TestABorrowingReaderUsesOneBlockForSplitEvents(t *testing.T) {
-	var b strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"delta\":{\"text\":\"w%d \"}}\n\n", i)
-	}
-	data := b.String()
+	data := deltaEvents(200)
 	src := strings.NewReader(data)
 	var rd Reader
 	read := func(borrow bool) (n int) {
@@ -299,4 +291,13 @@ func TestABorrowingReaderUsesOneBlockForSplitEvents(t *testing.T) {
 		t.Fatalf("allocations: borrowing %v, copying %v; want 2 (the wrapper and one block) and more", borrowing, copying)
 	}
 	rd.Release()
+}
+
+// deltaEvents is n messages-style text deltas in the usual shape, each its own text.
+func deltaEvents(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "event: content_block_delta\ndata: {\"delta\":{\"text\":\"w%d \"}}\n\n", i)
+	}
+	return b.String()
 }
