@@ -90,6 +90,7 @@ type benchConfig struct {
 	uploads               int
 	uploadDuration        time.Duration
 	canned                bool
+	pgDurable             bool // the throwaway PostgreSQL with fsync and synchronous commits on
 	inputTokens           int
 	layout                string
 	scenarios             scenarioSet // which scenarios run (-scenarios)
@@ -104,6 +105,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured load per scenario and proxy before the rounds")
 	fs.IntVar(&c.concurrency, "concurrency", 64, "closed-loop clients of scenarios 1 and 2")
 	fs.BoolVar(&c.canned, "canned", true, "scenarios 1 and 2 against the canned upstream (answers replayed from memory, 0 ms); false: the paced simulator")
+	fs.BoolVar(&c.pgDurable, "pg-durable", false, "run the throwaway PostgreSQL with fsync, synchronous_commit and full_page_writes on (a charge is then durable on this machine's disk, not only in PostgreSQL's memory); default off, as in the test clusters")
 	fs.IntVar(&c.inputTokens, "input-tokens", 20000, "input tokens the upstream reports for each chat answer: above the hold, as image and tool inputs are (0: counted)")
 	fs.IntVar(&c.streams, "rss-streams", 64, "concurrent streams of the peak-RSS scenario")
 	fs.IntVar(&c.rounds, "rounds", 5, "alternating bare/gateway rounds the measured time is split into")

@@ -57,8 +57,12 @@ func (b *bench) setUp(ctx context.Context) error {
 	}
 	dbURL := os.Getenv("DATABASE_URL")
 	if dbURL == "" {
-		fmt.Fprintln(os.Stderr, "bench: starting a throwaway PostgreSQL")
-		if b.pg, err = pgcluster.Start(ctx, pgcluster.Options{}); err != nil {
+		durability := "off"
+		if b.cfg.pgDurable {
+			durability = "on"
+		}
+		fmt.Fprintf(os.Stderr, "bench: starting a throwaway PostgreSQL (fsync and synchronous_commit %s)\n", durability)
+		if b.pg, err = pgcluster.Start(ctx, pgcluster.Options{Durable: b.cfg.pgDurable}); err != nil {
 			return fmt.Errorf("bench PostgreSQL: %w", err)
 		}
 		dbURL = b.pg.URL("postgres")

@@ -24,10 +24,16 @@ import (
 
 // Options chooses where and how the cluster runs.
 type Options struct {
-	Dir        string    // data directory; "" = a new temporary directory removed by Stop
-	Port       int       // 0 = a free port (persistent clusters remember theirs)
-	Persistent bool      // keep the server running and the data between runs
-	Log        io.Writer // server output for throwaway clusters; nil = discarded
+	Dir        string // data directory; "" = a new temporary directory removed by Stop
+	Port       int    // 0 = a free port (persistent clusters remember theirs)
+	Persistent bool   // keep the server running and the data between runs
+	// Durable keeps PostgreSQL's own durability on (fsync, synchronous_commit,
+	// full_page_writes): a commit returns once its write-ahead log is on disk. Throwaway
+	// clusters run without it unless asked (tests, and the bench's default, for speed: their
+	// data dies with them anyway); a persistent cluster always has it, since its data, the
+	// ledger included, must survive a crash of the machine.
+	Durable bool
+	Log     io.Writer // server output for throwaway clusters; nil = discarded
 	// Step, when set, hears each start-up step as it ends: "initdb" (a new data directory),
 	// then "start" (the server accepts connections) or "running" (a persistent server was
 	// already running on the directory). `make run` prints a line for each.
@@ -39,6 +45,7 @@ type Cluster struct {
 	dir        string
 	port       int
 	persistent bool
+	durable    bool
 	temp       bool
 	cmd        *exec.Cmd
 	exited     chan struct{}
@@ -54,7 +61,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: opts.Dir, port: opts.Port, persistent: opts.Persistent}
+	c := &Cluster{dir: opts.Dir, port: opts.Port, persistent: opts.Persistent, durable: opts.durable()}
 	if c.dir == "" {
 		// Short path: the unix socket lives in the data directory and has a 107-byte limit.
 		c.dir, err = os.MkdirTemp("", "pg")
@@ -116,6 +123,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 }
 
+// durable: a persistent cluster is always durable, a throwaway one when asked.
+func (o Options) durable() bool { return o.Durable || o.Persistent }
+
 func (o Options) step(name string) {
 	if o.Step != nil {
 		o.Step(name)
@@ -134,11 +144,11 @@ func (c *Cluster) URL(database string) string {
 func (c *Cluster) Port() int { return c.port }
 
 func (c *Cluster) serverArgs() []string {
-	return []string{
-		"-p", strconv.Itoa(c.port), "-k", c.dir, "-c", "listen_addresses=127.0.0.1",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300",
+	args := []string{"-p", strconv.Itoa(c.port), "-k", c.dir, "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=300"}
+	if !c.durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
+	return args
 }
 
 // startChild runs postgres as a child that dies with this process.
