@@ -6,10 +6,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
 	"modelgateway/core/store"
@@ -19,9 +23,11 @@ import (
 // The set-based gateway_settle (migrations/functions) agrees with the per-record loop it replaced
 // (migration 0004's, kept as the reference in testdata/gateway_settle_loop.sql): the same random batches, replays, withheld
 // charges and leases are settled in two databases, one with each function, and every result
-// and every row written must be the same. gateway_settle has two statements for this, one for
-// batches whose keys have no budget and one with the budget parts: a budget too large to bind
-// takes the second, which must agree too.
+// and every row written must be the same. gateway_settle has three statements for this: the
+// plain one for batches whose keys have no budget and whose charges all fit, unreplayed and not
+// withheld; the capped one for the other batches without a budget; and one with the budget parts,
+// which a budget too large to bind takes. Each must agree, and each must have run (the function
+// says which at DEBUG).
 func TestSettleAgreesWithTheLoopItReplaced(t *testing.T) {
 	t.Parallel()
 	for _, budget := range []bool{false, true} {
@@ -38,8 +44,30 @@ func settleAgreesWithTheLoop(t *testing.T, budget bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, _ := open(t)
+	set, url := open(t)
 	ref, _ := open(t)
+	// The function names the statement it ran in a DEBUG message, which a connection asking for
+	// them hears as a notice.
+	var mu sync.Mutex
+	forms := map[string]int{}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["client_min_messages"] = "debug1"
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if form, ok := strings.CutPrefix(n.Message, "gateway_settle: "); ok {
+			mu.Lock()
+			forms[form]++
+			mu.Unlock()
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	set = &store.Store{Pool: pool}
 	if _, err := ref.Pool.Exec(ctx, string(reference)); err != nil {
 		t.Fatalf("reference function: %v", err)
 	}
@@ -49,7 +77,7 @@ func settleAgreesWithTheLoop(t *testing.T, budget bool) {
 	key := uuid.New()
 	for _, st := range []*store.Store{set, ref} {
 		for i, p := range profiles {
-			if _, err := st.Pool.Exec(ctx, `INSERT INTO profiles (id, currency, balance) VALUES ($1, 'RUB', $2)`, p, []string{"20", "7.5", "0"}[i]); err != nil {
+			if _, err := st.Pool.Exec(ctx, `INSERT INTO profiles (id, currency, balance) VALUES ($1, 'RUB', $2)`, p, []string{"150", "7.5", "0"}[i]); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := st.Pool.Exec(ctx, `INSERT INTO ledger_entries (profile_id, amount, kind) VALUES ($1, (SELECT balance FROM profiles WHERE id = $1), 'credit')`, p); err != nil {
@@ -76,11 +104,18 @@ func settleAgreesWithTheLoop(t *testing.T, budget bool) {
 	rng := rand.New(rand.NewPCG(13, 17))
 	start := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	charges := 0
-	for round := range 80 {
+	for round := range 120 {
 		batch := make([]store.Settlement, 1+rng.IntN(12))
 		for i := range batch {
+			// Every third round has fresh ids only (no replay) of the two profiles with money, as a
+			// gateway's batches mostly do: the plain statement's batches, while their money lasts
+			// (the first profile's does, the second's runs out).
+			id, p := fmt.Sprint("r", rng.IntN(120)), profiles[rng.IntN(len(profiles))]
+			if round%3 == 2 {
+				id, p = fmt.Sprint("f", round, "-", i), profiles[rng.IntN(4)/3]
+			}
 			r := store.RequestRecord{
-				ProfileID: profiles[rng.IntN(len(profiles))], RequestID: fmt.Sprint("r", rng.IntN(120)), KeyID: key,
+				ProfileID: p, RequestID: id, KeyID: key,
 				Model: "m", EndpointFamily: "chat", Status: "ok", Currency: "RUB", InputTokens: int64(rng.IntN(5000)),
 				StartTime: start.Add(time.Duration(round) * time.Second),
 			}
@@ -91,7 +126,7 @@ func settleAgreesWithTheLoop(t *testing.T, budget bool) {
 			batch[i] = store.Settlement{Record: r}
 		}
 		// Now and then a request is given up on before its charge arrives (withheld).
-		if rng.IntN(3) == 0 {
+		if rng.IntN(3) == 0 && round%3 != 2 {
 			p, id := profiles[rng.IntN(len(profiles))], fmt.Sprint("r", 40+rng.IntN(80))
 			for _, st := range []*store.Store{set, ref} {
 				if _, err := st.Refund(ctx, p, id, "refunded"); err != nil {
@@ -136,6 +171,12 @@ func settleAgreesWithTheLoop(t *testing.T, budget bool) {
 	}
 	if capped == 0 || taken == 0 || taken+capped >= charges || withheld == 0 {
 		t.Fatalf("%d charges settled: %d taken, %d capped to nothing, %d withheld (want each, and replays)", charges, taken, capped, withheld)
+	}
+	// Each statement ran: a key with a budget takes the budget statement every time.
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[bool][]string{false: {"plain", "capped"}, true: {"budgets"}}[budget]; len(forms) != len(want) || forms[want[0]] == 0 || forms[want[len(want)-1]] == 0 {
+		t.Fatalf("statements run: %v, want %v", forms, want)
 	}
 	// The budget's statement counted the key's spend; the other wrote none.
 	var spent decimal.Decimal
