@@ -303,6 +303,9 @@ func (b *Bot) replay(u *models.Update) bool {
 	return true
 }
 
+// saveGrace bounds the save of a handled update's record once the bot is stopping.
+const saveGrace = 5 * time.Second
+
 // attempt handles an update once and records it as handled; false when it must be tried
 // again (the gateway could not be reached or failed), after telling the user once per update.
 // Only a recorded update counts as handled: the polling offset and the webhook's 200 wait for
@@ -311,7 +314,13 @@ func (b *Bot) attempt(ctx context.Context, u *models.Update) bool {
 	err := b.handle(ctx, u)
 	if err == nil {
 		next := b.done.with(u.ID, fingerprint(u))
-		if err = b.gw.saveHandled(ctx, next); err == nil {
+		// The update was handled (its answers sent): the record is saved even when a stop
+		// (SIGTERM) comes meanwhile, so that a restarted bot does not handle it again, within
+		// a bound, after which it is delivered again as any unrecorded update is.
+		save, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveGrace)
+		err = b.gw.saveHandled(save, next)
+		cancel()
+		if err == nil {
 			b.done = next
 			delete(b.told, u.ID)
 			return true

@@ -347,9 +347,15 @@ func TestBotKeysPaymentsAndOperators(t *testing.T) {
 	h.start()
 	h.tg.waitCall(m, "deleteMessage", func(c tgCall) bool { return c.MessageID == sec.MessageID })
 
-	// /keys: no secret, buttons per key.
+	// /keys: no secret, buttons per key. The /balance answered just before the stop was
+	// recorded as handled, stop or not: the restarted bot does not answer it again.
 	r = ann.say("/keys")
 	mustContain(t, "/keys", r.Fields["text"], "laptop", ks[0]["prefix"].(string), "ACTIVE", "chat.completions", "b-model")
+	for _, c := range h.tg.callsSince(m, "sendMessage") {
+		if strings.Contains(c.Fields["text"], "Available now") {
+			t.Fatalf("the restarted bot answered a /balance handled before the stop: %s", c.Fields["text"])
+		}
+	}
 	if strings.Contains(r.Fields["text"], secret) {
 		t.Fatal("/keys shows the secret")
 	}
