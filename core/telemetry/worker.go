@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -16,31 +15,27 @@ import (
 	"modelgateway/core/wire/apierror"
 )
 
-// worker caches attribute sets: after the first request of a kind, recording allocates
-// nothing. Counters are counted in the sets and added to their instruments once per drain
-// of the queue (flush): the SDK resolves a call's attributes and finds its series on every
-// call, which per request cost more than the counting.
+// worker caches attribute sets and their series (series.go): after the first request of a
+// kind, recording allocates nothing and takes no lock. What it records waits in the series
+// and is merged into the readers' views once per drain of the queue (flush).
 type worker struct {
 	t        *Telemetry
 	sets     map[setKey]*setEntry
 	spanSets map[spanKey][]attribute.KeyValue
-	counted  []*setEntry // sets with counts not yet added
-	// last is each kind's set of the last lookup, with its key: consecutive requests of one
-	// model, route and outcome, the common case, compare the key's strings (the same
-	// strings, from the snapshot: equal at their pointers) instead of hashing five of them.
-	last [setKinds]struct {
-		k setKey
-		e *setEntry
-	}
+	dirty    []*series // series with measurements not yet merged
+	// last is each kind's sets of the last two lookups, with their keys: consecutive
+	// requests of one model, route and outcome, the common case, compare the key's strings
+	// (the same strings, from the snapshot: equal at their pointers) instead of hashing five
+	// of them; two, for a request's two attempts (a failover) or two alternating models.
+	last [setKinds][2]lastSet
 	// attrs and lines are reused from one access line to the next.
 	attrs attrSink
 	lines lineWriter
 }
 
-// attrOpts is one attribute set as the option lists Record and Add take.
-type attrOpts struct {
-	rec []metric.RecordOption
-	add []metric.AddOption
+type lastSet struct {
+	k setKey
+	e *setEntry
 }
 
 type setKey struct {
@@ -77,69 +72,61 @@ func newWorker(t *Telemetry) *worker {
 	return &worker{t: t, sets: map[setKey]*setEntry{}, spanSets: map[spanKey][]attribute.KeyValue{}}
 }
 
-// setEntry is an attribute set resolved once, with what its counters were given since the
-// last flush.
+// setEntry is an attribute set resolved once, with its series of each instrument that
+// takes it, made at their first use: a setGenAI set has the request duration, time to
+// first token and time per output token; a setAttempt set the attempts and fallbacks.
 type setEntry struct {
-	attrOpts
-	kind uint8 // setKey.kind: which counters n, fallbacks and amount are of
-	// n counts requests (setRequests), attempts (setAttempt) or refusals (setFamily);
-	// fallbacks the attempts that failed over (setAttempt); amount the money charged
-	// (setCurrency).
-	n, fallbacks int64
-	amount       float64
-	counted      bool // on worker.counted
+	attrs  attribute.Set
+	series [3]*series
 	// tokens are the input and output token sets of a setGenAI set, resolved on its first use.
 	tokens [2]*setEntry
 }
 
 func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) *setEntry {
 	last := &w.last[k.kind]
-	if last.e != nil && last.k == k {
-		return last.e
+	if last[0].e != nil && last[0].k == k {
+		return last[0].e
+	}
+	if last[1].e != nil && last[1].k == k {
+		last[0], last[1] = last[1], last[0]
+		return last[0].e
 	}
 	e, ok := w.sets[k]
 	if !ok {
-		o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
-		e = &setEntry{attrOpts: attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}, kind: k.kind}
+		e = &setEntry{attrs: attribute.NewSet(kvs()...)}
 		if len(w.sets) < 10000 { // bounded, though every part of the key is bounded already
 			w.sets[k] = e
 		}
 	}
-	last.k, last.e = k, e
+	last[1], last[0] = last[0], lastSet{k, e}
 	return e
 }
 
-// count marks e as having counts to add at the next flush.
-func (w *worker) count(e *setEntry) {
-	if !e.counted {
-		e.counted = true
-		w.counted = append(w.counted, e)
+// series is e's series of instrument d (the i-th of e's kind), marked as measured: the
+// caller measures into it.
+func (w *worker) series(e *setEntry, i int, d *instDesc) *series {
+	s := e.series[i]
+	if s == nil {
+		s = w.t.store.lookup(d, e.attrs)
+		e.series[i] = s
 	}
+	if !s.dirty {
+		s.dirty = true
+		w.dirty = append(w.dirty, s)
+	}
+	return s
 }
 
-// flush writes the buffered access lines out and adds the counts to the counters: at the
-// end of each drain of the queue, at a barrier (Sync) and at the stop.
+// flush writes the buffered access lines out and merges the measurements into the readers'
+// views: at the end of each drain of the queue, at a barrier (Sync) and at the stop.
 func (w *worker) flush() {
 	w.lines.flush()
-	ctx, in := context.Background(), w.t.inst
-	for i, e := range w.counted {
-		switch e.kind {
-		case setRequests:
-			in.requests.Add(ctx, e.n, e.add...)
-		case setAttempt:
-			in.attempts.Add(ctx, e.n, e.add...)
-			if e.fallbacks > 0 {
-				in.fallbacks.Add(ctx, e.fallbacks, e.add...)
-			}
-		case setCurrency:
-			in.charged.Add(ctx, e.amount, e.add...)
-		case setFamily:
-			in.refusals.Add(ctx, e.n, e.add...)
-		}
-		e.n, e.fallbacks, e.amount, e.counted = 0, 0, 0, false
-		w.counted[i] = nil
+	w.t.store.merge(w.dirty)
+	for i, s := range w.dirty {
+		s.dirty = false
+		w.dirty[i] = nil
 	}
-	w.counted = w.counted[:0]
+	w.dirty = w.dirty[:0]
 }
 
 func (w *worker) requests(family, code string) {
@@ -149,12 +136,10 @@ func (w *worker) requests(family, code string) {
 	e := w.set(setKey{kind: setRequests, a: family, b: code}, func() []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String("endpoint_family", family), attribute.String("code", code)}
 	})
-	e.n++
-	w.count(e)
+	w.series(e, 0, requestsInst).addInt(1)
 }
 
 func (w *worker) metrics(o *rpc.Outcome) {
-	ctx, in := context.Background(), w.t.inst
 	op, prov := Operation(o.EndpointFamily), ""
 	if n := len(o.Attempts); n > 0 {
 		prov = ProviderName(o.Attempts[n-1].Kind)
@@ -173,11 +158,11 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		}
 		return kvs
 	})
-	in.duration.Record(ctx, o.EndTime.Sub(o.StartTime).Seconds(), genai.rec...)
+	w.series(genai, 0, durationInst).measureFloat(o.EndTime.Sub(o.StartTime).Seconds())
 	if errType == "" && !o.FirstByteTime.IsZero() && generative(op) {
-		in.ttft.Record(ctx, o.FirstByteTime.Sub(o.StartTime).Seconds(), genai.rec...)
+		w.series(genai, 1, ttftInst).measureFloat(o.FirstByteTime.Sub(o.StartTime).Seconds())
 		if o.Usage.Reliable && o.Usage.Output > 1 {
-			in.tpot.Record(ctx, o.EndTime.Sub(o.FirstByteTime).Seconds()/float64(o.Usage.Output-1), genai.rec...)
+			w.series(genai, 2, tpotInst).measureFloat(o.EndTime.Sub(o.FirstByteTime).Seconds() / float64(o.Usage.Output-1))
 		}
 	}
 	if o.Usage.Reliable {
@@ -196,7 +181,7 @@ func (w *worker) metrics(o *rpc.Outcome) {
 				})
 				genai.tokens[i] = opts
 			}
-			in.tokens.Record(ctx, tt.n, opts.rec...)
+			w.series(opts, 0, tokensInst).measureInt(tt.n)
 		}
 	}
 	for i, at := range o.Attempts {
@@ -204,11 +189,10 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		e := w.set(setKey{kind: setAttempt, a: at.Provider, b: outcome}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("provider", at.Provider), attribute.String("outcome", outcome)}
 		})
-		e.n++
+		w.series(e, 0, attemptsInst).addInt(1)
 		if at.Error != "" && i < len(o.Attempts)-1 {
-			e.fallbacks++
+			w.series(e, 1, fallbackInst).addInt(1)
 		}
-		w.count(e)
 		// The client-side duration of the call (OpenTelemetry GenAI conventions), by the
 		// provider's semantic-convention name; error.type as the attempt's outcome.
 		pname := ProviderName(at.Kind)
@@ -219,21 +203,19 @@ func (w *worker) metrics(o *rpc.Outcome) {
 			}
 			return kvs
 		})
-		in.clientDuration.Record(ctx, at.End.Sub(at.Start).Seconds(), copts.rec...)
+		w.series(copts, 0, clientInst).measureFloat(at.End.Sub(at.Start).Seconds())
 	}
 	if o.Cost.Valid {
 		e := w.set(setKey{kind: setCurrency, a: o.Currency}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("currency", o.Currency)}
 		})
-		e.amount += o.Cost.Decimal.InexactFloat64()
-		w.count(e)
+		w.series(e, 0, chargedInst).addFloat(o.Cost.Decimal.InexactFloat64())
 	}
 	if o.Status == apierror.InsufficientBalance {
 		e := w.set(setKey{kind: setFamily, a: o.EndpointFamily}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("endpoint_family", o.EndpointFamily)}
 		})
-		e.n++
-		w.count(e)
+		w.series(e, 0, refusalsInst).addInt(1)
 	}
 }
 
