@@ -8,7 +8,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"modelgateway/core/billing"
-	"modelgateway/core/wire/jsontext"
 )
 
 // The access line's fields are listed once (worker.fields) and go to one of two sinks: the
@@ -23,8 +22,8 @@ type fieldSink interface {
 	str(key, v string)
 	i64(key string, v int64)
 	boolean(key string, v bool)
-	// f64 takes finite values only: the line's floats are milliseconds of durations.
-	f64(key string, v float64)
+	// millis takes a duration, written as ms(d), a float of milliseconds.
+	millis(key string, d time.Duration)
 	// dec writes an amount as a string, as Decimal.String writes it.
 	dec(key string, v decimal.Decimal)
 }
@@ -41,7 +40,7 @@ func (s *jsonSink) key(k string) {
 func (s *jsonSink) str(k, v string) {
 	s.key(k)
 	s.b = append(s.b, '"')
-	s.b = jsontext.AppendSlogEscaped(s.b, v)
+	s.b = appendJSONString(s.b, v)
 	s.b = append(s.b, '"')
 }
 
@@ -63,9 +62,9 @@ func (s *jsonSink) boolean(k string, v bool) {
 	s.b = strconv.AppendBool(s.b, v)
 }
 
-func (s *jsonSink) f64(k string, v float64) {
+func (s *jsonSink) millis(k string, d time.Duration) {
 	s.key(k)
-	s.b = appendJSONFloat(s.b, v)
+	s.b = appendMillis(s.b, d)
 }
 
 // attrSink collects the fields as slog attributes.
@@ -74,7 +73,9 @@ type attrSink struct{ attrs []slog.Attr }
 func (s *attrSink) str(k, v string)          { s.attrs = append(s.attrs, slog.String(k, v)) }
 func (s *attrSink) i64(k string, v int64)    { s.attrs = append(s.attrs, slog.Int64(k, v)) }
 func (s *attrSink) boolean(k string, v bool) { s.attrs = append(s.attrs, slog.Bool(k, v)) }
-func (s *attrSink) f64(k string, v float64)  { s.attrs = append(s.attrs, slog.Float64(k, v)) }
+func (s *attrSink) millis(k string, d time.Duration) {
+	s.attrs = append(s.attrs, slog.Float64(k, ms(d)))
+}
 func (s *attrSink) dec(k string, v decimal.Decimal) {
 	s.attrs = append(s.attrs, slog.String(k, billing.FormatDecimal(v)))
 }
@@ -85,7 +86,7 @@ func (lw *lineWriter) begin(to *jsonLines, t time.Time, level slog.Level, msg st
 		lw.flush()
 		lw.to = to
 	}
-	lw.sink.b = appendJSONHead(lw.buf, t, level, msg)
+	lw.sink.b = lw.head(lw.buf, t, level, msg)
 	return &lw.sink
 }
 

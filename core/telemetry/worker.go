@@ -339,9 +339,9 @@ func lineFields(s fieldSink, o *rpc.Outcome, h *accessLine) {
 		start, firstByte, end = h.a.start, h.a.firstByte, h.a.end
 		s.i64("bytes", h.a.bytes)
 	}
-	s.f64("latency_ms", ms(end.Sub(start)))
+	s.millis("latency_ms", end.Sub(start))
 	if !firstByte.IsZero() {
-		s.f64("ttfb_ms", ms(firstByte.Sub(start)))
+		s.millis("ttfb_ms", firstByte.Sub(start))
 	}
 }
 
