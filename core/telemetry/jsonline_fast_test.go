@@ -1,9 +1,11 @@
 package telemetry
 
 import (
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +106,41 @@ func TestLineHeadIsAppendJSONHead(t *testing.T) {
 					t.Fatalf("head(%v) = %s, want %s", at, got, want)
 				}
 			}
+		}
+	}
+}
+
+// jsonSink writes a number as strconv does, by hand below 1000.
+func TestJSONSinkIntsAreStrconvs(t *testing.T) {
+	t.Parallel()
+	vs := []int64{math.MinInt64, math.MaxInt64, -1000, 1000, 1001, 99999}
+	for v := int64(-1001); v <= 1001; v++ {
+		vs = append(vs, v)
+	}
+	for _, v := range vs {
+		var s jsonSink
+		s.i64(keyStatus, v)
+		if got, want := string(s.b), string(keyStatus)+strconv.FormatInt(v, 10); got != want {
+			t.Fatalf("i64(%d) = %s, want %s", v, got, want)
+		}
+	}
+}
+
+// A line formatted into the writer's buffer allocates nothing once the buffer has grown,
+// a traced one (its ids' hex) included.
+func TestALineAllocatesNothing(t *testing.T) {
+	for _, c := range accessLineCases() {
+		var lw lineWriter
+		lw.to = &jsonLines{w: io.Discard}
+		at := time.Now()
+		write := func() {
+			lineFields(lw.begin(lw.to, at, slog.LevelInfo, "request"), c.o, c.h)
+			lw.end()
+			lw.flush()
+		}
+		write()
+		if n := testing.AllocsPerRun(100, write); n != 0 {
+			t.Errorf("%s: %v allocations per line, want 0", c.name, n)
 		}
 	}
 }

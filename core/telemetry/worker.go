@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"time"
@@ -292,56 +291,49 @@ func lineFields(s fieldSink, o *rpc.Outcome, h *accessLine) {
 		if a.requestID == "" && o != nil {
 			a.requestID = o.RequestID
 		}
-		s.str("request_id", a.requestID)
+		s.str(keyRequestID, a.requestID)
 		if a.span.IsValid() {
-			var tid [32]byte
-			var sid [16]byte
-			// The ids' hex, as their String methods give it, without the strings.
-			tr, sp := a.span.TraceID(), a.span.SpanID()
-			hex.Encode(tid[:], tr[:])
-			hex.Encode(sid[:], sp[:])
-			s.str("trace_id", string(tid[:]))
-			s.str("span_id", string(sid[:]))
+			s.ids(a.span.TraceID(), a.span.SpanID())
 		}
-		s.str("method", a.method)
-		s.str("path", a.path)
-		s.str("family", h.family)
-		s.i64("status", int64(a.status))
-		s.str("code", h.code)
+		s.str(keyMethod, a.method)
+		s.str(keyPath, a.path)
+		s.str(keyFamily, h.family)
+		s.i64(keyStatus, int64(a.status))
+		s.str(keyCode, h.code)
 	} else {
-		s.str("request_id", o.RequestID)
-		s.str("transport", "grpc")
-		s.str("family", o.EndpointFamily)
-		s.str("code", o.Status)
+		s.str(keyRequestID, o.RequestID)
+		s.str(keyTransport, "grpc")
+		s.str(keyFamily, o.EndpointFamily)
+		s.str(keyCode, o.Status)
 	}
 	var start, firstByte, end time.Time
 	if o != nil {
-		s.str("key_prefix", o.KeyPrefix)
-		s.str("model", o.Model)
-		s.str("upstream", o.Provider)
-		s.i64("attempts", int64(len(o.Attempts)))
+		s.str(keyKeyPrefix, o.KeyPrefix)
+		s.str(keyModel, o.Model)
+		s.str(keyUpstream, o.Provider)
+		s.i64(keyAttempts, int64(len(o.Attempts)))
 		u := &o.Usage
-		s.boolean("usage_reliable", u.Reliable)
-		s.i64("input_tokens", u.Input)
-		s.i64("cached_input_tokens", u.CachedInput)
-		s.i64("cache_write_tokens", u.CacheWrite)
-		s.i64("output_tokens", u.Output)
-		s.i64("reasoning_tokens", u.Reasoning)
-		s.i64("audio_input_tokens", u.AudioInput)
-		s.i64("audio_output_tokens", u.AudioOutput)
+		s.boolean(keyUsageReliable, u.Reliable)
+		s.i64(keyInputTokens, u.Input)
+		s.i64(keyCachedInputTokens, u.CachedInput)
+		s.i64(keyCacheWriteTokens, u.CacheWrite)
+		s.i64(keyOutputTokens, u.Output)
+		s.i64(keyReasoningTokens, u.Reasoning)
+		s.i64(keyAudioInputTokens, u.AudioInput)
+		s.i64(keyAudioOutputTokens, u.AudioOutput)
 		if o.Cost.Valid {
-			s.dec("cost", o.Cost.Decimal)
-			s.str("currency", o.Currency)
+			s.dec(keyCost, o.Cost.Decimal)
+			s.str(keyCurrency, o.Currency)
 		}
 		start, firstByte, end = o.StartTime, o.FirstByteTime, o.EndTime
 	}
 	if h != nil {
 		start, firstByte, end = h.a.start, h.a.firstByte, h.a.end
-		s.i64("bytes", h.a.bytes)
+		s.i64(keyBytes, h.a.bytes)
 	}
-	s.millis("latency_ms", end.Sub(start))
+	s.millis(keyLatencyMS, end.Sub(start))
 	if !firstByte.IsZero() {
-		s.millis("ttfb_ms", firstByte.Sub(start))
+		s.millis(keyTTFBMS, firstByte.Sub(start))
 	}
 }
 
