@@ -43,9 +43,8 @@ var (
 // instruments are the synchronous instruments recorded outside the worker (billing's
 // observers); the worker's own are series it aggregates (series.go).
 type instruments struct {
-	batch      metric.Int64Histogram
-	settle     metric.Float64Histogram
-	chargeWait metric.Float64Histogram
+	batch  metric.Int64Histogram
+	settle metric.Float64Histogram
 }
 
 func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instruments, error) {
@@ -65,7 +64,6 @@ func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instrumen
 	}
 	in.batch = i64h("gateway.settlement.batch.size", "Requests settled per settlement transaction.", "{request}", batchBuckets)
 	in.settle = f64h("gateway.settlement.duration", "Duration of a settlement transaction, by outcome.", "s", settleBuckets)
-	in.chargeWait = f64h("gateway.charge.wait", "Time the end of an answer waited for its charge to be durable (group commit).", "s", chargeWaitBuckets)
 
 	dropGauge, err := m.Int64ObservableCounter("gateway.telemetry.dropped", metric.WithDescription("Telemetry records lost because the queue was full."))
 	errs = append(errs, err)
@@ -127,12 +125,14 @@ func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instrumen
 
 // ChargeWaitObserver records how long answers' ends waited for their charges; give it to
 // billing.Ledger.OnCharge.
+// It is called once per request, on the request's goroutine: its histogram is a series of
+// the worker's store (series.go), under a lock of its own, not an SDK instrument.
 func (t *Telemetry) ChargeWaitObserver() func(wait time.Duration) {
-	return func(wait time.Duration) {
-		if t.metricsOn {
-			t.inst.chargeWait.Record(context.Background(), wait.Seconds())
-		}
+	if !t.metricsOn {
+		return func(time.Duration) {}
 	}
+	waits := t.chargeWaits
+	return func(wait time.Duration) { waits.measureFloat(wait.Seconds()) }
 }
 
 // SettlementObserver records settlement transactions; give it to billing.Ledger.OnSettle.

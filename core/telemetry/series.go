@@ -64,9 +64,12 @@ var (
 	fallbackInst = &instDesc{name: "gateway.upstream.fallbacks", desc: "Failed upstream calls after which the next route was tried, by provider and outcome.", kind: intCounter}
 	refusalsInst = &instDesc{name: "gateway.balance.refusals", desc: "Requests refused with insufficient_balance, by endpoint family.", kind: intCounter}
 	chargedInst  = &instDesc{name: "gateway.charged", desc: "Amount charged, by currency.", kind: floatCounter}
+	// chargeWaitInst is recorded by billing's goroutines, one point per request, through a
+	// sharedSeries.
+	chargeWaitInst = &instDesc{name: "gateway.charge.wait", desc: "Time the end of an answer waited for its charge to be durable (group commit).", unit: "s", bounds: chargeWaitBuckets}
 
 	workerInsts = []*instDesc{durationInst, ttftInst, tpotInst, tokensInst, requestsInst, attemptsInst,
-		clientInst, fallbackInst, refusalsInst, chargedInst}
+		clientInst, fallbackInst, refusalsInst, chargedInst, chargeWaitInst}
 )
 
 // agg is what a series was given: a histogram's buckets, count, sum and extrema, or a
@@ -176,6 +179,28 @@ func (s *series) measureInt(v int64)     { s.pending.measureInt(s.d.bounds, v) }
 func (s *series) addInt(n int64)         { s.pending.isum += n; s.pending.set = true }
 func (s *series) addFloat(f float64)     { s.pending.fsum += f; s.pending.set = true }
 
+// sharedSeries is a series measured from any goroutine: its pending measurements under a
+// lock of its own, merged into the views at each collection.
+type sharedSeries struct {
+	mu sync.Mutex
+	se *series
+}
+
+func (s *sharedSeries) measureFloat(v float64) {
+	s.mu.Lock()
+	s.se.measureFloat(v)
+	s.mu.Unlock()
+}
+
+// shared adds a series of d without attributes, measured from any goroutine.
+func (s *store) shared(d *instDesc) *sharedSeries {
+	sh := &sharedSeries{se: s.lookup(d, *attribute.EmptySet())}
+	s.mu.Lock()
+	s.sharedSeries = append(s.sharedSeries, sh)
+	s.mu.Unlock()
+	return sh
+}
+
 type seriesKey struct {
 	d     *instDesc
 	attrs attribute.Distinct
@@ -188,8 +213,10 @@ type store struct {
 	byKey  map[seriesKey]*series
 	perIns map[*instDesc]int // series per instrument, for the limit
 	views  []*view
-	start  time.Time // when the SDK's instruments would have been made
-	limit  int
+	// sharedSeries are merged at each collection (the worker's at its flushes).
+	sharedSeries []*sharedSeries
+	start        time.Time // when the SDK's instruments would have been made
+	limit        int
 }
 
 // overflowSet is the SDK's attribute set of the series past the cardinality limit.
@@ -232,6 +259,12 @@ func (s *store) merge(dirty []*series) {
 		return
 	}
 	s.mu.Lock()
+	s.mergeLocked(dirty)
+	s.mu.Unlock()
+}
+
+// mergeLocked is merge under s.mu.
+func (s *store) mergeLocked(dirty []*series) {
 	for _, v := range s.views {
 		if n := len(s.series); len(v.aggs) < n {
 			v.aggs = append(v.aggs, make([]agg, n-len(v.aggs))...)
@@ -240,7 +273,6 @@ func (s *store) merge(dirty []*series) {
 			v.aggs[se.id].merge(&se.pending)
 		}
 	}
-	s.mu.Unlock()
 	for _, se := range dirty {
 		se.pending.reset()
 	}
@@ -271,6 +303,11 @@ func (v *view) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	s := v.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, sh := range s.sharedSeries {
+		sh.mu.Lock()
+		s.mergeLocked([]*series{sh.se})
+		sh.mu.Unlock()
+	}
 	t := time.Now()
 	var ms []metricdata.Metrics
 	for _, d := range workerInsts {

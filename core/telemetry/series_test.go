@@ -31,6 +31,7 @@ type sdkInstruments struct {
 	clientDuration       metric.Float64Histogram
 	charged              metric.Float64Counter
 	refusals             metric.Int64Counter
+	chargeWait           metric.Float64Histogram
 }
 
 func newSDKInstruments(t *testing.T, m metric.Meter) *sdkInstruments {
@@ -64,6 +65,7 @@ func newSDKInstruments(t *testing.T, m metric.Meter) *sdkInstruments {
 	charged, err := m.Float64Counter("gateway.charged", metric.WithDescription("Amount charged, by currency."))
 	must(err)
 	in.charged = charged
+	in.chargeWait = f64h("gateway.charge.wait", "Time the end of an answer waited for its charge to be durable (group commit).", "s", chargeWaitBuckets)
 	return &in
 }
 
@@ -163,7 +165,7 @@ func variedOutcomes(start time.Time) []rpc.Outcome {
 }
 
 // TestProducedMetricsAreTheSDKs: the worker's series, produced to a reader, are what the
-// SDK's synchronous instruments made of the same outcomes: names, descriptions, units,
+// SDK's synchronous instruments made of the same outcomes (and billing's charge waits): names, descriptions, units,
 // attribute sets, bounds, bucket counts, counts, sums, minima, maxima and counter values,
 // cumulative and delta, collection after collection (a delta view reports only what came
 // since its last collection, and only the series that had some).
@@ -192,14 +194,20 @@ func TestProducedMetricsAreTheSDKs(t *testing.T) {
 			// The view of the test's reader: New made it cumulative; this one is the reader's.
 			tel.store.views[0].temporality = tc.temp
 			w := newWorker(tel)
+			waited := tel.ChargeWaitObserver()
+			waits := []time.Duration{125 * time.Millisecond, 250 * time.Millisecond, 2 * time.Second, 8 * time.Second} // 8 s: past the last bound
 
 			outcomes := variedOutcomes(time.Now())
 			for round, batch := range [][]rpc.Outcome{outcomes, outcomes[:2], outcomes[2:3], nil, outcomes} {
-				for _, o := range batch {
+				for i, o := range batch {
 					for range 3 {
 						in.record(&o)
 						w.metrics(&o)
 						w.requests(o.EndpointFamily, o.Status)
+						if wait := waits[(i+round)%len(waits)]; round != 2 {
+							in.chargeWait.Record(context.Background(), wait.Seconds())
+							waited(wait)
+						}
 					}
 				}
 				w.flush()

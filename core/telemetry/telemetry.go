@@ -74,11 +74,13 @@ type Telemetry struct {
 	propagator propagation.TextMapPropagator
 	inst       *instruments
 	store      *store // the worker's instruments
-	srv        *http.Server
-	queue      chan item
-	dropped    atomic.Int64
-	done       chan struct{}
-	closed     atomic.Bool
+	// chargeWaits is gateway.charge.wait, measured by billing's goroutines.
+	chargeWaits *sharedSeries
+	srv         *http.Server
+	queue       chan item
+	dropped     atomic.Int64
+	done        chan struct{}
+	closed      atomic.Bool
 }
 
 // New sets up the providers and exporters and starts the background goroutine and the
@@ -126,6 +128,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		readers = append(readers, sdkmetric.WithReader(o.Reader(t.store.view(nil))))
 	}
 	t.metricsOn = len(readers) > 0
+	t.chargeWaits = t.store.shared(chargeWaitInst)
 	// Every measurement is taken with a context without a span (the worker's, the ledger's
 	// observers'), so there are never exemplars to keep; the default trace-based filter would
 	// still look for a span on every call.

@@ -87,3 +87,20 @@ func BenchmarkWorkerLine(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkChargeWaitObserver is billing's per-request point of gateway.charge.wait, from
+// the request goroutines, with a /metrics listener (as the gateway runs it).
+func BenchmarkChargeWaitObserver(b *testing.B) {
+	w := benchWorker(b)
+	observe := w.t.ChargeWaitObserver()
+	b.ReportAllocs()
+	c0 := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		wait := 1700 * time.Microsecond
+		for pb.Next() {
+			observe(wait)
+			wait += time.Microsecond
+		}
+	})
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
