@@ -26,7 +26,12 @@ type worker struct {
 	// requests of one model, route and outcome, the common case, compare the key's strings
 	// (the same strings, from the snapshot: equal at their pointers) instead of hashing five
 	// of them; two, for a request's two attempts (a failover) or two alternating models.
-	last [setKinds][2]lastSet
+	// A hit writes nothing (a set key is five strings: copied while the GC runs, each
+	// copy took the write barrier's bulk path); a miss replaces the older of the two.
+	last [setKinds]struct {
+		s     [2]lastSet
+		older uint8
+	}
 	// attrs and lines are reused from one access line to the next.
 	attrs attrSink
 	lines lineWriter
@@ -83,12 +88,10 @@ type setEntry struct {
 
 func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) *setEntry {
 	last := &w.last[k.kind]
-	if last[0].e != nil && last[0].k == k {
-		return last[0].e
-	}
-	if last[1].e != nil && last[1].k == k {
-		last[0], last[1] = last[1], last[0]
-		return last[0].e
+	for i := range last.s {
+		if l := &last.s[i]; l.e != nil && l.k == k {
+			return l.e
+		}
 	}
 	e, ok := w.sets[k]
 	if !ok {
@@ -97,7 +100,8 @@ func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) *setEntry {
 			w.sets[k] = e
 		}
 	}
-	last[1], last[0] = last[0], lastSet{k, e}
+	last.s[last.older] = lastSet{k, e}
+	last.older ^= 1
 	return e
 }
 
