@@ -45,18 +45,21 @@ func (q *queuedOutcome) release() {
 
 // Record implements rpc.Observer: the outcome joins its request's access record and is queued for
 // metrics and spans. It never blocks: with the queue full the record is counted and dropped.
+//
+// The outcome is queued as it came, before add folds the request's earlier outcomes into it
+// for the access line: each outcome of a request (a realtime session's responses) is
+// measured once, with its own usage, cost and attempts.
 func (t *Telemetry) Record(ctx context.Context, o rpc.Outcome) {
 	a, _ := ctx.Value(accessKey{}).(*access)
-	if a != nil {
-		a.add(&o)
-		if !t.metricsOn && !t.tracingOn {
-			return
+	if a == nil || t.metricsOn || t.tracingOn {
+		q := outcomes.Get().(*queuedOutcome)
+		q.o, q.parent, q.logged = o, trace.SpanContextFromContext(ctx), a != nil
+		if !t.enqueue(item{o: q}) {
+			q.release()
 		}
 	}
-	q := outcomes.Get().(*queuedOutcome)
-	q.o, q.parent, q.logged = o, trace.SpanContextFromContext(ctx), a != nil
-	if !t.enqueue(item{o: q}) {
-		q.release()
+	if a != nil {
+		a.add(&o)
 	}
 }
 
