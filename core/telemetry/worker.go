@@ -226,6 +226,10 @@ func (w *worker) metrics(o *rpc.Outcome) {
 func (w *worker) access(a *access) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.held { // the request's only outcome, as it came (Record)
+		a.held = false
+		w.metrics(&a.last)
+	}
 	var o *rpc.Outcome
 	family, code := FamilyOf(a.path), a.code
 	if a.outcomes > 0 {
