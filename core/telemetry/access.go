@@ -99,14 +99,20 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			a.end = time.Now()
 			// The query is never logged: the content-generation protocol may carry the key there.
 			a.method, a.path, a.requestID = r.Method, r.URL.Path, w.Header().Get("X-Request-Id")
-			a.mu.Lock()
-			a.ended = true // an outcome after this is queued on its own
-			a.mu.Unlock()
-			t.enqueue(item{a: a})
+			t.finish(a)
 		}()
 		next.ServeHTTP(rw, r)
 	})
 	return h
+}
+
+// finish queues a request's or call's access record; an outcome recorded after it is queued
+// on its own (Record).
+func (t *Telemetry) finish(a *access) {
+	a.mu.Lock()
+	a.ended = true
+	a.mu.Unlock()
+	t.enqueue(item{a: a})
 }
 
 // httpAccess is what Handler allocates per request.

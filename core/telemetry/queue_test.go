@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"google.golang.org/grpc"
 )
 
 // The queue's buffer is written slot by slot as its ring goes round, so all of it stays
@@ -44,8 +46,8 @@ func TestHandledOutcomeIsClearedForReuse(t *testing.T) {
 	}
 }
 
-// An HTTP request's only outcome is not queued: it waits in the access record and is
-// measured with it. An outcome without a request (a gRPC call's), a request's second
+// An HTTP request's (or gRPC call's) only outcome is not queued: it waits in the access
+// record and is measured with it. An outcome without a request (a gRPC call's), a request's second
 // outcome (which sends the first too) and an outcome after the request ended are queued.
 func TestAnOnlyOutcomeRidesWithItsAccessRecord(t *testing.T) {
 	tel := &Telemetry{queue: make(chan item, 16), metricsOn: true} // no worker: the queue stays as Record leaves it
@@ -69,25 +71,40 @@ func TestAnOnlyOutcomeRidesWithItsAccessRecord(t *testing.T) {
 	if o, a, _ := drain(); o != 1 || a != 0 {
 		t.Fatalf("a gRPC call's outcome: %d outcomes and %d access records queued, want 1 and 0", o, a)
 	}
-	for _, n := range []int{1, 2, 3} {
+	for _, c := range []struct {
+		n    int
+		grpc bool
+	}{{0, false}, {1, false}, {2, false}, {3, false}, {0, true}, {1, true}, {2, true}} {
+		n := c.n
 		var ctx context.Context
-		h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record := func(rctx context.Context) {
 			for range n {
-				tel.Record(r.Context(), outcome(start))
+				tel.Record(rctx, outcome(start))
 			}
-			ctx = r.Context()
-		}))
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/chat/completions", nil))
+			ctx = rctx
+		}
+		if c.grpc { // a call on the gRPC listener has an access record too
+			_, _ = tel.unary(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/gateway.v1.Chat/Complete"}, func(rctx context.Context, _ any) (any, error) {
+				record(rctx)
+				return nil, nil
+			})
+		} else {
+			h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { record(r.Context()) }))
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/chat/completions", nil))
+		}
 		o, acc, a := drain()
 		want := n // every outcome, when there are two or more
 		if n == 1 {
 			want = 0
 		}
+		if n == 0 {
+			want = 0
+		}
 		if o != want || acc != 1 || a.held != (n == 1) || a.outcomes != n {
 			t.Errorf("%d outcomes: %d outcomes and %d access records queued, held %v, want %d and 1, held %v", n, o, acc, a.held, want, n == 1)
 		}
-		// After the request ended: queued, and a first outcome still held with it (no worker
-		// has measured it here), each once.
+		// After the request ended: queued (not held: its record is gone to the worker), and a
+		// first outcome still held with it (no worker has measured it here), each once.
 		tel.Record(ctx, outcome(start))
 		want = 1
 		if n == 1 {
