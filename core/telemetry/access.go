@@ -31,6 +31,9 @@ type access struct {
 	code     string     // the spec code the front answered with
 	outcomes int
 	last     rpc.Outcome // the last outcome, with usage and cost summed over all of them
+	// held: last is the request's first outcome, not queued; the worker measures it when it
+	// handles the record (Record). ended: the record is queued, or on its way (Handler).
+	held, ended bool
 }
 
 type accessKey struct{}
@@ -39,8 +42,13 @@ type accessKey struct{}
 func (a *access) add(o *rpc.Outcome) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.addLocked(o)
+}
+
+// addLocked is add under a.mu.
+func (a *access) addLocked(o *rpc.Outcome) {
 	if a.outcomes > 0 {
-		prev := a.last
+		prev := &a.last
 		u := &o.Usage
 		// Only reliable usage is summed: that is what was charged.
 		if prev.Usage.Reliable {
@@ -91,11 +99,20 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			a.end = time.Now()
 			// The query is never logged: the content-generation protocol may carry the key there.
 			a.method, a.path, a.requestID = r.Method, r.URL.Path, w.Header().Get("X-Request-Id")
-			t.enqueue(item{a: a})
+			t.finish(a)
 		}()
 		next.ServeHTTP(rw, r)
 	})
 	return h
+}
+
+// finish queues a request's or call's access record; an outcome recorded after it is queued
+// on its own (Record).
+func (t *Telemetry) finish(a *access) {
+	a.mu.Lock()
+	a.ended = true
+	a.mu.Unlock()
+	t.enqueue(item{a: a})
 }
 
 // httpAccess is what Handler allocates per request.

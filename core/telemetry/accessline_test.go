@@ -179,8 +179,11 @@ func counterSum(t *testing.T, r *sdkmetric.ManualReader, name string) float64 {
 // queue, all of them: requests, attempts, fallbacks and money charged.
 func TestCountersAreAddedAtEachFlush(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	tel, err := New(context.Background(), Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Reader: reader})
+	var reader *sdkmetric.ManualReader
+	tel, err := New(context.Background(), Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Reader: func(p sdkmetric.Producer) sdkmetric.Reader {
+		reader = sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
+		return reader
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

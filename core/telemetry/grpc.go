@@ -60,5 +60,5 @@ func (t *Telemetry) finishCall(ctx context.Context, a *access, err error) {
 		e := apistatus.FromError(err)
 		a.code, a.status = e.Code, e.HTTPStatus()
 	}
-	t.enqueue(item{a: a})
+	t.finish(a)
 }

@@ -40,18 +40,11 @@ var (
 	chargeWaitBuckets = []float64{0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 1, 2.5}
 )
 
-// instruments are the synchronous instruments the background goroutine records into.
+// instruments are the synchronous instruments recorded outside the worker (billing's
+// observers); the worker's own are series it aggregates (series.go).
 type instruments struct {
-	duration, ttft, tpot metric.Float64Histogram
-	tokens               metric.Int64Histogram
-	requests             metric.Int64Counter
-	attempts, fallbacks  metric.Int64Counter
-	clientDuration       metric.Float64Histogram // per upstream call
-	charged              metric.Float64Counter
-	refusals             metric.Int64Counter
-	batch                metric.Int64Histogram
-	settle               metric.Float64Histogram
-	chargeWait           metric.Float64Histogram
+	batch  metric.Int64Histogram
+	settle metric.Float64Histogram
 }
 
 func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instruments, error) {
@@ -69,26 +62,8 @@ func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instrumen
 		errs = append(errs, err)
 		return h
 	}
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
-	in.duration = f64h("gen_ai.server.request.duration", "Generative AI server request duration, from arrival to the end of the answer.", "s", durationBuckets)
-	in.ttft = f64h("gen_ai.server.time_to_first_token", "Time from arrival to the first answer from the upstream, for successful generations.", "s", ttftBuckets)
-	in.tpot = f64h("gen_ai.server.time_per_output_token", "Time per output token after the first, for successful generations.", "s", tpotBuckets)
-	in.tokens = i64h("gen_ai.client.token.usage", "Tokens used per upstream answer, by gen_ai.token.type.", "{token}", tokenBuckets)
-	in.requests = counter("gateway.requests", "Requests by endpoint family and spec code (ok for success).")
-	in.attempts = counter("gateway.upstream.attempts", "Upstream calls by provider and outcome (ok, rate_limited, timeout, error).")
-	in.clientDuration = f64h("gen_ai.client.operation.duration", "Duration of one upstream call, from sending it to its first answer or failure.", "s", durationBuckets)
-	in.fallbacks = counter("gateway.upstream.fallbacks", "Failed upstream calls after which the next route was tried, by provider and outcome.")
-	in.refusals = counter("gateway.balance.refusals", "Requests refused with insufficient_balance, by endpoint family.")
-	charged, err := m.Float64Counter("gateway.charged", metric.WithDescription("Amount charged, by currency."))
-	errs = append(errs, err)
-	in.charged = charged
 	in.batch = i64h("gateway.settlement.batch.size", "Requests settled per settlement transaction.", "{request}", batchBuckets)
 	in.settle = f64h("gateway.settlement.duration", "Duration of a settlement transaction, by outcome.", "s", settleBuckets)
-	in.chargeWait = f64h("gateway.charge.wait", "Time the end of an answer waited for its charge to be durable (group commit).", "s", chargeWaitBuckets)
 
 	dropGauge, err := m.Int64ObservableCounter("gateway.telemetry.dropped", metric.WithDescription("Telemetry records lost because the queue was full."))
 	errs = append(errs, err)
@@ -150,12 +125,14 @@ func newInstruments(m metric.Meter, g Gauges, dropped *atomic.Int64) (*instrumen
 
 // ChargeWaitObserver records how long answers' ends waited for their charges; give it to
 // billing.Ledger.OnCharge.
+// It is called once per request, on the request's goroutine: its histogram is a series of
+// the worker's store (series.go), under a lock of its own, not an SDK instrument.
 func (t *Telemetry) ChargeWaitObserver() func(wait time.Duration) {
-	return func(wait time.Duration) {
-		if t.metricsOn {
-			t.inst.chargeWait.Record(context.Background(), wait.Seconds())
-		}
+	if !t.metricsOn {
+		return func(time.Duration) {}
 	}
+	waits := t.chargeWaits
+	return func(wait time.Duration) { waits.measureFloat(wait.Seconds()) }
 }
 
 // SettlementObserver records settlement transactions; give it to billing.Ledger.OnSettle.

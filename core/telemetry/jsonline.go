@@ -40,6 +40,13 @@ type lineWriter struct {
 	buf  []byte
 	to   *jsonLines // where buf goes
 	sink jsonSink   // the line begun (begin), on buf's array
+	// sec is the text of the current second (its date and time, and its zone) as
+	// RFC3339Nano writes them: a line's time writes only its fraction of a second.
+	sec struct {
+		unix       int64
+		loc        *time.Location
+		text, zone []byte // text nil: not cached
+	}
 }
 
 // flushAt is the buffered size at which lines are written out without waiting for flush.
@@ -146,4 +153,107 @@ func appendJSONFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
+}
+
+// head is appendJSONHead with the time's second from the writer's cache: formatting a time
+// (its date from the Unix time, every field) cost a tenth of the line.
+func (lw *lineWriter) head(b []byte, t time.Time, level slog.Level, msg string) []byte {
+	c := &lw.sec
+	if unix := t.Unix(); unix != c.unix || t.Location() != c.loc || c.text == nil {
+		c.unix, c.loc = unix, t.Location()
+		whole := time.Unix(unix, 0).In(t.Location()).AppendFormat(c.text[:0], time.RFC3339Nano)
+		// "2006-01-02T15:04:05" and the zone; a year of other than four digits is left to
+		// AppendFormat, every time.
+		c.text, c.zone = nil, nil
+		if len(whole) >= 20 && whole[4] == '-' && (whole[19] == 'Z' || whole[19] == '+' || whole[19] == '-') {
+			c.text, c.zone = whole[:19:19], whole[19:]
+		}
+	}
+	if c.text == nil {
+		return appendJSONHead(b, t, level, msg)
+	}
+	b = append(b, `{"time":"`...)
+	b = append(b, c.text...)
+	if ns := t.Nanosecond(); ns != 0 {
+		// RFC3339Nano's fraction: nine digits, the trailing zeros dropped.
+		var d [10]byte
+		d[0] = '.'
+		for i := 9; i > 0; i-- {
+			d[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for d[n-1] == '0' {
+			n--
+		}
+		b = append(b, d[:n]...)
+	}
+	b = append(b, c.zone...)
+	b = append(b, `","level":"`...)
+	b = appendJSONString(b, level.String())
+	b = append(b, `","msg":"`...)
+	b = appendJSONString(b, msg)
+	return append(b, '"')
+}
+
+// appendMillis is appendJSONFloat(b, ms(d)) without the float: ms(d) is a whole number of
+// microseconds over 1000, and below 2^53 microseconds the nearest float to n/1000 has n/1000
+// written out (at most three decimals, the trailing zeros dropped) as its shortest form,
+// which is what strconv writes (below 10^15 any two such decimals have distinct floats).
+// TestAppendMillisIsTheFloats.
+func appendMillis(b []byte, d time.Duration) []byte {
+	us := d.Microseconds()
+	if us <= -1e15 || us >= 1e15 {
+		return appendJSONFloat(b, ms(d))
+	}
+	if us < 0 {
+		b = append(b, '-')
+		us = -us
+	}
+	b = strconv.AppendInt(b, us/1000, 10)
+	if f := us % 1000; f != 0 {
+		d := [4]byte{'.', byte('0' + f/100), byte('0' + f/10%10), byte('0' + f%10)}
+		n := 4
+		for d[n-1] == '0' {
+			n--
+		}
+		b = append(b, d[:n]...)
+	}
+	return b
+}
+
+// appendJSONString is jsontext.AppendSlogEscaped, which looks at each byte, with the bytes
+// that need no escaping (printable ASCII but for the quote and the backslash: all of most
+// lines) found eight at a time and copied at once.
+func appendJSONString(b []byte, s string) []byte {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if needsEscape(x) {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			b = append(b, s[:i]...)
+			// From a character's start (every byte before it is ASCII): the same escaping
+			// as of the whole string.
+			return jsontext.AppendSlogEscaped(b, s[i:])
+		}
+	}
+	return append(b, s...)
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// needsEscape reports whether any of the eight bytes of x is a control character, a quote,
+// a backslash or not ASCII (the classic has-zero-byte and has-less-than tests, exact for
+// whether there is one).
+func needsEscape(x uint64) bool {
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return (x&highs)|((x-0x20*ones) & ^x & highs)|hasZero(x^('"'*ones))|hasZero(x^('\\'*ones)) != 0
 }

@@ -45,16 +45,41 @@ func (q *queuedOutcome) release() {
 
 // Record implements rpc.Observer: the outcome joins its request's access record and is queued for
 // metrics and spans. It never blocks: with the queue full the record is counted and dropped.
+//
+// An HTTP request's first outcome, nearly always its only one, is not queued: it waits in the
+// access record, and the worker measures it with the access line (held), which spares a
+// copy of the outcome, a pooled record and a pass through the queue per request. A second
+// outcome (a realtime session's next response) sends the first to the queue after all, and
+// itself, each as it came, before access.add folds the earlier ones into it for the access
+// line: each outcome is measured once, with its own usage, cost and attempts. The client
+// spans of an HTTP request's outcomes are written from its access record.
 func (t *Telemetry) Record(ctx context.Context, o rpc.Outcome) {
 	a, _ := ctx.Value(accessKey{}).(*access)
-	if a != nil {
-		a.add(&o)
-		if !t.metricsOn && !t.tracingOn {
-			return
+	if a == nil {
+		t.queueOutcome(ctx, &o, false)
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t.metricsOn {
+		if a.held {
+			a.held = false
+			t.queueOutcome(ctx, &a.last, true) // the first, still as it came
+		}
+		if a.outcomes == 0 && !a.ended {
+			a.held = true
+		} else {
+			t.queueOutcome(ctx, &o, true)
 		}
 	}
+	a.addLocked(&o)
+}
+
+// queueOutcome queues a copy of o for the worker; logged: it belongs to an HTTP request,
+// whose access record writes its line and spans.
+func (t *Telemetry) queueOutcome(ctx context.Context, o *rpc.Outcome, logged bool) {
 	q := outcomes.Get().(*queuedOutcome)
-	q.o, q.parent, q.logged = o, trace.SpanContextFromContext(ctx), a != nil
+	q.o, q.parent, q.logged = *o, trace.SpanContextFromContext(ctx), logged
 	if !t.enqueue(item{o: q}) {
 		q.release()
 	}

@@ -49,8 +49,10 @@ type Options struct {
 	SpanSyncer bool
 	// Sampler replaces the one OTEL_TRACES_SAMPLER configures (tests).
 	Sampler sdktrace.Sampler
-	// Reader is one more metric reader (tests read the instruments with it).
-	Reader sdkmetric.Reader
+	// Reader makes one more metric reader (tests read the instruments with it), which must
+	// take worker as a producer (sdkmetric.WithProducer) and be cumulative (the default):
+	// the worker's instruments reach the readers through it (series.go).
+	Reader func(worker sdkmetric.Producer) sdkmetric.Reader
 	// Gauges are read on each collection.
 	Gauges Gauges
 	// QueueSize bounds the records waiting for the background goroutine; 8192 when 0.
@@ -71,11 +73,14 @@ type Telemetry struct {
 	sampler    sdktrace.Sampler
 	propagator propagation.TextMapPropagator
 	inst       *instruments
-	srv        *http.Server
-	queue      chan item
-	dropped    atomic.Int64
-	done       chan struct{}
-	closed     atomic.Bool
+	store      *store // the worker's instruments
+	// chargeWaits is gateway.charge.wait, measured by billing's goroutines.
+	chargeWaits *sharedSeries
+	srv         *http.Server
+	queue       chan item
+	dropped     atomic.Int64
+	done        chan struct{}
+	closed      atomic.Bool
 }
 
 // New sets up the providers and exporters and starts the background goroutine and the
@@ -99,12 +104,14 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
 
-	// Metrics: a registry for Prometheus, OTLP beside it when configured.
+	// Metrics: a registry for Prometheus, OTLP beside it when configured. Each reader takes
+	// the worker's instruments from a view of their store in its temporality.
+	t.store = newStore(time.Now())
 	var readers []sdkmetric.Option
 	registry := prometheus.NewRegistry()
 	if o.MetricsAddr != "" {
 		registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		exp, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo())
+		exp, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo(), otelprom.WithProducer(t.store.view(nil)))
 		if err != nil {
 			return nil, fmt.Errorf("prometheus exporter: %w", err)
 		}
@@ -115,12 +122,13 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		if err != nil {
 			return nil, err
 		}
-		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithProducer(t.store.view(exp.Temporality)))))
 	}
 	if o.Reader != nil {
-		readers = append(readers, sdkmetric.WithReader(o.Reader))
+		readers = append(readers, sdkmetric.WithReader(o.Reader(t.store.view(nil))))
 	}
 	t.metricsOn = len(readers) > 0
+	t.chargeWaits = t.store.shared(chargeWaitInst)
 	// Every measurement is taken with a context without a span (the worker's, the ledger's
 	// observers'), so there are never exemplars to keep; the default trace-based filter would
 	// still look for a span on every call.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -431,5 +433,63 @@ func TestSampler(t *testing.T) {
 	}
 	if _, err := sampler(env("OTEL_TRACES_SAMPLER", "jaeger_remote")); err == nil {
 		t.Error("an unsupported sampler was accepted")
+	}
+}
+
+// A request with several outcomes (a realtime session's responses) has one access line with
+// their usage and cost summed, and each outcome measured once, as it came: the charged
+// counter is what was charged, the token histograms the answers' own counts.
+func TestEachOutcomeOfARequestIsMeasuredOnce(t *testing.T) {
+	t.Parallel()
+	var reader *sdkmetric.ManualReader
+	tel, logs := newTelemetry(t, Options{Reader: func(p sdkmetric.Producer) sdkmetric.Reader {
+		reader = sdkmetric.NewManualReader(sdkmetric.WithProducer(p))
+		return reader
+	}})
+	start := time.Now().Add(-2 * time.Second)
+	first, second := outcome(start), outcome(start)
+	second.Cost.Decimal = decimal.RequireFromString("2.5")
+	second.Usage = metering.Usage{Input: 7, Output: 3, Reliable: true}
+	second.Attempts = second.Attempts[1:]
+	h := tel.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tel.Record(r.Context(), first)
+		tel.Record(r.Context(), second)
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/realtime", nil))
+	tel.Sync(context.Background())
+
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(l, `"msg":"request"`) {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if line["cost"] != "4" || line["input_tokens"] != float64(107) || line["output_tokens"] != float64(14) {
+		t.Errorf("access line cost %v, input %v, output %v: want the sums 4, 107, 14", line["cost"], line["input_tokens"], line["output_tokens"])
+	}
+	if got := counterSum(t, reader, "gateway.charged"); got != 4 {
+		t.Errorf("gateway.charged = %v, want 4 (1.5 + 2.5)", got)
+	}
+	if got := counterSum(t, reader, "gateway.upstream.attempts"); got != 3 {
+		t.Errorf("gateway.upstream.attempts = %v, want 3 (2 + 1)", got)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var tokens, count int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[int64]); ok && m.Name == "gen_ai.client.token.usage" {
+				for _, p := range h.DataPoints {
+					tokens, count = tokens+p.Sum, count+int64(p.Count)
+				}
+			}
+		}
+	}
+	if tokens != 120+11+7+3 || count != 4 { // input with the cached input (TotalInput)
+		t.Errorf("gen_ai.client.token.usage: %d tokens in %d points, want 141 in 4", tokens, count)
 	}
 }

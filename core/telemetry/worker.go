@@ -2,13 +2,11 @@ package telemetry
 
 import (
 	"context"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -16,31 +14,32 @@ import (
 	"modelgateway/core/wire/apierror"
 )
 
-// worker caches attribute sets: after the first request of a kind, recording allocates
-// nothing. Counters are counted in the sets and added to their instruments once per drain
-// of the queue (flush): the SDK resolves a call's attributes and finds its series on every
-// call, which per request cost more than the counting.
+// worker caches attribute sets and their series (series.go): after the first request of a
+// kind, recording allocates nothing and takes no lock. What it records waits in the series
+// and is merged into the readers' views once per drain of the queue (flush).
 type worker struct {
 	t        *Telemetry
 	sets     map[setKey]*setEntry
 	spanSets map[spanKey][]attribute.KeyValue
-	counted  []*setEntry // sets with counts not yet added
-	// last is each kind's set of the last lookup, with its key: consecutive requests of one
-	// model, route and outcome, the common case, compare the key's strings (the same
-	// strings, from the snapshot: equal at their pointers) instead of hashing five of them.
+	dirty    []*series // series with measurements not yet merged
+	// last is each kind's sets of the last two lookups, with their keys: consecutive
+	// requests of one model, route and outcome, the common case, compare the key's strings
+	// (the same strings, from the snapshot: equal at their pointers) instead of hashing five
+	// of them; two, for a request's two attempts (a failover) or two alternating models.
+	// A hit writes nothing (a set key is five strings: copied while the GC runs, each
+	// copy took the write barrier's bulk path); a miss replaces the older of the two.
 	last [setKinds]struct {
-		k setKey
-		e *setEntry
+		s     [2]lastSet
+		older uint8
 	}
 	// attrs and lines are reused from one access line to the next.
 	attrs attrSink
 	lines lineWriter
 }
 
-// attrOpts is one attribute set as the option lists Record and Add take.
-type attrOpts struct {
-	rec []metric.RecordOption
-	add []metric.AddOption
+type lastSet struct {
+	k setKey
+	e *setEntry
 }
 
 type setKey struct {
@@ -77,69 +76,60 @@ func newWorker(t *Telemetry) *worker {
 	return &worker{t: t, sets: map[setKey]*setEntry{}, spanSets: map[spanKey][]attribute.KeyValue{}}
 }
 
-// setEntry is an attribute set resolved once, with what its counters were given since the
-// last flush.
+// setEntry is an attribute set resolved once, with its series of each instrument that
+// takes it, made at their first use: a setGenAI set has the request duration, time to
+// first token and time per output token; a setAttempt set the attempts and fallbacks.
 type setEntry struct {
-	attrOpts
-	kind uint8 // setKey.kind: which counters n, fallbacks and amount are of
-	// n counts requests (setRequests), attempts (setAttempt) or refusals (setFamily);
-	// fallbacks the attempts that failed over (setAttempt); amount the money charged
-	// (setCurrency).
-	n, fallbacks int64
-	amount       float64
-	counted      bool // on worker.counted
+	attrs  attribute.Set
+	series [3]*series
 	// tokens are the input and output token sets of a setGenAI set, resolved on its first use.
 	tokens [2]*setEntry
 }
 
 func (w *worker) set(k setKey, kvs func() []attribute.KeyValue) *setEntry {
 	last := &w.last[k.kind]
-	if last.e != nil && last.k == k {
-		return last.e
+	for i := range last.s {
+		if l := &last.s[i]; l.e != nil && l.k == k {
+			return l.e
+		}
 	}
 	e, ok := w.sets[k]
 	if !ok {
-		o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
-		e = &setEntry{attrOpts: attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}, kind: k.kind}
+		e = &setEntry{attrs: attribute.NewSet(kvs()...)}
 		if len(w.sets) < 10000 { // bounded, though every part of the key is bounded already
 			w.sets[k] = e
 		}
 	}
-	last.k, last.e = k, e
+	last.s[last.older] = lastSet{k, e}
+	last.older ^= 1
 	return e
 }
 
-// count marks e as having counts to add at the next flush.
-func (w *worker) count(e *setEntry) {
-	if !e.counted {
-		e.counted = true
-		w.counted = append(w.counted, e)
+// series is e's series of instrument d (the i-th of e's kind), marked as measured: the
+// caller measures into it.
+func (w *worker) series(e *setEntry, i int, d *instDesc) *series {
+	s := e.series[i]
+	if s == nil {
+		s = w.t.store.lookup(d, e.attrs)
+		e.series[i] = s
 	}
+	if !s.dirty {
+		s.dirty = true
+		w.dirty = append(w.dirty, s)
+	}
+	return s
 }
 
-// flush writes the buffered access lines out and adds the counts to the counters: at the
-// end of each drain of the queue, at a barrier (Sync) and at the stop.
+// flush writes the buffered access lines out and merges the measurements into the readers'
+// views: at the end of each drain of the queue, at a barrier (Sync) and at the stop.
 func (w *worker) flush() {
 	w.lines.flush()
-	ctx, in := context.Background(), w.t.inst
-	for i, e := range w.counted {
-		switch e.kind {
-		case setRequests:
-			in.requests.Add(ctx, e.n, e.add...)
-		case setAttempt:
-			in.attempts.Add(ctx, e.n, e.add...)
-			if e.fallbacks > 0 {
-				in.fallbacks.Add(ctx, e.fallbacks, e.add...)
-			}
-		case setCurrency:
-			in.charged.Add(ctx, e.amount, e.add...)
-		case setFamily:
-			in.refusals.Add(ctx, e.n, e.add...)
-		}
-		e.n, e.fallbacks, e.amount, e.counted = 0, 0, 0, false
-		w.counted[i] = nil
+	w.t.store.merge(w.dirty)
+	for i, s := range w.dirty {
+		s.dirty = false
+		w.dirty[i] = nil
 	}
-	w.counted = w.counted[:0]
+	w.dirty = w.dirty[:0]
 }
 
 func (w *worker) requests(family, code string) {
@@ -149,12 +139,10 @@ func (w *worker) requests(family, code string) {
 	e := w.set(setKey{kind: setRequests, a: family, b: code}, func() []attribute.KeyValue {
 		return []attribute.KeyValue{attribute.String("endpoint_family", family), attribute.String("code", code)}
 	})
-	e.n++
-	w.count(e)
+	w.series(e, 0, requestsInst).addInt(1)
 }
 
 func (w *worker) metrics(o *rpc.Outcome) {
-	ctx, in := context.Background(), w.t.inst
 	op, prov := Operation(o.EndpointFamily), ""
 	if n := len(o.Attempts); n > 0 {
 		prov = ProviderName(o.Attempts[n-1].Kind)
@@ -173,11 +161,11 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		}
 		return kvs
 	})
-	in.duration.Record(ctx, o.EndTime.Sub(o.StartTime).Seconds(), genai.rec...)
+	w.series(genai, 0, durationInst).measureFloat(o.EndTime.Sub(o.StartTime).Seconds())
 	if errType == "" && !o.FirstByteTime.IsZero() && generative(op) {
-		in.ttft.Record(ctx, o.FirstByteTime.Sub(o.StartTime).Seconds(), genai.rec...)
+		w.series(genai, 1, ttftInst).measureFloat(o.FirstByteTime.Sub(o.StartTime).Seconds())
 		if o.Usage.Reliable && o.Usage.Output > 1 {
-			in.tpot.Record(ctx, o.EndTime.Sub(o.FirstByteTime).Seconds()/float64(o.Usage.Output-1), genai.rec...)
+			w.series(genai, 2, tpotInst).measureFloat(o.EndTime.Sub(o.FirstByteTime).Seconds() / float64(o.Usage.Output-1))
 		}
 	}
 	if o.Usage.Reliable {
@@ -196,7 +184,7 @@ func (w *worker) metrics(o *rpc.Outcome) {
 				})
 				genai.tokens[i] = opts
 			}
-			in.tokens.Record(ctx, tt.n, opts.rec...)
+			w.series(opts, 0, tokensInst).measureInt(tt.n)
 		}
 	}
 	for i, at := range o.Attempts {
@@ -204,11 +192,10 @@ func (w *worker) metrics(o *rpc.Outcome) {
 		e := w.set(setKey{kind: setAttempt, a: at.Provider, b: outcome}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("provider", at.Provider), attribute.String("outcome", outcome)}
 		})
-		e.n++
+		w.series(e, 0, attemptsInst).addInt(1)
 		if at.Error != "" && i < len(o.Attempts)-1 {
-			e.fallbacks++
+			w.series(e, 1, fallbackInst).addInt(1)
 		}
-		w.count(e)
 		// The client-side duration of the call (OpenTelemetry GenAI conventions), by the
 		// provider's semantic-convention name; error.type as the attempt's outcome.
 		pname := ProviderName(at.Kind)
@@ -219,21 +206,19 @@ func (w *worker) metrics(o *rpc.Outcome) {
 			}
 			return kvs
 		})
-		in.clientDuration.Record(ctx, at.End.Sub(at.Start).Seconds(), copts.rec...)
+		w.series(copts, 0, clientInst).measureFloat(at.End.Sub(at.Start).Seconds())
 	}
 	if o.Cost.Valid {
 		e := w.set(setKey{kind: setCurrency, a: o.Currency}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("currency", o.Currency)}
 		})
-		e.amount += o.Cost.Decimal.InexactFloat64()
-		w.count(e)
+		w.series(e, 0, chargedInst).addFloat(o.Cost.Decimal.InexactFloat64())
 	}
 	if o.Status == apierror.InsufficientBalance {
 		e := w.set(setKey{kind: setFamily, a: o.EndpointFamily}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("endpoint_family", o.EndpointFamily)}
 		})
-		e.n++
-		w.count(e)
+		w.series(e, 0, refusalsInst).addInt(1)
 	}
 }
 
@@ -241,6 +226,10 @@ func (w *worker) metrics(o *rpc.Outcome) {
 func (w *worker) access(a *access) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.held { // the request's only outcome, as it came (Record)
+		a.held = false
+		w.metrics(&a.last)
+	}
 	var o *rpc.Outcome
 	family, code := FamilyOf(a.path), a.code
 	if a.outcomes > 0 {
@@ -310,56 +299,49 @@ func lineFields(s fieldSink, o *rpc.Outcome, h *accessLine) {
 		if a.requestID == "" && o != nil {
 			a.requestID = o.RequestID
 		}
-		s.str("request_id", a.requestID)
+		s.str(keyRequestID, a.requestID)
 		if a.span.IsValid() {
-			var tid [32]byte
-			var sid [16]byte
-			// The ids' hex, as their String methods give it, without the strings.
-			tr, sp := a.span.TraceID(), a.span.SpanID()
-			hex.Encode(tid[:], tr[:])
-			hex.Encode(sid[:], sp[:])
-			s.str("trace_id", string(tid[:]))
-			s.str("span_id", string(sid[:]))
+			s.ids(a.span.TraceID(), a.span.SpanID())
 		}
-		s.str("method", a.method)
-		s.str("path", a.path)
-		s.str("family", h.family)
-		s.i64("status", int64(a.status))
-		s.str("code", h.code)
+		s.str(keyMethod, a.method)
+		s.str(keyPath, a.path)
+		s.str(keyFamily, h.family)
+		s.i64(keyStatus, int64(a.status))
+		s.str(keyCode, h.code)
 	} else {
-		s.str("request_id", o.RequestID)
-		s.str("transport", "grpc")
-		s.str("family", o.EndpointFamily)
-		s.str("code", o.Status)
+		s.str(keyRequestID, o.RequestID)
+		s.str(keyTransport, "grpc")
+		s.str(keyFamily, o.EndpointFamily)
+		s.str(keyCode, o.Status)
 	}
 	var start, firstByte, end time.Time
 	if o != nil {
-		s.str("key_prefix", o.KeyPrefix)
-		s.str("model", o.Model)
-		s.str("upstream", o.Provider)
-		s.i64("attempts", int64(len(o.Attempts)))
+		s.str(keyKeyPrefix, o.KeyPrefix)
+		s.str(keyModel, o.Model)
+		s.str(keyUpstream, o.Provider)
+		s.i64(keyAttempts, int64(len(o.Attempts)))
 		u := &o.Usage
-		s.boolean("usage_reliable", u.Reliable)
-		s.i64("input_tokens", u.Input)
-		s.i64("cached_input_tokens", u.CachedInput)
-		s.i64("cache_write_tokens", u.CacheWrite)
-		s.i64("output_tokens", u.Output)
-		s.i64("reasoning_tokens", u.Reasoning)
-		s.i64("audio_input_tokens", u.AudioInput)
-		s.i64("audio_output_tokens", u.AudioOutput)
+		s.boolean(keyUsageReliable, u.Reliable)
+		s.i64(keyInputTokens, u.Input)
+		s.i64(keyCachedInputTokens, u.CachedInput)
+		s.i64(keyCacheWriteTokens, u.CacheWrite)
+		s.i64(keyOutputTokens, u.Output)
+		s.i64(keyReasoningTokens, u.Reasoning)
+		s.i64(keyAudioInputTokens, u.AudioInput)
+		s.i64(keyAudioOutputTokens, u.AudioOutput)
 		if o.Cost.Valid {
-			s.dec("cost", o.Cost.Decimal)
-			s.str("currency", o.Currency)
+			s.dec(keyCost, o.Cost.Decimal)
+			s.str(keyCurrency, o.Currency)
 		}
 		start, firstByte, end = o.StartTime, o.FirstByteTime, o.EndTime
 	}
 	if h != nil {
 		start, firstByte, end = h.a.start, h.a.firstByte, h.a.end
-		s.i64("bytes", h.a.bytes)
+		s.i64(keyBytes, h.a.bytes)
 	}
-	s.f64("latency_ms", ms(end.Sub(start)))
+	s.millis(keyLatencyMS, end.Sub(start))
 	if !firstByte.IsZero() {
-		s.f64("ttfb_ms", ms(firstByte.Sub(start)))
+		s.millis(keyTTFBMS, firstByte.Sub(start))
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 
 // BenchmarkWorkerAccess is the background half of a request's telemetry as the gateway
 // serves it: the JSON process logger at info (the access line, flushed once per 64 lines as
-// a drain of the queue would), the outcome's metrics and the request counter.
+// a drain of the queue would), the outcome's metrics and the request counter, all from the
+// access record (the request's only outcome waits in it).
 func BenchmarkWorkerAccess(b *testing.B) {
 	w := benchWorker(b)
 	start := time.Now()
@@ -21,9 +22,7 @@ func BenchmarkWorkerAccess(b *testing.B) {
 		a := &access{method: "POST", path: "/v1/chat/completions", requestID: "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", status: 200,
 			bytes: 612, start: start, firstByte: start.Add(time.Millisecond), end: start.Add(2 * time.Millisecond)}
 		a.add(&o)
-		q := outcomes.Get().(*queuedOutcome) // as Record queues it; handle recycles it
-		q.o, q.logged = o, true
-		w.handle(item{o: q})
+		a.held = true // as Record leaves a request's only outcome: measured with the access record
 		w.handle(item{a: a})
 		if i%64 == 63 {
 			w.flush() // as a drain of the queue ends: the lines written, the counts added
@@ -63,4 +62,44 @@ func benchWorker(b *testing.B) *worker {
 	}
 	b.Cleanup(func() { tel.Close(context.Background()) })
 	return newWorker(tel)
+}
+
+// BenchmarkWorkerLine is one HTTP request's access line as the worker writes it, alone (the
+// metrics and queue left out): the JSON process logger's line formatted into the worker's
+// buffer, written out once per 64 lines as a drain of the queue would.
+func BenchmarkWorkerLine(b *testing.B) {
+	w := benchWorker(b)
+	start := time.Now()
+	o := outcome(start)
+	a := &access{method: "POST", path: "/v1/chat/completions", requestID: "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", status: 200,
+		bytes: 612, start: start, firstByte: start.Add(time.Millisecond), end: start.Add(2 * time.Millisecond)}
+	a.add(&o)
+	h := &accessLine{a: a, family: "chat.completions", code: "ok"}
+	b.ReportAllocs()
+	c0 := cpuTime()
+	i := 0
+	for b.Loop() {
+		w.line(&a.last, h)
+		if i++; i%64 == 0 {
+			w.lines.flush()
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkChargeWaitObserver is billing's per-request point of gateway.charge.wait, from
+// the request goroutines, with a /metrics listener (as the gateway runs it).
+func BenchmarkChargeWaitObserver(b *testing.B) {
+	w := benchWorker(b)
+	observe := w.t.ChargeWaitObserver()
+	b.ReportAllocs()
+	c0 := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		wait := 1700 * time.Microsecond
+		for pb.Next() {
+			observe(wait)
+			wait += time.Microsecond
+		}
+	})
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
 }
