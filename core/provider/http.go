@@ -57,8 +57,6 @@ var uploadClient = func() *http.Client {
 	return &http.Client{Transport: t}
 }()
 
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
-
 var (
 	errFirstByte = errors.New("no answer from the upstream within the first-byte timeout")
 	errIdle      = errors.New("the upstream stream paused longer than the idle timeout")
