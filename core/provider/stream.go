@@ -174,9 +174,10 @@ func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
 	defer body.Close()
 	size := int64(512)
 	if tb, ok := body.(*timedBody); ok && tb.size >= 0 && tb.size <= max {
-		// Room for the read that sees the end; no more than maxPresize on the upstream's
-		// word alone (a length it declares but does not send must not cost memory).
-		size = min(tb.size+1, maxPresize)
+		// Room for the read that sees the end and for a longer model name (answerRoom); no
+		// more than maxPresize on the upstream's word alone (a length it declares but does
+		// not send must not cost memory).
+		size = min(tb.size+1+answerRoom, maxPresize)
 	}
 	b := make([]byte, 0, size)
 	for int64(len(b)) <= max {
@@ -201,6 +202,10 @@ func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
 	}
 	return nil, &Error{Message: "the upstream answer is too large"}
 }
+
+// answerRoom is what ReadAll's buffer holds beyond a declared length: room for
+// RenameAnswerModel to put a longer public model name in place.
+const answerRoom = 48
 
 // maxPresize bounds the buffer ReadAll makes from a declared length before any of it has
 // arrived; a longer answer grows it as it comes.

@@ -60,8 +60,9 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 	if err != nil {
 		return nil, err
 	}
+	answer = provider.RenameAnswerModel(answer, call.UpstreamModel, call.PublicModel)
 	start.Id = gjson.GetBytes(answer, "id").String()
-	native := x.Event("", provider.PublicAnswerModel(answer, call.UpstreamModel, call.PublicModel))
+	native := x.Event("", answer)
 	return provider.NewStaticStream(start, []*corev1.GenerateEvent{native},
 		metering.FromOpenAIChat(provider.RawField(answer, "usage"))), nil
 }
