@@ -113,6 +113,45 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 			}
 		}
 	}
+	args := settleArgs(replica, n, rec, costs)
+
+	c, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	defer c.Release()
+	var rr *pgconn.ResultReader
+	pc := c.Conn().PgConn()
+	if c.Conn().Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		// Prepared once per connection (pgx keeps it by name), then one round trip per batch.
+		sd, err := c.Conn().Prepare(ctx, "gateway_settle", settleSQL)
+		if err != nil {
+			return nil, fmt.Errorf("settle: %w", err)
+		}
+		lendBuffer(pc, settleMessageBytes(args))
+		rr = pc.ExecPrepared(ctx, sd.Name, args, settleArgFormats, settleResultFormats)
+	} else {
+		// The connection string asked for no prepared statements (default_query_exec_mode,
+		// e.g. behind PgBouncer in transaction pooling): the same statement, unnamed, still
+		// one round trip.
+		lendBuffer(pc, settleMessageBytes(args))
+		rr = pc.ExecParams(ctx, settleSQL, args, settleArgOIDs, settleArgFormats, settleResultFormats)
+	}
+	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
+	readErr := readSettled(rr, rec, costs, charged, capped, out)
+	// Close drains what a failed read left, and reports the statement's own error.
+	if _, err := rr.Close(); err != nil || readErr != nil {
+		return nil, fmt.Errorf("settle: %w", cmp.Or(readErr, err))
+	}
+	for i := range batch {
+		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
+	}
+	return out, nil
+}
+
+// settleArgs are gateway_settle's arguments for the n records rec gives, costs their costs'
+// texts: the replica, then an array per column, in one buffer.
+func settleArgs(replica uuid.UUID, n int, rec func(int) *RequestRecord, costs []string) [][]byte {
 	w := arrayWriter{buf: make([]byte, 0, n*settleBytesPerRecord), args: make([][]byte, 0, len(settleArgFormats))}
 	w.args = append(w.args, replica[:])
 	w.uuids(n, func(j int) uuid.UUID { return rec(j).ProfileID })
@@ -139,36 +178,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	w.int8s(n, func(j int) int64 { return rec(j).AudioInputTokens })
 	w.int8s(n, func(j int) int64 { return rec(j).AudioOutputTokens })
 	w.jsonbs(n, func(j int, b []byte) []byte { return appendAttempts(b, rec(j).Attempts) })
-
-	c, err := s.Pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("settle: %w", err)
-	}
-	defer c.Release()
-	var rr *pgconn.ResultReader
-	if c.Conn().Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
-		// Prepared once per connection (pgx keeps it by name), then one round trip per batch.
-		sd, err := c.Conn().Prepare(ctx, "gateway_settle", settleSQL)
-		if err != nil {
-			return nil, fmt.Errorf("settle: %w", err)
-		}
-		rr = c.Conn().PgConn().ExecPrepared(ctx, sd.Name, w.args, settleArgFormats, settleResultFormats)
-	} else {
-		// The connection string asked for no prepared statements (default_query_exec_mode,
-		// e.g. behind PgBouncer in transaction pooling): the same statement, unnamed, still
-		// one round trip.
-		rr = c.Conn().PgConn().ExecParams(ctx, settleSQL, w.args, settleArgOIDs, settleArgFormats, settleResultFormats)
-	}
-	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
-	readErr := readSettled(rr, rec, costs, charged, capped, out)
-	// Close drains what a failed read left, and reports the statement's own error.
-	if _, err := rr.Close(); err != nil || readErr != nil {
-		return nil, fmt.Errorf("settle: %w", cmp.Or(readErr, err))
-	}
-	for i := range batch {
-		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
-	}
-	return out, nil
+	return w.args
 }
 
 // readSettled reads gateway_settle's rows: per record (idx set) what was charged and whether
