@@ -152,7 +152,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 // settleArgs are gateway_settle's arguments for the n records rec gives, costs their costs'
 // texts: the replica, then an array per column, in one buffer.
 func settleArgs(replica uuid.UUID, n int, rec func(int) *RequestRecord, costs []string) [][]byte {
-	w := arrayWriter{buf: make([]byte, 0, n*settleBytesPerRecord), args: make([][]byte, 0, len(settleArgFormats))}
+	w := arrayWriter{buf: make([]byte, 0, settleArgsBytes(n, rec, costs)), args: make([][]byte, 0, len(settleArgFormats))}
 	w.args = append(w.args, replica[:])
 	w.uuids(n, func(j int) uuid.UUID { return rec(j).ProfileID })
 	w.texts(n, func(j int) string { return rec(j).RequestID })
@@ -251,9 +251,26 @@ var (
 	settleResultFormats = []int16{1, 0, 1, 1, 0, 1, 1, 1}
 )
 
-// settleBytesPerRecord sizes a batch's argument buffer: the fixed-size fields and their length
-// words, and room for typical ids, names and costs.
-const settleBytesPerRecord = 2*(16+4) + 9*(8+4) + (1 + 4) + 5*(24+4) + 16
+// settleArgsBytes is what settleArgs writes for the records, at most (a JSON escape in an
+// attempt's names aside): its buffer is made once at that size, where a guess per record
+// left the attempts' JSON, written last, to grow and copy the whole buffer, every array
+// before it kept alive by its argument.
+func settleArgsBytes(n int, rec func(int) *RequestRecord, costs []string) int {
+	const (
+		header     = 20                     // an array's: ndim, flags, OID, length, lower bound
+		fixed      = 2*(4+16) + 9*(4+8) + 5 // per record: two uuids, nine int8s and times, a bool
+		perAttempt = len(`{"provider":"","upstream_model":"","status":,"error_code":"","duration_ms":},`) + 2*20
+	)
+	size := 16 + 19*header + 2 + n*(fixed+5*4+1+4+1+2)
+	for j := range n {
+		r := rec(j)
+		size += len(r.RequestID) + len(r.Model) + len(r.EndpointFamily) + len(r.Status) + len(r.Currency) + max(len(costs[j]), len("NULL"))
+		for _, a := range r.Attempts {
+			size += perAttempt + len(a.Provider) + len(a.UpstreamModel) + len(a.ErrorCode)
+		}
+	}
+	return size
+}
 
 // Refund undoes the charge of a request whose answer did not reach the client after all: the
 // client went away between the commit and the last event, or the commit looked failed to the
