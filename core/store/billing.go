@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,10 +86,13 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	if len(batch) == 0 {
 		return out, nil
 	}
+	x := getScratch()
+	defer x.put(len(batch))
 	// Merge duplicates: index of the kept settlement per record, and the kept ones in order.
-	first := make(map[recordKey]int, len(batch))
-	alias := make([]int, len(batch))
-	var kept []int
+	first := x.first
+	alias := grow(x.alias, len(batch))
+	x.alias = alias
+	kept := x.kept[:0]
 	for i, st := range batch {
 		k := recordKey{st.Record.ProfileID, st.Record.RequestID}
 		j, dup := first[k]
@@ -102,9 +106,11 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 			kept[j] = i
 		}
 	}
+	x.kept = kept
 	rec := func(j int) *RequestRecord { return &batch[kept[j]].Record }
 	n := len(kept)
-	costs := make([]string, n)
+	costs := grow(x.costs, n)
+	x.costs = costs
 	for j := range n {
 		if r := rec(j); r.Cost.Valid {
 			costs[j] = batch[kept[j]].CostText
@@ -113,7 +119,8 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 			}
 		}
 	}
-	args := settleArgs(replica, n, rec, costs)
+	x.w = settleArgs(x.w, replica, n, rec, costs)
+	args := x.w.args
 
 	c, err := s.Pool.Acquire(ctx)
 	if err != nil {
@@ -137,7 +144,8 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 		lendBuffer(pc, settleMessageBytes(args))
 		rr = pc.ExecParams(ctx, settleSQL, args, settleArgOIDs, settleArgFormats, settleResultFormats)
 	}
-	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
+	charged, capped := grow(x.charged, n), grow(x.capped, n)
+	x.charged, x.capped = charged, capped
 	readErr := readSettled(rr, rec, costs, charged, capped, out)
 	// Close drains what a failed read left, and reports the statement's own error.
 	if _, err := rr.Close(); err != nil || readErr != nil {
@@ -149,10 +157,14 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	return out, nil
 }
 
-// settleArgs are gateway_settle's arguments for the n records rec gives, costs their costs'
-// texts: the replica, then an array per column, in one buffer.
-func settleArgs(replica uuid.UUID, n int, rec func(int) *RequestRecord, costs []string) [][]byte {
-	w := arrayWriter{buf: make([]byte, 0, settleArgsBytes(n, rec, costs)), args: make([][]byte, 0, len(settleArgFormats))}
+// settleArgs writes gateway_settle's arguments for the n records rec gives, costs their
+// costs' texts, into w's buffer (made again when it is too small): the replica, then an array
+// per column, in one buffer (w.args).
+func settleArgs(w arrayWriter, replica uuid.UUID, n int, rec func(int) *RequestRecord, costs []string) arrayWriter {
+	if need := settleArgsBytes(n, rec, costs); cap(w.buf) < need {
+		w.buf = make([]byte, 0, need)
+	}
+	w.buf, w.args = w.buf[:0], w.args[:0]
 	w.args = append(w.args, replica[:])
 	w.uuids(n, func(j int) uuid.UUID { return rec(j).ProfileID })
 	w.texts(n, func(j int) string { return rec(j).RequestID })
@@ -178,7 +190,7 @@ func settleArgs(replica uuid.UUID, n int, rec func(int) *RequestRecord, costs []
 	w.int8s(n, func(j int) int64 { return rec(j).AudioInputTokens })
 	w.int8s(n, func(j int) int64 { return rec(j).AudioOutputTokens })
 	w.jsonbs(n, func(j int, b []byte) []byte { return appendAttempts(b, rec(j).Attempts) })
-	return w.args
+	return w
 }
 
 // readSettled reads gateway_settle's rows: per record (idx set) what was charged and whether
@@ -250,6 +262,49 @@ var (
 	// Numbers as text (charged, lease_amount), the rest binary.
 	settleResultFormats = []int16{1, 0, 1, 1, 0, 1, 1, 1}
 )
+
+// settleScratch is what a settlement works with and gives up when it returns, used again by
+// the next (settleScratches): a group commit of 64 charges made some 25 KB of it every time.
+type settleScratch struct {
+	first   map[recordKey]int
+	alias   []int
+	kept    []int
+	costs   []string
+	charged []decimal.NullDecimal
+	capped  []bool
+	w       arrayWriter
+}
+
+var settleScratches = sync.Pool{New: func() any { return &settleScratch{first: map[recordKey]int{}} }}
+
+func getScratch() *settleScratch { return settleScratches.Get().(*settleScratch) }
+
+// maxScratchRecords bounds the settlements whose scratch is kept: a backlog settled after an
+// outage is rare, and its map and buffer would stay that large.
+const maxScratchRecords = 1024
+
+// put clears what refers to the records (their strings and costs) and gives x back, unless
+// it served a settlement of more than maxScratchRecords.
+func (x *settleScratch) put(records int) {
+	if records > maxScratchRecords {
+		return
+	}
+	clear(x.first)
+	clear(x.costs)
+	clear(x.charged)
+	clear(x.w.args)
+	settleScratches.Put(x)
+}
+
+// grow is s with length n, its contents zero, made again when s is too short.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
 
 // settleArgsBytes is what settleArgs writes for the records, at most (a JSON escape in an
 // attempt's names aside): its buffer is made once at that size, where a guess per record

@@ -9,5 +9,5 @@ func SettleMessageBytes(batch []Settlement) int {
 	for i := range batch {
 		costs[i] = batch[i].Record.Cost.Decimal.String()
 	}
-	return settleMessageBytes(settleArgs(uuid.UUID{}, len(batch), func(j int) *RequestRecord { return &batch[j].Record }, costs))
+	return settleMessageBytes(settleArgs(arrayWriter{}, uuid.UUID{}, len(batch), func(j int) *RequestRecord { return &batch[j].Record }, costs).args)
 }

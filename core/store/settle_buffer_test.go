@@ -18,7 +18,9 @@ import (
 // 64 charges, whose messages are some 16 KB, allocates less than three times that in all (its
 // arrays among them), in both query modes, once the connection has its buffer; with
 // pgproto3's own buffer, regrown from 1 KiB by appends at every commit, it was six times
-// (36 against 92 KB).
+// (36 against 92 KB). With its scratch used again (settleScratches), at least one of the
+// rounds after the first allocates less than its messages (5 KB): a collection may empty
+// the pool once.
 func TestSettleReusesItsConnectionsBuffer(t *testing.T) {
 	ctx := context.Background()
 	url := storetest.DatabaseURL(t)
@@ -44,7 +46,8 @@ func TestSettleReusesItsConnectionsBuffer(t *testing.T) {
 			return b
 		}
 		var bind int
-		for round := range 3 {
+		best := 1 << 30
+		for round := range 4 {
 			b := group(round)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -64,12 +67,18 @@ func TestSettleReusesItsConnectionsBuffer(t *testing.T) {
 			if round > 0 && allocated > 3*bind {
 				t.Errorf("mode %q: a settlement of 64 charges allocated %d bytes, its messages being %d", mode, allocated, bind)
 			}
+			if round > 0 {
+				best = min(best, allocated)
+			}
+		}
+		if best > bind {
+			t.Errorf("mode %q: settlements of 64 charges allocated at best %d bytes, their messages being %d", mode, best, bind)
 		}
 		var balance decimal.Decimal
 		if err := st.Pool.QueryRow(ctx, `SELECT balance FROM profiles WHERE id = $1`, p).Scan(&balance); err != nil {
 			t.Fatal(err)
 		}
-		if want := decimal.NewFromInt(1000).Sub(cost.Decimal.Mul(decimal.NewFromInt(3 * 64))); !balance.Equal(want) {
+		if want := decimal.NewFromInt(1000).Sub(cost.Decimal.Mul(decimal.NewFromInt(4 * 64))); !balance.Equal(want) {
 			t.Errorf("mode %q: balance %s, want %s", mode, balance, want)
 		}
 		st.Close()

@@ -70,7 +70,7 @@ func TestSettleArgsBytesBoundsWhatIsWritten(t *testing.T) {
 	costs := []string{"0.000123456789", "", "12345678901234567890.123456789"}
 	for n := 1; n <= len(recs); n++ {
 		rec := func(j int) *RequestRecord { return &recs[j] }
-		args := settleArgs(uuid.New(), n, rec, costs)
+		args := settleArgs(arrayWriter{}, uuid.New(), n, rec, costs).args
 		written := 0
 		for _, a := range args {
 			written += len(a)
