@@ -13,12 +13,18 @@ import (
 // IncomingContext is OutgoingContext as the server side of an in-process call sees it, with
 // the metadata where core reads it without copies (core/wire/callmd).
 func IncomingContext(r *http.Request) context.Context {
+	if st := stateOf(r); st != nil {
+		return st.room.IncomingPairs(r.Context(), requestPairs(r))
+	}
 	return callmd.NewIncomingPairs(r.Context(), requestPairs(r))
 }
 
 // OutgoingContext carries the key and request id to core as gRPC metadata; a direct call
 // (the key check) takes them back without a copy (core/wire/callmd).
 func OutgoingContext(r *http.Request) context.Context {
+	if st := stateOf(r); st != nil {
+		return st.room.OutgoingPairs(r.Context(), requestPairs(r))
+	}
 	return callmd.NewOutgoingPairs(r.Context(), requestPairs(r))
 }
 
@@ -82,6 +88,9 @@ type state struct {
 	auth, id string
 	pairRoom [6]string
 	idValue  [1]string // the X-Request-Id value (SetRequestID)
+	// room holds the first contexts that carry the metadata to core (IncomingContext,
+	// OutgoingContext) and the key check's server context.
+	room callmd.Room
 }
 
 func (s *state) Value(k any) any {

@@ -1,12 +1,15 @@
 package relay
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"testing"
 
 	"google.golang.org/grpc/metadata"
+
+	"modelgateway/core/wire/callmd"
 )
 
 // The header helpers store what Header.Set stores, and a later Set or Add on one answer
@@ -165,5 +168,30 @@ func TestBeginKeepsTheRequestState(t *testing.T) {
 	client := Begin(httptest.NewRequest("POST", "/v1/chat/completions", nil), false)
 	if _, ok := requestMD(client)["x-request-id-generated"]; ok {
 		t.Error("a client's id is marked as generated")
+	}
+}
+
+// A request that went through Begin carries its metadata to core in contexts of its state's
+// room, the first of each kind; later ones are made apart and carry the same metadata.
+func TestContextsOfTheRequestState(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	r.Header.Set("Authorization", "Bearer sk-1")
+	r.Header.Set("X-Request-Id", "req-1")
+	r = Begin(r, false)
+	in, in2 := IncomingContext(r), IncomingContext(r)
+	out, out2 := OutgoingContext(r), OutgoingContext(r)
+	if in == in2 || out == out2 {
+		t.Fatal("two calls got one context")
+	}
+	for name, ctx := range map[string]context.Context{"in": in, "in2": in2} {
+		if callmd.Value(ctx, "x-request-id") != "req-1" || callmd.Bearer(ctx) != "sk-1" {
+			t.Errorf("%s: id %q, key %q", name, callmd.Value(ctx, "x-request-id"), callmd.Bearer(ctx))
+		}
+	}
+	for name, ctx := range map[string]context.Context{"out": out, "out2": out2} {
+		if md, ok := callmd.Outgoing(ctx); !ok || !reflect.DeepEqual(md, requestMD(r)) {
+			t.Errorf("%s: outgoing %v, want %v", name, md, requestMD(r))
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"google.golang.org/grpc/metadata"
 )
@@ -54,7 +55,7 @@ func NewServerContext(ctx context.Context, md metadata.MD) context.Context {
 
 // ServerContext is NewServerContext(ctx, md) for the outgoing metadata md of ctx made by
 // NewOutgoingContext or NewOutgoingPairs, carried as it was (pairs stay pairs); false when
-// ctx carries none.
+// ctx carries none. The first server context of a Room's outgoing carrier is the Room's.
 func ServerContext(ctx context.Context) (context.Context, bool) {
 	out, ok := ctx.Value(carriedOut{}).(*carrier[carriedOut])
 	if !ok {
@@ -63,7 +64,43 @@ func ServerContext(ctx context.Context) (context.Context, bool) {
 	if grpcIncomingKey == nil {
 		return NewServerContext(ctx, out.metadata()), true
 	}
-	return &carrier[carriedIn]{Context: ctx, md: out.md, pairs: out.pairs, grpcKey: grpcIncomingKey, noValues: true}, true
+	var c *carrier[carriedIn]
+	if r := out.room; r != nil && r.srvTaken.CompareAndSwap(false, true) {
+		c = &r.srv
+	} else {
+		c = new(carrier[carriedIn])
+	}
+	*c = carrier[carriedIn]{Context: ctx, md: out.md, pairs: out.pairs, grpcKey: grpcIncomingKey, noValues: true}
+	return c, true
+}
+
+// Room holds a request's first incoming and outgoing carriers, and the first server context
+// of its outgoing one, in an allocation the request has anyway (the front's request state):
+// the front makes each once per request (the key check's outgoing context, the call's
+// incoming one), which cost an allocation apiece. Each is taken by the first call that asks
+// for it; later calls make their own. A Room must not be copied.
+type Room struct {
+	in, srv                     carrier[carriedIn]
+	out                         carrier[carriedOut]
+	inTaken, outTaken, srvTaken atomic.Bool
+}
+
+// IncomingPairs is NewIncomingPairs, in the Room when its incoming carrier is not taken.
+func (r *Room) IncomingPairs(ctx context.Context, kv []string) context.Context {
+	if grpcIncomingKey == nil || !r.inTaken.CompareAndSwap(false, true) {
+		return NewIncomingPairs(ctx, kv)
+	}
+	r.in = carrier[carriedIn]{Context: ctx, pairs: kv, grpcKey: grpcIncomingKey}
+	return &r.in
+}
+
+// OutgoingPairs is NewOutgoingPairs, in the Room when its outgoing carrier is not taken.
+func (r *Room) OutgoingPairs(ctx context.Context, kv []string) context.Context {
+	if grpcOutgoingKey == nil || !r.outTaken.CompareAndSwap(false, true) {
+		return NewOutgoingPairs(ctx, kv)
+	}
+	r.out = carrier[carriedOut]{Context: ctx, pairs: kv, outKey: grpcOutgoingKey, room: r}
+	return &r.out
 }
 
 // NoValues passes a context's deadline and cancellation on, not its values. It answers
@@ -231,6 +268,8 @@ type carrier[K comparable] struct {
 	// outKey is grpcOutgoingKey on a carrier of outgoing metadata that answers gRPC's
 	// lookup itself.
 	outKey any
+	// room is the Room of a carrier made in one, for its first server context.
+	room *Room
 }
 
 func (c *carrier[K]) Value(k any) any {

@@ -298,3 +298,47 @@ func TestPairsAreTheirMetadata(t *testing.T) { // not parallel: AllocsPerRun
 		t.Error("cancelling the caller does not reach the server context")
 	}
 }
+
+// A Room's carriers are the first of their kind made with it, with what NewIncomingPairs,
+// NewOutgoingPairs and ServerContext make otherwise, and no allocation; later ones are made
+// apart, and the first stays as it was.
+func TestRoomHoldsTheFirstCarriers(t *testing.T) { // not parallel: AllocsPerRun
+	kv := []string{"authorization", "Bearer sk-1", "x-request-id", "req-1"}
+	other := []string{"authorization", "Bearer sk-2", "x-request-id", "req-2"}
+	var r Room
+	in, out := r.IncomingPairs(context.Background(), kv), r.OutgoingPairs(context.Background(), kv)
+	srv, _ := ServerContext(out)
+	if in != context.Context(&r.in) || out != context.Context(&r.out) || srv != context.Context(&r.srv) {
+		t.Fatal("the first carriers are not the room's")
+	}
+	in2, out2 := r.IncomingPairs(context.Background(), other), r.OutgoingPairs(context.Background(), other)
+	srv2, _ := ServerContext(out)
+	srv3, _ := ServerContext(out2)
+	if in2 == in || out2 == out || srv2 == srv || srv3 == srv {
+		t.Fatal("a later carrier took the room's place")
+	}
+	for name, c := range map[string]struct {
+		ctx  context.Context
+		want string
+	}{"in": {in, "req-1"}, "srv": {srv, "req-1"}, "srv2": {srv2, "req-1"}, "in2": {in2, "req-2"}, "srv3": {srv3, "req-2"}} {
+		if got := Value(c.ctx, "x-request-id"); got != c.want {
+			t.Errorf("%s: Value %q, want %q", name, got, c.want)
+		}
+		if got, _ := metadata.FromIncomingContext(c.ctx); len(got) != 2 {
+			t.Errorf("%s: gRPC's incoming metadata %v", name, got)
+		}
+	}
+	if got, ok := Outgoing(out); !ok || !reflect.DeepEqual(got, metadata.Pairs(kv...)) {
+		t.Errorf("Outgoing: %v", got)
+	}
+	rooms := make([]Room, 102)
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		r := &rooms[i]
+		i++
+		_ = r.IncomingPairs(context.Background(), kv)
+		_, _ = ServerContext(r.OutgoingPairs(context.Background(), kv))
+	}); n != 0 {
+		t.Errorf("a room's carriers: %v allocations, want 0", n)
+	}
+}
