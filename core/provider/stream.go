@@ -133,19 +133,22 @@ type StaticStream struct {
 
 // NewStaticStream is Start, the events, then the usage event.
 func NewStaticStream(start *corev1.Start, events []*corev1.GenerateEvent, u metering.Usage) *StaticStream {
-	// An answer of one event (a passthrough body, one translated message) has its stream and
-	// its three events in one allocation.
+	// An answer of one event (a passthrough body, one translated message) has its stream,
+	// the slice of its three events and the start and usage events themselves in one
+	// allocation.
 	x := &struct {
-		s   StaticStream
-		buf [3]*corev1.GenerateEvent
+		s     StaticStream
+		buf   [3]*corev1.GenerateEvent
+		start startEvent
+		usage usageEvent
 	}{}
 	all := x.buf[:0]
 	if len(events)+2 > len(x.buf) {
 		all = make([]*corev1.GenerateEvent, 0, len(events)+2)
 	}
-	all = append(all, StartEvent(start))
+	all = append(all, x.start.of(start))
 	all = append(all, events...)
-	all = append(all, UsageEvent(u))
+	all = append(all, x.usage.of(u))
 	x.s = StaticStream{events: all, usage: u}
 	return &x.s
 }
