@@ -150,16 +150,24 @@ func (x *nativeEvent) of(name string, data []byte) *corev1.GenerateEvent {
 	return &x.ev
 }
 
-// NativeAnswer is a non-streamed passthrough answer's Start and its one Native event in one
-// allocation: the adapter fills Start in and makes the event with Event.
+// NativeAnswer is a non-streamed passthrough answer's Start, its one Native event and its
+// stream in one allocation: the adapter fills Start in, makes the event with Event and the
+// stream with Stream.
 type NativeAnswer struct {
 	Start  corev1.Start
 	native nativeEvent
+	stream staticRoom
 }
 
 // Event is the answer's Native event (NativeEvent), in the answer's allocation; once.
 func (a *NativeAnswer) Event(name string, data []byte) *corev1.GenerateEvent {
 	return a.native.of(name, data)
+}
+
+// Stream is NewStaticStream of the answer's Start, its Native event (made by Event before)
+// and u, in the answer's allocation; once.
+func (a *NativeAnswer) Stream(u metering.Usage) *StaticStream {
+	return a.stream.init(&a.Start, []*corev1.GenerateEvent{&a.native.ev}, u)
 }
 
 // TextEvent is a text fragment. Text events are most of a stream: the event, its oneof

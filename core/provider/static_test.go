@@ -42,3 +42,32 @@ func TestStaticStreamOfOneEventIsOneAllocation(t *testing.T) { // not parallel: 
 		}
 	}
 }
+
+// A passthrough answer's Start, its event and its stream are one allocation, and the stream
+// gives them in order.
+func TestNativeAnswerIsOneAllocation(t *testing.T) { // not parallel: AllocsPerRun
+	u := metering.Usage{Input: 20, Output: 3, Reliable: true}
+	data := []byte(`{"id":"a1"}`)
+	answer := func() *StaticStream {
+		x := new(NativeAnswer)
+		x.Start.Model = "m"
+		x.Event("", data)
+		return x.Stream(u)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = answer() }); n != 1 {
+		t.Errorf("a native answer: %v allocations, want 1", n)
+	}
+	s := answer()
+	if ev, err := s.Next(); err != nil || ev.GetStart().GetModel() != "m" {
+		t.Fatalf("first event %v, %v", ev, err)
+	}
+	if ev, err := s.Next(); err != nil || string(ev.GetNative().GetData()) != string(data) {
+		t.Fatalf("native event %v, %v", ev, err)
+	}
+	if ev, err := s.Next(); err != nil || ev.GetUsage().GetInputTokens() != 20 {
+		t.Fatalf("usage event %v, %v", ev, err)
+	}
+	if _, err := s.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the usage: %v", err)
+	}
+}

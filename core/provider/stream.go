@@ -133,15 +133,20 @@ type StaticStream struct {
 
 // NewStaticStream is Start, the events, then the usage event.
 func NewStaticStream(start *corev1.Start, events []*corev1.GenerateEvent, u metering.Usage) *StaticStream {
-	// An answer of one event (a passthrough body, one translated message) has its stream,
-	// the slice of its three events and the start and usage events themselves in one
-	// allocation.
-	x := &struct {
-		s     StaticStream
-		buf   [3]*corev1.GenerateEvent
-		start startEvent
-		usage usageEvent
-	}{}
+	return new(staticRoom).init(start, events, u)
+}
+
+// staticRoom is a static stream with room for an answer of one event (a passthrough body,
+// one translated message): its stream, the slice of its three events and the start and
+// usage events themselves, in one allocation.
+type staticRoom struct {
+	s     StaticStream
+	buf   [3]*corev1.GenerateEvent
+	start startEvent
+	usage usageEvent
+}
+
+func (x *staticRoom) init(start *corev1.Start, events []*corev1.GenerateEvent, u metering.Usage) *StaticStream {
 	all := x.buf[:0]
 	if len(events)+2 > len(x.buf) {
 		all = make([]*corev1.GenerateEvent, 0, len(events)+2)
