@@ -20,7 +20,7 @@ import (
 // pgproto3's own buffer, regrown from 1 KiB by appends at every commit, it was six times
 // (36 against 92 KB). With its scratch used again (settleScratches), at least one of the
 // rounds after the first allocates less than its messages (5 KB): a collection may empty
-// the pool once.
+// the pool, and the race detector drops a quarter of what is put back.
 func TestSettleReusesItsConnectionsBuffer(t *testing.T) {
 	ctx := context.Background()
 	url := storetest.DatabaseURL(t)
@@ -47,7 +47,7 @@ func TestSettleReusesItsConnectionsBuffer(t *testing.T) {
 		}
 		var bind int
 		best := 1 << 30
-		for round := range 4 {
+		for round := range 6 {
 			b := group(round)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -78,7 +78,7 @@ func TestSettleReusesItsConnectionsBuffer(t *testing.T) {
 		if err := st.Pool.QueryRow(ctx, `SELECT balance FROM profiles WHERE id = $1`, p).Scan(&balance); err != nil {
 			t.Fatal(err)
 		}
-		if want := decimal.NewFromInt(1000).Sub(cost.Decimal.Mul(decimal.NewFromInt(4 * 64))); !balance.Equal(want) {
+		if want := decimal.NewFromInt(1000).Sub(cost.Decimal.Mul(decimal.NewFromInt(6 * 64))); !balance.Equal(want) {
 			t.Errorf("mode %q: balance %s, want %s", mode, balance, want)
 		}
 		st.Close()
