@@ -141,6 +141,7 @@ func (l *Ledger) commitLoop() {
 		batch := l.takeCharges()
 		last = len(batch)
 		l.commit(batch)
+		l.giveCharges(batch)
 	}
 }
 
@@ -149,8 +150,18 @@ func (l *Ledger) takeCharges() []*charge {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	batch := l.charges
-	l.charges = nil
+	l.charges, l.spareCharges = l.spareCharges, nil
 	return batch
+}
+
+// giveCharges hands a committed group's slice back for a later group to gather in.
+func (l *Ledger) giveCharges(batch []*charge) {
+	clear(batch) // its charges went back to their pool
+	l.mu.Lock()
+	if l.spareCharges == nil {
+		l.spareCharges = batch[:0]
+	}
+	l.mu.Unlock()
 }
 
 // groupTarget is the group size at which the committer stops waiting for more charges to
@@ -239,7 +250,14 @@ func (l *Ledger) commit(batch []*charge) {
 	if len(batch) == 0 {
 		return
 	}
-	sts := make([]store.Settlement, len(batch))
+	// The committer's slice when it is free and large enough (a record is some 300 bytes,
+	// copied per commit into a new slice otherwise).
+	sts := l.settlements
+	l.settlements = nil
+	if cap(sts) < len(batch) {
+		sts = make([]store.Settlement, len(batch), max(len(batch), groupTarget))
+	}
+	sts = sts[:len(batch)]
 	for i, c := range batch {
 		sts[i] = store.Settlement{Record: c.rec}
 	}
@@ -249,6 +267,8 @@ func (l *Ledger) commit(batch []*charge) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
 	res, err := l.Store.Settle(ctx, l.Replica, sts)
 	cancel()
+	clear(sts) // Settle keeps none of it; cleared, it keeps no record's strings alive
+	l.settlements = sts[:0]
 	ended := clock.Mono()
 	took := time.Duration(ended - started)
 	l.settled(len(batch), took, err)

@@ -99,8 +99,15 @@ type Ledger struct {
 	budgets  map[store.BudgetRef]*account // key budgets by window (budget.go)
 	pending  []*queued                    // records settled in the background
 	charges  []*charge                    // charges waiting for the committer
-	wake     chan struct{}
-	flushMu  sync.Mutex // one background settlement at a time
+	// spareCharges is the slice of a group committed before, cleared, for the next group to
+	// gather in (takeCharges, giveCharges): a group's slice grew from nothing every commit.
+	spareCharges []*charge
+	// settlements is the committer's Settlement slice, cleared, for its next commit: only the
+	// committer goroutine touches it, and its commits follow one another (a refused group's
+	// charges are tried one at a time once the group's settlement has returned).
+	settlements []store.Settlement
+	wake        chan struct{}
+	flushMu     sync.Mutex // one background settlement at a time
 
 	startOnce  sync.Once
 	stopCommit chan struct{}

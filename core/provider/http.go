@@ -23,8 +23,10 @@ import (
 // transport is the lean HTTP/1.1 client (core/provider/h1): each call runs in the caller's
 // goroutine, without net/http.Transport's per-connection goroutines and hand-offs, which
 // cost about 40 µs of CPU per non-streamed request. What h1 does not serve (a proxy from
-// the environment, above all) goes to stdTransport.
+// the environment, above all) goes to stdTransport. Its answers carry only the header fields
+// the adapters read (answerHeaders).
 var Client = &http.Client{Transport: &h1.Transport{
+	ResponseHeaders:     answerHeaders,
 	Fallback:            stdTransport,
 	Proxy:               http.ProxyFromEnvironment,
 	DialContext:         stdTransport.DialContext,
@@ -33,6 +35,12 @@ var Client = &http.Client{Transport: &h1.Transport{
 	IdleConnTimeout:     stdTransport.IdleConnTimeout,
 	TLSHandshakeTimeout: stdTransport.TLSHandshakeTimeout,
 }}
+
+// answerHeaders are the fields of an upstream's answer the gateway reads: its media type
+// (passed on to the client with a passthrough answer) and, on a refusal, when to try again
+// (RetryAfter). An API answers with twenty-odd more (rate limits, tracing, caching), each a
+// string, a slice and map room per request were they kept.
+var answerHeaders = []string{HeaderContentType, "Retry-After", "Retry-After-Ms"}
 
 // stdTransport is net/http's, for the requests h1 leaves to it.
 var stdTransport = &http.Transport{
@@ -56,8 +64,6 @@ var uploadClient = func() *http.Client {
 	t.MaxIdleConnsPerHost = 16
 	return &http.Client{Transport: t}
 }()
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 var (
 	errFirstByte = errors.New("no answer from the upstream within the first-byte timeout")

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -342,4 +343,60 @@ func TestNewRequestCarriesItsCall(t *testing.T) {
 		t.Fatal("the client's cancellation did not reach the second call")
 	}
 	resp2.Body.Close()
+}
+
+// TestNewRequestIsNetHTTPs: a request NewRequest copies from its URL's template is the one
+// http.NewRequestWithContext makes (URL, Host, body framing), with headers of its own: an
+// adapter's credential set on one request is not on the next to the same URL.
+func TestNewRequestIsNetHTTPs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, url string
+		body      []byte
+	}{
+		{"body", "http://upstream.test:8080/v1/chat/completions?x=1", []byte(`{"n":1}`)},
+		{"empty", "https://upstream.test/v1/models", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := http.NewRequestWithContext(ctx, http.MethodPost, tc.url, bytes.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := NewRequest(ctx, tc.url, tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			SetBearer(a.Header, "secret-a")
+			b, err := NewRequest(ctx, tc.url, tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.URL != b.URL {
+				t.Error("two requests to one URL parsed it twice")
+			}
+			if b.Header.Get("Authorization") != "" {
+				t.Fatalf("the second request carries the first's credential: %v", b.Header)
+			}
+			for _, r := range []*http.Request{a, b} {
+				if r.Method != want.Method || *r.URL != *want.URL || r.Host != want.Host || r.ContentLength != want.ContentLength ||
+					r.Proto != want.Proto || (r.Body == http.NoBody) != (want.Body == http.NoBody) {
+					t.Fatalf("request %+v, net/http's %+v", r, want)
+				}
+				if got := r.Header.Get(HeaderContentType); got != "application/json" {
+					t.Fatalf("Content-Type %q", got)
+				}
+				rc, err := r.GetBody()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := io.ReadAll(rc); !bytes.Equal(got, tc.body) {
+					t.Fatalf("GetBody reads %q, want %q", got, tc.body)
+				}
+			}
+		})
+	}
+	if _, err := NewRequest(ctx, "http://bad host/", nil); err == nil {
+		t.Fatal("a URL net/http refuses was taken")
+	}
 }

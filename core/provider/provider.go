@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -149,16 +150,24 @@ func (x *nativeEvent) of(name string, data []byte) *corev1.GenerateEvent {
 	return &x.ev
 }
 
-// NativeAnswer is a non-streamed passthrough answer's Start and its one Native event in one
-// allocation: the adapter fills Start in and makes the event with Event.
+// NativeAnswer is a non-streamed passthrough answer's Start, its one Native event and its
+// stream in one allocation: the adapter fills Start in, makes the event with Event and the
+// stream with Stream.
 type NativeAnswer struct {
 	Start  corev1.Start
 	native nativeEvent
+	stream staticRoom
 }
 
 // Event is the answer's Native event (NativeEvent), in the answer's allocation; once.
 func (a *NativeAnswer) Event(name string, data []byte) *corev1.GenerateEvent {
 	return a.native.of(name, data)
+}
+
+// Stream is NewStaticStream of the answer's Start, its Native event (made by Event before)
+// and u, in the answer's allocation; once.
+func (a *NativeAnswer) Stream(u metering.Usage) *StaticStream {
+	return a.stream.init(&a.Start, []*corev1.GenerateEvent{&a.native.ev}, u)
 }
 
 // TextEvent is a text fragment. Text events are most of a stream: the event, its oneof
@@ -241,8 +250,7 @@ func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, er
 	tb := &timedBody{}
 	tb.call.parent, tb.call.body = ctx, tb
 	if len(body) == 0 {
-		// net/http's own handling: an empty body is http.NoBody.
-		return newRequest(&tb.call, url, bytesReader(body))
+		return newRequest(&tb.call, url, nil)
 	}
 	// The body is its own Closer, and GetBody (a retry on a connection the upstream had
 	// closed while idle) reopens the same bytes: net/http would wrap the reader in a
@@ -269,13 +277,66 @@ func newRequestBody(b []byte) *requestBody {
 // Close implements io.Closer: there is nothing to release.
 func (*requestBody) Close() error { return nil }
 
-func newRequest(ctx context.Context, url string, body io.Reader) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+// newRequest is http.NewRequestWithContext(ctx, POST, url, body) with the gateway's own
+// headers (a nil body is an empty one), from a request made once per URL (requestTemplate):
+// a copy of it under ctx is one allocation, where NewRequestWithContext parsed the URL again
+// (its URL, an allocation) for every request to the same few upstream endpoints.
+func newRequest(ctx context.Context, url string, body io.ReadCloser) (*http.Request, error) {
+	tmpl, err := requestTemplate(url)
 	if err != nil {
 		return nil, err
 	}
-	// What Header.Set would store, with values shared by every request (headers.go).
+	req := tmpl.WithContext(ctx)
+	// Room for the adapters' headers (credential, Accept, a version or two) in the map's
+	// first allocation. What Header.Set would store, with values shared by every request
+	// (headers.go).
+	req.Header = make(http.Header, 8)
 	req.Header[HeaderContentType] = valueJSON
 	req.Header[HeaderUserAgent] = valueUserAgent
+	if body == nil {
+		// net/http's own handling: an empty body is http.NoBody.
+		req.Body, req.GetBody = http.NoBody, noBody
+	} else {
+		req.Body = body
+	}
 	return req, nil
 }
+
+func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
+
+// requestTemplate is the request net/http makes for a POST to url (its URL parsed, its Host
+// set), without context, header or body. Templates are shared: a request copied from one
+// shares its URL, which nothing that sends a request writes (net/http's transport and h1
+// read it; a redirect or a proxy makes a new one).
+func requestTemplate(url string) (*http.Request, error) {
+	templates.mu.RLock()
+	tmpl := templates.m[url]
+	templates.mu.RUnlock()
+	if tmpl != nil {
+		return tmpl, nil
+	}
+	tmpl, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	tmpl.Header = nil
+	templates.mu.Lock()
+	defer templates.mu.Unlock()
+	if templates.m == nil {
+		templates.m = make(map[string]*http.Request)
+	}
+	// The catalogue names few endpoints; past maxTemplates (URLs made per model, say, in a
+	// catalogue of many) further ones are parsed per request instead of kept.
+	if len(templates.m) < maxTemplates {
+		templates.m[url] = tmpl
+	}
+	return tmpl, nil
+}
+
+// templates holds the request templates by URL (requestTemplate).
+var templates struct {
+	mu sync.RWMutex
+	m  map[string]*http.Request
+}
+
+const maxTemplates = 1024

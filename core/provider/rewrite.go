@@ -119,6 +119,28 @@ func PublicAnswerModel(answer []byte, upstream, public string) []byte {
 	return spliceString(answer, m, public)
 }
 
+// RenameAnswerModel is PublicAnswerModel writing into answer itself when its capacity has
+// room (ReadAll leaves answerRoom): the answer is the caller's own, read by no one before,
+// and what the caller reads of it (its id, its usage) it reads from the result. A copy of
+// the whole answer per non-streamed passthrough request otherwise.
+func RenameAnswerModel(answer []byte, upstream, public string) []byte {
+	m := topModel(answer)
+	if upstream == public || m.Type != gjson.String || m.Index <= 0 || m.String() == public {
+		return answer
+	}
+	start, end := m.Index, m.Index+len(m.Raw)
+	n := len(answer) - (end - start) + len(public) + 2
+	if !plainJSONString(public) || end > len(answer) || n > cap(answer) {
+		return spliceString(answer, m, public)
+	}
+	out := answer[:n]
+	copy(out[start+len(public)+2:], answer[end:]) // a memmove: the ranges may overlap
+	out[start] = '"'
+	copy(out[start+1:], public)
+	out[start+1+len(public)] = '"'
+	return out
+}
+
 // topModel is the top-level "model" of a JSON body, read in place: gjson.GetBytes copies
 // the value's text (an allocation per call, two per passthrough request and answer). The
 // result points into body: its callers read it and let it go before body changes.

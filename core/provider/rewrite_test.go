@@ -96,3 +96,29 @@ func TestRawFieldIsGetBytesRawInPlace(t *testing.T) {
 		t.Errorf("RawField: %v allocations, want 0", n)
 	}
 }
+
+// RenameAnswerModel writes what PublicAnswerModel writes, in the answer's own array when it
+// has room (no allocation) and in a new one when not, for longer and shorter names alike.
+func TestRenameAnswerModelIsPublicAnswerModel(t *testing.T) {
+	for _, body := range rewriteBodies {
+		for _, name := range rewriteNames {
+			want := string(PublicAnswerModel([]byte(body), "upstream-id", name))
+			for _, room := range []int{0, 64} {
+				answer := append(make([]byte, 0, len(body)+room), body...)
+				got := RenameAnswerModel(answer, "upstream-id", name)
+				if string(got) != want {
+					t.Errorf("RenameAnswerModel(%s, %q) with room %d = %s, want %s", body, name, room, got, want)
+				}
+				fits := want == body || (plainJSONString(name) && len(want) <= cap(answer))
+				if inPlace := len(got) > 0 && len(answer) > 0 && &got[0] == &answer[0]; inPlace != fits {
+					t.Errorf("RenameAnswerModel(%s, %q) with room %d: in place %v", body, name, room, inPlace)
+				}
+			}
+		}
+	}
+	answer := []byte("{\n  \"id\": \"chatcmpl-1\",\n  \"model\": \"sim-gpt-2025\",\n  \"choices\": []\n}")
+	buf := make([]byte, 0, len(answer)+answerRoom)
+	if n := testing.AllocsPerRun(100, func() { RenameAnswerModel(append(buf[:0], answer...), "sim-gpt", "a-longer-public-model-name") }); n != 0 {
+		t.Errorf("RenameAnswerModel with room: %v allocations, want 0", n)
+	}
+}

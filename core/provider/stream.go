@@ -133,19 +133,27 @@ type StaticStream struct {
 
 // NewStaticStream is Start, the events, then the usage event.
 func NewStaticStream(start *corev1.Start, events []*corev1.GenerateEvent, u metering.Usage) *StaticStream {
-	// An answer of one event (a passthrough body, one translated message) has its stream and
-	// its three events in one allocation.
-	x := &struct {
-		s   StaticStream
-		buf [3]*corev1.GenerateEvent
-	}{}
+	return new(staticRoom).init(start, events, u)
+}
+
+// staticRoom is a static stream with room for an answer of one event (a passthrough body,
+// one translated message): its stream, the slice of its three events and the start and
+// usage events themselves, in one allocation.
+type staticRoom struct {
+	s     StaticStream
+	buf   [3]*corev1.GenerateEvent
+	start startEvent
+	usage usageEvent
+}
+
+func (x *staticRoom) init(start *corev1.Start, events []*corev1.GenerateEvent, u metering.Usage) *StaticStream {
 	all := x.buf[:0]
 	if len(events)+2 > len(x.buf) {
 		all = make([]*corev1.GenerateEvent, 0, len(events)+2)
 	}
-	all = append(all, StartEvent(start))
+	all = append(all, x.start.of(start))
 	all = append(all, events...)
-	all = append(all, UsageEvent(u))
+	all = append(all, x.usage.of(u))
 	x.s = StaticStream{events: all, usage: u}
 	return &x.s
 }
@@ -174,9 +182,10 @@ func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
 	defer body.Close()
 	size := int64(512)
 	if tb, ok := body.(*timedBody); ok && tb.size >= 0 && tb.size <= max {
-		// Room for the read that sees the end; no more than maxPresize on the upstream's
-		// word alone (a length it declares but does not send must not cost memory).
-		size = min(tb.size+1, maxPresize)
+		// Room for the read that sees the end and for a longer model name (answerRoom); no
+		// more than maxPresize on the upstream's word alone (a length it declares but does
+		// not send must not cost memory).
+		size = min(tb.size+1+answerRoom, maxPresize)
 	}
 	b := make([]byte, 0, size)
 	for int64(len(b)) <= max {
@@ -201,6 +210,10 @@ func ReadAll(body io.ReadCloser, max int64) ([]byte, error) {
 	}
 	return nil, &Error{Message: "the upstream answer is too large"}
 }
+
+// answerRoom is what ReadAll's buffer holds beyond a declared length: room for
+// RenameAnswerModel to put a longer public model name in place.
+const answerRoom = 48
 
 // maxPresize bounds the buffer ReadAll makes from a declared length before any of it has
 // arrived; a longer answer grows it as it comes.

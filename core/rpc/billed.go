@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -42,6 +43,12 @@ type billed struct {
 	firstAttempt [1]Attempt
 	// run is a streamed answer's count (newRunning), in the request's allocation.
 	run running
+	// recEnd and recAttempts hold the first record's end time and attempt (record), which
+	// its charge keeps until its commit: two allocations per request otherwise. A later
+	// record (a realtime session's parts) makes its own.
+	recEnd      time.Time
+	recAttempts [1]store.AttemptRecord
+	recTaken    atomic.Bool
 }
 
 // admit authenticates the key, authorizes the family and model, and reserves a client-chosen
@@ -301,23 +308,35 @@ func (b *billed) finishWith(o *Outcome, release bool) {
 // returned from here was a heap allocation of the whole record per request.
 func (b *billed) record(o *Outcome) store.RequestRecord {
 	k := b.k
-	end := o.EndTime
+	var end *time.Time
+	var room []store.AttemptRecord
+	if b.recTaken.CompareAndSwap(false, true) {
+		end, room = &b.recEnd, b.recAttempts[:0]
+	} else {
+		end = new(time.Time)
+	}
+	*end = o.EndTime
 	return store.RequestRecord{
 		ProfileID: k.ProfileID, RequestID: o.RequestID, KeyID: k.ID, Model: o.Model, EndpointFamily: o.EndpointFamily,
 		Status: o.Status, Currency: o.Currency, InputTokens: o.Usage.Input, CachedInputTokens: o.Usage.CachedInput,
 		CacheWriteTokens: o.Usage.CacheWrite, OutputTokens: o.Usage.Output, ReasoningTokens: o.Usage.Reasoning,
 		AudioInputTokens: o.Usage.AudioInput, AudioOutputTokens: o.Usage.AudioOutput,
-		UsageReliable: o.Usage.Reliable, Cost: o.Cost, StartTime: o.StartTime, EndTime: &end,
-		Attempts: attemptRecords(o.Attempts),
+		UsageReliable: o.Usage.Reliable, Cost: o.Cost, StartTime: o.StartTime, EndTime: end,
+		Attempts: attemptRecords(room, o.Attempts),
 	}
 }
 
-// attemptRecords are the request record's attempts (contract.md, "Routing").
-func attemptRecords(as []Attempt) []store.AttemptRecord {
+// attemptRecords are the request record's attempts (contract.md, "Routing"), in room when
+// they fit.
+func attemptRecords(room []store.AttemptRecord, as []Attempt) []store.AttemptRecord {
 	if len(as) == 0 {
 		return nil
 	}
-	out := make([]store.AttemptRecord, len(as))
+	out := room[:0]
+	if cap(room) < len(as) {
+		out = make([]store.AttemptRecord, len(as))
+	}
+	out = out[:len(as)]
 	for i, a := range as {
 		out[i] = store.AttemptRecord{Provider: a.Provider, UpstreamModel: a.UpstreamModel, Status: a.Status,
 			ErrorCode: attemptCode(a), DurationMS: a.End.Sub(a.Start).Milliseconds()}

@@ -105,8 +105,8 @@ func (c *DirectCore) Authorize(ctx context.Context, req *corev1.AuthorizeRequest
 // caller's deadline and cancellation and its outgoing metadata as incoming, none of its
 // values (the server must not depend on what the caller's context happens to carry).
 func serverContext(ctx context.Context) context.Context {
-	if md, ok := callmd.Outgoing(ctx); ok {
-		return callmd.NewServerContext(ctx, md) // the front's metadata, not copied
+	if srv, ok := callmd.ServerContext(ctx); ok {
+		return srv // the front's metadata, not copied
 	}
 	if md, ok := metadata.FromOutgoingContext(ctx); ok {
 		return callmd.NewServerContext(ctx, md) // read without copies (firstMD)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,10 +86,13 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	if len(batch) == 0 {
 		return out, nil
 	}
+	x := getScratch()
+	defer x.put(len(batch))
 	// Merge duplicates: index of the kept settlement per record, and the kept ones in order.
-	first := make(map[recordKey]int, len(batch))
-	alias := make([]int, len(batch))
-	var kept []int
+	first := x.first
+	alias := grow(x.alias, len(batch))
+	x.alias = alias
+	kept := x.kept[:0]
 	for i, st := range batch {
 		k := recordKey{st.Record.ProfileID, st.Record.RequestID}
 		j, dup := first[k]
@@ -102,9 +106,11 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 			kept[j] = i
 		}
 	}
+	x.kept = kept
 	rec := func(j int) *RequestRecord { return &batch[kept[j]].Record }
 	n := len(kept)
-	costs := make([]string, n)
+	costs := grow(x.costs, n)
+	x.costs = costs
 	for j := range n {
 		if r := rec(j); r.Cost.Valid {
 			costs[j] = batch[kept[j]].CostText
@@ -113,7 +119,52 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 			}
 		}
 	}
-	w := arrayWriter{buf: make([]byte, 0, n*settleBytesPerRecord), args: make([][]byte, 0, len(settleArgFormats))}
+	x.w = settleArgs(x.w, replica, n, rec, costs)
+	args := x.w.args
+
+	c, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("settle: %w", err)
+	}
+	defer c.Release()
+	var rr *pgconn.ResultReader
+	pc := c.Conn().PgConn()
+	if c.Conn().Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		// Prepared once per connection (pgx keeps it by name), then one round trip per batch.
+		sd, err := c.Conn().Prepare(ctx, "gateway_settle", settleSQL)
+		if err != nil {
+			return nil, fmt.Errorf("settle: %w", err)
+		}
+		lendBuffer(pc, settleMessageBytes(args))
+		rr = pc.ExecPrepared(ctx, sd.Name, args, settleArgFormats, settleResultFormats)
+	} else {
+		// The connection string asked for no prepared statements (default_query_exec_mode,
+		// e.g. behind PgBouncer in transaction pooling): the same statement, unnamed, still
+		// one round trip.
+		lendBuffer(pc, settleMessageBytes(args))
+		rr = pc.ExecParams(ctx, settleSQL, args, settleArgOIDs, settleArgFormats, settleResultFormats)
+	}
+	charged, capped := grow(x.charged, n), grow(x.capped, n)
+	x.charged, x.capped = charged, capped
+	readErr := readSettled(rr, rec, costs, charged, capped, out)
+	// Close drains what a failed read left, and reports the statement's own error.
+	if _, err := rr.Close(); err != nil || readErr != nil {
+		return nil, fmt.Errorf("settle: %w", cmp.Or(readErr, err))
+	}
+	for i := range batch {
+		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
+	}
+	return out, nil
+}
+
+// settleArgs writes gateway_settle's arguments for the n records rec gives, costs their
+// costs' texts, into w's buffer (made again when it is too small): the replica, then an array
+// per column, in one buffer (w.args).
+func settleArgs(w arrayWriter, replica uuid.UUID, n int, rec func(int) *RequestRecord, costs []string) arrayWriter {
+	if need := settleArgsBytes(n, rec, costs); cap(w.buf) < need {
+		w.buf = make([]byte, 0, need)
+	}
+	w.buf, w.args = w.buf[:0], w.args[:0]
 	w.args = append(w.args, replica[:])
 	w.uuids(n, func(j int) uuid.UUID { return rec(j).ProfileID })
 	w.texts(n, func(j int) string { return rec(j).RequestID })
@@ -139,36 +190,7 @@ func (s *Store) Settle(ctx context.Context, replica uuid.UUID, batch []Settlemen
 	w.int8s(n, func(j int) int64 { return rec(j).AudioInputTokens })
 	w.int8s(n, func(j int) int64 { return rec(j).AudioOutputTokens })
 	w.jsonbs(n, func(j int, b []byte) []byte { return appendAttempts(b, rec(j).Attempts) })
-
-	c, err := s.Pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("settle: %w", err)
-	}
-	defer c.Release()
-	var rr *pgconn.ResultReader
-	if c.Conn().Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
-		// Prepared once per connection (pgx keeps it by name), then one round trip per batch.
-		sd, err := c.Conn().Prepare(ctx, "gateway_settle", settleSQL)
-		if err != nil {
-			return nil, fmt.Errorf("settle: %w", err)
-		}
-		rr = c.Conn().PgConn().ExecPrepared(ctx, sd.Name, w.args, settleArgFormats, settleResultFormats)
-	} else {
-		// The connection string asked for no prepared statements (default_query_exec_mode,
-		// e.g. behind PgBouncer in transaction pooling): the same statement, unnamed, still
-		// one round trip.
-		rr = c.Conn().PgConn().ExecParams(ctx, settleSQL, w.args, settleArgOIDs, settleArgFormats, settleResultFormats)
-	}
-	charged, capped := make([]decimal.NullDecimal, n), make([]bool, n)
-	readErr := readSettled(rr, rec, costs, charged, capped, out)
-	// Close drains what a failed read left, and reports the statement's own error.
-	if _, err := rr.Close(); err != nil || readErr != nil {
-		return nil, fmt.Errorf("settle: %w", cmp.Or(readErr, err))
-	}
-	for i := range batch {
-		out.Charged[i], out.Capped[i] = charged[alias[i]], capped[alias[i]]
-	}
-	return out, nil
+	return w
 }
 
 // readSettled reads gateway_settle's rows: per record (idx set) what was charged and whether
@@ -241,9 +263,69 @@ var (
 	settleResultFormats = []int16{1, 0, 1, 1, 0, 1, 1, 1}
 )
 
-// settleBytesPerRecord sizes a batch's argument buffer: the fixed-size fields and their length
-// words, and room for typical ids, names and costs.
-const settleBytesPerRecord = 2*(16+4) + 9*(8+4) + (1 + 4) + 5*(24+4) + 16
+// settleScratch is what a settlement works with and gives up when it returns, used again by
+// the next (settleScratches): a group commit of 64 charges made some 25 KB of it every time.
+type settleScratch struct {
+	first   map[recordKey]int
+	alias   []int
+	kept    []int
+	costs   []string
+	charged []decimal.NullDecimal
+	capped  []bool
+	w       arrayWriter
+}
+
+var settleScratches = sync.Pool{New: func() any { return &settleScratch{first: map[recordKey]int{}} }}
+
+func getScratch() *settleScratch { return settleScratches.Get().(*settleScratch) }
+
+// maxScratchRecords bounds the settlements whose scratch is kept: a backlog settled after an
+// outage is rare, and its map and buffer would stay that large.
+const maxScratchRecords = 1024
+
+// put clears what refers to the records (their strings and costs) and gives x back, unless
+// it served a settlement of more than maxScratchRecords.
+func (x *settleScratch) put(records int) {
+	if records > maxScratchRecords {
+		return
+	}
+	clear(x.first)
+	clear(x.costs)
+	clear(x.charged)
+	clear(x.w.args)
+	settleScratches.Put(x)
+}
+
+// grow is s with length n, its contents zero, made again when s is too short.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// settleArgsBytes is what settleArgs writes for the records, at most (a JSON escape in an
+// attempt's names aside): its buffer is made once at that size, where a guess per record
+// left the attempts' JSON, written last, to grow and copy the whole buffer, every array
+// before it kept alive by its argument.
+func settleArgsBytes(n int, rec func(int) *RequestRecord, costs []string) int {
+	const (
+		header     = 20                     // an array's: ndim, flags, OID, length, lower bound
+		fixed      = 2*(4+16) + 9*(4+8) + 5 // per record: two uuids, nine int8s and times, a bool
+		perAttempt = len(`{"provider":"","upstream_model":"","status":,"error_code":"","duration_ms":},`) + 2*20
+	)
+	size := 16 + 19*header + 2 + n*(fixed+5*4+1+4+1+2)
+	for j := range n {
+		r := rec(j)
+		size += len(r.RequestID) + len(r.Model) + len(r.EndpointFamily) + len(r.Status) + len(r.Currency) + max(len(costs[j]), len("NULL"))
+		for _, a := range r.Attempts {
+			size += perAttempt + len(a.Provider) + len(a.UpstreamModel) + len(a.ErrorCode)
+		}
+	}
+	return size
+}
 
 // Refund undoes the charge of a request whose answer did not reach the client after all: the
 // client went away between the commit and the last event, or the commit looked failed to the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -50,5 +51,38 @@ func TestSettleCostsAreANumericArrayLiteral(t *testing.T) {
 	w.numericTexts(len(costs), func(i int) (string, bool) { return costs[i], costs[i] != "" })
 	if got := string(w.args[0]); got != "{0.0012,NULL,-3}" {
 		t.Fatalf("got %s", got)
+	}
+}
+
+// settleArgsBytes bounds what settleArgs writes, so that its buffer is made once: records
+// with and without costs, attempts, long names and numbers at their widest.
+func TestSettleArgsBytesBoundsWhatIsWritten(t *testing.T) {
+	end := time.Now()
+	recs := []RequestRecord{
+		{RequestID: "gw-1", Model: "m", EndpointFamily: "chat", Status: "ok", Currency: "RUB", StartTime: end, EndTime: &end},
+		{RequestID: "a-client-id-of-some-length", Model: "a-rather-long-model-name-2025-08-07", EndpointFamily: "responses",
+			Status: "upstream_error", Currency: "USD", InputTokens: 1 << 62, Attempts: []AttemptRecord{
+				{Provider: "openai", UpstreamModel: "gpt-5-mini-2025-08-07", Status: 503, ErrorCode: "503", DurationMS: -1 << 63},
+				{Provider: "azure", UpstreamModel: "gpt-5-mini", Status: 200, DurationMS: 1<<63 - 1},
+			}},
+		{RequestID: "r", Attempts: []AttemptRecord{{}}},
+	}
+	costs := []string{"0.000123456789", "", "12345678901234567890.123456789"}
+	for n := 1; n <= len(recs); n++ {
+		rec := func(j int) *RequestRecord { return &recs[j] }
+		args := settleArgs(arrayWriter{}, uuid.New(), n, rec, costs).args
+		written := 0
+		for _, a := range args {
+			written += len(a)
+		}
+		if bound := settleArgsBytes(n, rec, costs); written > bound {
+			t.Errorf("%d records: %d bytes written, bound %d", n, written, bound)
+		}
+		// The arrays follow each other in one buffer: none was copied into a larger one.
+		for i := 2; i < len(args); i++ {
+			if unsafe.Pointer(&args[i][0]) != unsafe.Add(unsafe.Pointer(&args[i-1][0]), len(args[i-1])) {
+				t.Fatalf("%d records: argument %d does not follow argument %d in the buffer", n, i, i-1)
+			}
+		}
 	}
 }

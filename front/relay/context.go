@@ -7,59 +7,57 @@ import (
 	"context"
 	"net/http"
 
-	"google.golang.org/grpc/metadata"
-
 	"modelgateway/core/wire/callmd"
 )
 
 // IncomingContext is OutgoingContext as the server side of an in-process call sees it, with
 // the metadata where core reads it without copies (core/wire/callmd).
 func IncomingContext(r *http.Request) context.Context {
-	return callmd.NewIncomingContext(r.Context(), requestMD(r))
+	if st := stateOf(r); st != nil {
+		return st.room.IncomingPairs(r.Context(), requestPairs(r))
+	}
+	return callmd.NewIncomingPairs(r.Context(), requestPairs(r))
 }
 
 // OutgoingContext carries the key and request id to core as gRPC metadata; a direct call
 // (the key check) takes them back without a copy (core/wire/callmd).
 func OutgoingContext(r *http.Request) context.Context {
-	return callmd.NewOutgoingContext(r.Context(), requestMD(r))
+	if st := stateOf(r); st != nil {
+		return st.room.OutgoingPairs(r.Context(), requestPairs(r))
+	}
+	return callmd.NewOutgoingPairs(r.Context(), requestPairs(r))
 }
 
-// requestMD is the metadata of a request, built at once: appending pairs to a context
-// (metadata.AppendToOutgoingContext) copies them again for every reader.
-// The values share one backing array, and the generated flag's value is one slice for every
-// request: metadata readers copy what they read (metadata.ValueFromIncomingContext) and never
-// write into a value, and each slice's capacity is its length, so an append copies it.
-// A request that went through Begin builds it once: the key check and the call that follows
-// take the same metadata while the key and the id are the same.
-func requestMD(r *http.Request) metadata.MD {
+// requestPairs is the metadata of a request as key, value pairs (callmd carries them as they
+// are: core reads the key and the id from them, and gRPC readers get a map made when they
+// ask), built at once: appending pairs to a context (metadata.AppendToOutgoingContext) copies
+// them again for every reader. A request that went through Begin builds them once, in its
+// state: the key check and the call that follows take the same pairs while the key and the
+// id are the same.
+func requestPairs(r *http.Request) []string {
 	auth, id := r.Header.Get("Authorization"), r.Header.Get("X-Request-Id")
 	st := stateOf(r)
-	if st != nil && st.md != nil && st.auth == auth && st.id == id {
-		return st.md
+	if st != nil && st.pairs != nil && st.auth == auth && st.id == id {
+		return st.pairs
 	}
-	// The values live in the request's state when it has one and they are its first: a
-	// metadata built before must keep its own.
-	var v *[2]string
-	if st != nil && st.md == nil {
-		v = &st.mdValues
+	// The pairs live in the request's state when it has one and they are its first: pairs
+	// handed out before must keep theirs.
+	var room *[6]string
+	if st != nil && st.pairs == nil {
+		room = &st.pairRoom
 	} else {
-		v = new([2]string)
+		room = new([6]string)
 	}
-	*v = [2]string{auth, id}
-	md := metadata.MD{
-		"authorization": v[0:1:1],
-		"x-request-id":  v[1:2:2],
-	}
+	*room = [6]string{"authorization", auth, "x-request-id", id, "x-request-id-generated", "1"}
+	kv := room[:4:4]
 	if generated, _ := r.Context().Value(generatedKey{}).(bool); generated {
-		md["x-request-id-generated"] = valueGenerated
+		kv = room[:6:6]
 	}
 	if st != nil {
-		st.md, st.auth, st.id = md, auth, id
+		st.pairs, st.auth, st.id = kv, auth, id
 	}
-	return md
+	return kv
 }
-
-var valueGenerated = []string{"1"}
 
 type generatedKey struct{}
 
@@ -85,11 +83,14 @@ type state struct {
 	generated bool
 	lease     Lease
 	leased    bool
-	// md is the request's metadata as built for auth and id (requestMD).
-	md       metadata.MD
+	// pairs is the request's metadata as built for auth and id (requestPairs), in pairRoom.
+	pairs    []string
 	auth, id string
-	mdValues [2]string // md's values, in this allocation (requestMD)
+	pairRoom [6]string
 	idValue  [1]string // the X-Request-Id value (SetRequestID)
+	// room holds the first contexts that carry the metadata to core (IncomingContext,
+	// OutgoingContext) and the key check's server context.
+	room callmd.Room
 }
 
 func (s *state) Value(k any) any {

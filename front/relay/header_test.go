@@ -1,10 +1,15 @@
 package relay
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	"google.golang.org/grpc/metadata"
+
+	"modelgateway/core/wire/callmd"
 )
 
 // The header helpers store what Header.Set stores, and a later Set or Add on one answer
@@ -98,7 +103,10 @@ func TestSetBearerNormalisesTheKey(t *testing.T) {
 	}
 }
 
-// requestMD is the metadata the front always sent: the key, the id and, for an id the
+// requestMD is the metadata of requestPairs, as gRPC's readers get it.
+func requestMD(r *http.Request) metadata.MD { return metadata.Pairs(requestPairs(r)...) }
+
+// requestPairs is the metadata the front always sent: the key, the id and, for an id the
 // gateway made, the flag that skips the reuse check.
 func TestRequestMetadata(t *testing.T) {
 	t.Parallel()
@@ -114,10 +122,12 @@ func TestRequestMetadata(t *testing.T) {
 	if !reflect.DeepEqual(map[string][]string(md), want) {
 		t.Errorf("generated id: %v, want %v", md, want)
 	}
-	md["authorization"] = append(md["authorization"], "x")
-	md["x-request-id-generated"] = append(md["x-request-id-generated"], "0")
+	kv := requestPairs(WithGeneratedID(r))
+	_ = append(kv, "x-more", "1")
+	kv = requestPairs(r)
+	_ = append(kv, "x-request-id-generated", "0")
 	if again := requestMD(WithGeneratedID(r)); !reflect.DeepEqual(map[string][]string(again), want) {
-		t.Errorf("after appends to another request's metadata: %v, want %v", again, want)
+		t.Errorf("after appends to another request's pairs: %v, want %v", again, want)
 	}
 }
 
@@ -147,8 +157,8 @@ func TestBeginKeepsTheRequestState(t *testing.T) {
 	if b.Used() != 0 {
 		t.Fatalf("used %d after release", b.Used())
 	}
-	if again := requestMD(leased); reflect.ValueOf(again).Pointer() != reflect.ValueOf(first).Pointer() {
-		t.Error("the metadata was built again for the same key and id")
+	if again := requestPairs(leased); &again[0] != &requestPairs(r)[0] || &again[0] != &stateOf(r).pairRoom[0] {
+		t.Error("the metadata was built again for the same key and id, or not in the request's state")
 	}
 	r.Header.Set("Authorization", "Bearer sk-2")
 	want["authorization"] = []string{"Bearer sk-2"}
@@ -158,5 +168,30 @@ func TestBeginKeepsTheRequestState(t *testing.T) {
 	client := Begin(httptest.NewRequest("POST", "/v1/chat/completions", nil), false)
 	if _, ok := requestMD(client)["x-request-id-generated"]; ok {
 		t.Error("a client's id is marked as generated")
+	}
+}
+
+// A request that went through Begin carries its metadata to core in contexts of its state's
+// room, the first of each kind; later ones are made apart and carry the same metadata.
+func TestContextsOfTheRequestState(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	r.Header.Set("Authorization", "Bearer sk-1")
+	r.Header.Set("X-Request-Id", "req-1")
+	r = Begin(r, false)
+	in, in2 := IncomingContext(r), IncomingContext(r)
+	out, out2 := OutgoingContext(r), OutgoingContext(r)
+	if in == in2 || out == out2 {
+		t.Fatal("two calls got one context")
+	}
+	for name, ctx := range map[string]context.Context{"in": in, "in2": in2} {
+		if callmd.Value(ctx, "x-request-id") != "req-1" || callmd.Bearer(ctx) != "sk-1" {
+			t.Errorf("%s: id %q, key %q", name, callmd.Value(ctx, "x-request-id"), callmd.Bearer(ctx))
+		}
+	}
+	for name, ctx := range map[string]context.Context{"out": out, "out2": out2} {
+		if md, ok := callmd.Outgoing(ctx); !ok || !reflect.DeepEqual(md, requestMD(r)) {
+			t.Errorf("%s: outgoing %v, want %v", name, md, requestMD(r))
+		}
 	}
 }

@@ -54,9 +54,10 @@ func passthrough(ctx context.Context, call *provider.Call) (provider.Stream, err
 	if gjson.GetBytes(raw, "type").String() == mw.EventError {
 		return nil, streamError(raw)
 	}
+	raw = provider.RenameAnswerModel(raw, call.UpstreamModel, call.PublicModel)
 	start.Id = gjson.GetBytes(raw, "id").String()
 	u := metering.FromAnthropic(json.RawMessage(gjson.GetBytes(raw, "usage").Raw))
-	native := provider.NativeEvent("", provider.PublicAnswerModel(raw, call.UpstreamModel, call.PublicModel))
+	native := provider.NativeEvent("", raw)
 	return provider.NewStaticStream(start, []*corev1.GenerateEvent{native}, u), nil
 }
 

@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -98,3 +99,40 @@ func BenchmarkRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadHead reads the head of an answer as OpenAI's API sends one (twenty-odd
+// fields), keeping every field or only those core/provider reads (Transport.ResponseHeaders).
+func BenchmarkReadHead(b *testing.B) {
+	answer := "HTTP/1.1 200 OK\r\nDate: Sat, 28 Nov 2026 00:00:00 GMT\r\nContent-Type: application/json\r\n" +
+		"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\nAccess-Control-Expose-Headers: X-Request-ID\r\n" +
+		"Openai-Organization: user-abcdefghijklmnopqrstuvwx\r\nOpenai-Processing-Ms: 412\r\nOpenai-Project: proj_abcdefghijklmnopqrstuvwx\r\n" +
+		"Openai-Version: 2020-10-01\r\nX-Envoy-Upstream-Service-Time: 415\r\nX-Ratelimit-Limit-Requests: 10000\r\n" +
+		"X-Ratelimit-Limit-Tokens: 30000000\r\nX-Ratelimit-Remaining-Requests: 9999\r\nX-Ratelimit-Remaining-Tokens: 29999980\r\n" +
+		"X-Ratelimit-Reset-Requests: 6ms\r\nX-Ratelimit-Reset-Tokens: 0s\r\nX-Request-Id: req_0123456789abcdef0123456789abcdef\r\n" +
+		"Strict-Transport-Security: max-age=31536000; includeSubDomains; preload\r\nCf-Cache-Status: DYNAMIC\r\n" +
+		"Set-Cookie: __cf_bm=abcdefghijklmnopqrstuvwxyz0123456789; path=/; expires=Sat, 28-Nov-26 00:30:00 GMT; domain=.api.openai.com; HttpOnly; Secure; SameSite=None\r\n" +
+		"X-Content-Type-Options: nosniff\r\nServer: cloudflare\r\nCf-Ray: 0123456789abcdef-AMS\r\nAlt-Svc: h3=\":443\"; ma=86400\r\n\r\n"
+	for _, keep := range []struct {
+		name    string
+		headers []string
+	}{{"all", nil}, {"kept", answerHeadersForBench}} {
+		b.Run(keep.name, func(b *testing.B) {
+			t := &Transport{ResponseHeaders: keep.headers}
+			p := parser{keep: t.kept()}
+			r := strings.NewReader(answer)
+			br := bufio.NewReader(r)
+			var h head
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Reset(answer)
+				br.Reset(r)
+				if err := p.readHead(br, &h); err != nil || h.status != 200 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// answerHeadersForBench are core/provider's answerHeaders.
+var answerHeadersForBench = []string{"Content-Type", "Retry-After", "Retry-After-Ms"}

@@ -76,6 +76,7 @@ type conn struct {
 func newConn(t *Transport, key connKey, raw net.Conn) *conn {
 	c := &conn{t: t, key: key, raw: raw, nc: raw}
 	c.abortFn = c.abort
+	c.p.keep = t.kept()
 	return c
 }
 
@@ -104,7 +105,12 @@ func (c *conn) releaseReader() {
 type answer struct {
 	resp http.Response
 	body body
+	// values holds the header's values when they fit (parser.room): an answer's header is a
+	// few fields once the transport keeps only those its client reads (ResponseHeaders).
+	values [answerValues]string
 }
+
+const answerValues = 4
 
 var chunkedTE = []string{"chunked"}
 
@@ -133,7 +139,10 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		retry := c.reused && !c.aborted.Load() && connGone(err) && (werr != nil || time.Duration(clock.Mono()-wrote) < closedIdleWindow)
 		return nil, retry, c.readError(err)
 	}
+	a := &answer{}
+	c.p.room = a.values[:0]
 	h, err := c.readFinalHead()
+	c.p.room = nil
 	if err == nil && werr != nil {
 		err = c.nc.SetReadDeadline(time.Time{})
 	}
@@ -142,7 +151,6 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		c.close()
 		return nil, false, c.readError(err)
 	}
-	a := &answer{}
 	resp := &a.resp
 	resp.Status, resp.StatusCode = h.statusText, h.status
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, h.minor

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -63,6 +64,26 @@ func FuzzReadResponse(f *testing.F) {
 		// A gzip body's decoding error is the decoder's: its framing was read to the end.
 		if pooled > 0 && ((err != nil && !resp.Uncompressed) || resp.Close) {
 			t.Fatalf("a connection was pooled after %v (Close %v)", err, resp.Close)
+		}
+		// Keeping a few fields (ResponseHeaders) takes the same answers, with those fields.
+		kept := &Transport{ResponseHeaders: []string{"Content-Type", "X"}, DialContext: func(context.Context, string, string) (net.Conn, error) {
+			return &scriptConn{r: bytes.NewReader(answer)}, nil
+		}}
+		defer kept.CloseIdleConnections()
+		req, _ = http.NewRequest(http.MethodPost, "http://upstream.test/v1", bytes.NewReader([]byte(`{}`)))
+		resp2, err := kept.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("keeping a few fields: %v", err)
+		}
+		resp2.Body.Close()
+		want := http.Header{}
+		for k, v := range resp.Header {
+			if kept.kept()[k] {
+				want[k] = v
+			}
+		}
+		if resp2.StatusCode != resp.StatusCode || !reflect.DeepEqual(resp2.Header, want) {
+			t.Fatalf("keeping a few fields: %d %v, want %d %v", resp2.StatusCode, resp2.Header, resp.StatusCode, want)
 		}
 	})
 }

@@ -54,6 +54,11 @@ type parser struct {
 	buf    []byte  // keys and values of the head being read
 	fields []field // their offsets
 	long   []byte  // a line longer than the bufio.Reader's buffer
+	// keep is the set of fields kept (Transport.ResponseHeaders), nil for all; the others
+	// are checked as any field and dropped.
+	keep map[string]bool
+	// room is where the next final head's values go when they fit (the answer's allocation).
+	room []string
 }
 
 // readLine reads one line without its CR LF (a bare LF is accepted, as net/http does),
@@ -100,6 +105,7 @@ func (p *parser) readHead(br *bufio.Reader, h *head) error {
 		return err
 	}
 	p.buf, p.fields = p.buf[:0], p.fields[:0]
+	dropped := false // the last field read was not kept: so is its continuation
 	for {
 		line, err := p.readLine(br, &budget, errHeaderTooLarge)
 		if err != nil {
@@ -114,12 +120,15 @@ func (p *parser) readHead(br *bufio.Reader, h *head) error {
 		if line[0] == ' ' || line[0] == '\t' {
 			// An obsolete line folding continues the previous value (RFC 9112 5.2: replace
 			// it by a space), which is the last thing in buf.
-			if len(p.fields) == 0 {
+			if len(p.fields) == 0 && !dropped {
 				return malformed("continuation before the first header", line)
 			}
 			v := trimOWS(line)
 			if !validValue(v) {
 				return malformed("header value", line)
+			}
+			if dropped {
+				continue
 			}
 			f := &p.fields[len(p.fields)-1]
 			if len(v) > 0 {
@@ -149,6 +158,10 @@ func (p *parser) readHead(br *bufio.Reader, h *head) error {
 		f.k0 = len(p.buf)
 		p.buf = appendCanonical(p.buf, line[:colon])
 		f.k1 = len(p.buf)
+		if dropped = p.keep != nil && !p.keep[string(p.buf[f.k0:f.k1])]; dropped {
+			p.buf = p.buf[:f.k0]
+			continue
+		}
 		f.v0 = f.k1
 		p.buf = append(p.buf, v...)
 		f.v1 = len(p.buf)
@@ -166,7 +179,12 @@ func (p *parser) header() http.Header {
 		return hd
 	}
 	s := string(p.buf)
-	values := make([]string, len(p.fields))
+	var values []string
+	if len(p.fields) <= cap(p.room) {
+		values, p.room = p.room[:len(p.fields)], nil
+	} else {
+		values = make([]string, len(p.fields))
+	}
 	for i, f := range p.fields {
 		key, ok := commonKeys[string(p.buf[f.k0:f.k1])]
 		if !ok {

@@ -65,6 +65,15 @@ type Transport struct {
 	// not HEAD), and decompresses a gzip answer, which then has no Content-Encoding and
 	// Content-Length and has Uncompressed set.
 	DisableCompression bool
+	// ResponseHeaders, when not nil, names (in canonical form) the only fields an answer's
+	// Header carries besides those that frame it (Connection, Content-Length,
+	// Content-Encoding, Transfer-Encoding, which the transport reads): a client that reads a
+	// few of the twenty-odd fields an API answers with then has no string, slice and map
+	// room made for the rest. Set before the first request.
+	ResponseHeaders []string
+
+	keepOnce sync.Once
+	keep     map[string]bool // ResponseHeaders and the framing fields; nil: every field
 
 	mu    sync.Mutex
 	idle  map[connKey][]*conn // most recently used last
@@ -80,6 +89,20 @@ type Transport struct {
 	sessions     tls.ClientSessionCache
 
 	staleCheckAfter time.Duration // staleCheckAfter when 0; tests set it
+}
+
+// kept is the set of fields answers keep (ResponseHeaders), nil for all.
+func (t *Transport) kept() map[string]bool {
+	t.keepOnce.Do(func() {
+		if t.ResponseHeaders == nil {
+			return
+		}
+		t.keep = map[string]bool{"Connection": true, "Content-Length": true, "Content-Encoding": true, "Transfer-Encoding": true}
+		for _, k := range t.ResponseHeaders {
+			t.keep[http.CanonicalHeaderKey(k)] = true
+		}
+	})
+	return t.keep
 }
 
 // connKey names a pool: the scheme and the URL's host as written.

@@ -15,6 +15,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -976,5 +977,50 @@ func TestAPooledConnectionHoldsNoReadBuffer(t *testing.T) {
 	}
 	if n := dials.Load(); n != 1 {
 		t.Fatalf("3 requests dialled %d times", n)
+	}
+}
+
+// With ResponseHeaders, an answer's Header holds those fields (in whatever case they came)
+// and the framing ones, the others read, checked and dropped with their continuation lines;
+// the body is framed as without it, and a malformed dropped field is still refused.
+func TestResponseHeadersKeepsOnlyThose(t *testing.T) {
+	t.Parallel()
+	head := "HTTP/1.1 200 OK\r\nx-ratelimit-remaining-tokens: 10\r\n  folded onto a dropped field\r\n" +
+		"content-type: application/json\r\nRetry-After: 3\r\n\tand folded\r\nCf-Ray: abc\r\nConnection: keep-alive\r\n" +
+		"Transfer-Encoding: chunked\r\nX-One: 1\r\nX-Two: 2\r\nX-Three: 3\r\nX-Four: 4\r\nX-Five: 5\r\nX-Six: 6\r\nX-Seven: 7\r\nX-Eight: 8\r\n\r\n" +
+		"5\r\nhello\r\n0\r\n\r\n"
+	srv := scripted(t, head, false)
+	for _, keep := range [][]string{nil, {"Content-Type", "retry-after"}} {
+		tr, dials := counted(t)
+		tr.ResponseHeaders = keep
+		for range 2 {
+			resp, body, err := exchange(t, tr, srv.url())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body != "hello" || resp.ContentLength != -1 {
+				t.Fatalf("keep %q: body %q, length %d", keep, body, resp.ContentLength)
+			}
+			want := http.Header{"Content-Type": {"application/json"}, "Retry-After": {"3 and folded"}, "Connection": {"keep-alive"}}
+			if keep == nil {
+				want["X-Ratelimit-Remaining-Tokens"] = []string{"10 folded onto a dropped field"}
+				want["Cf-Ray"] = []string{"abc"}
+				for i, n := range []string{"One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight"} {
+					want["X-"+n] = []string{strconv.Itoa(i + 1)}
+				}
+			}
+			if !reflect.DeepEqual(resp.Header, want) {
+				t.Fatalf("keep %q: header %v, want %v", keep, resp.Header, want)
+			}
+		}
+		if dials.Load() != 1 {
+			t.Fatalf("keep %q: %d dials for two answers on a kept connection", keep, dials.Load())
+		}
+	}
+	bad := scripted(t, "HTTP/1.1 200 OK\r\nX-Dropped: a\x00b\r\nContent-Length: 0\r\n\r\n", false)
+	tr, _ := counted(t)
+	tr.ResponseHeaders = []string{"Content-Type"}
+	if resp, _, err := exchange(t, tr, bad.url()); err == nil {
+		t.Fatalf("a dropped field with a NUL in its value was taken: %v", resp.Header)
 	}
 }

@@ -60,10 +60,10 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 	if err != nil {
 		return nil, err
 	}
+	answer = provider.RenameAnswerModel(answer, call.UpstreamModel, call.PublicModel)
 	start.Id = gjson.GetBytes(answer, "id").String()
-	native := x.Event("", provider.PublicAnswerModel(answer, call.UpstreamModel, call.PublicModel))
-	return provider.NewStaticStream(start, []*corev1.GenerateEvent{native},
-		metering.FromOpenAIChat(provider.RawField(answer, "usage"))), nil
+	x.Event("", answer)
+	return x.Stream(metering.FromOpenAIChat(provider.RawField(answer, "usage"))), nil
 }
 
 // post sends body to the upstream route with the gateway's own headers and the provider

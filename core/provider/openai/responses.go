@@ -57,9 +57,9 @@ func responsesPassthrough(ctx context.Context, call *provider.Call) (provider.St
 	if err != nil {
 		return nil, err
 	}
+	raw = provider.RenameAnswerModel(raw, call.UpstreamModel, call.PublicModel)
 	usage := metering.FromOpenAIResponses(json.RawMessage(gjson.GetBytes(raw, "usage").Raw))
-	data := provider.PublicAnswerModel(raw, call.UpstreamModel, call.PublicModel)
-	return provider.NewStaticStream(start, []*corev1.GenerateEvent{provider.NativeEvent("", data)}, usage), nil
+	return provider.NewStaticStream(start, []*corev1.GenerateEvent{provider.NativeEvent("", raw)}, usage), nil
 }
 
 // responsesDecoder forwards every upstream event as Native and ends at the first terminal

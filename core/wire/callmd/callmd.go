@@ -16,6 +16,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"google.golang.org/grpc/metadata"
 )
@@ -29,6 +30,18 @@ func NewIncomingContext(ctx context.Context, md metadata.MD) context.Context {
 	return &carrier[carriedIn]{Context: ctx, md: md, grpcKey: grpcIncomingKey}
 }
 
+// NewIncomingPairs is NewIncomingContext(ctx, metadata.Pairs(kv...)) without the map: Value
+// reads the pairs as they are, and a gRPC reader gets the map, made when it asks. kv are
+// key, value pairs, the keys in lower case, each key once; kv must not be modified
+// afterwards.
+func NewIncomingPairs(ctx context.Context, kv []string) context.Context {
+	if grpcIncomingKey == nil {
+		md := metadata.Pairs(kv...)
+		return &carrier[carriedIn]{Context: metadata.NewIncomingContext(ctx, md), md: md}
+	}
+	return &carrier[carriedIn]{Context: ctx, pairs: kv, grpcKey: grpcIncomingKey}
+}
+
 // NewServerContext is NewIncomingContext over ctx's deadline and cancellation without any of
 // ctx's values: what the server side of an in-process call sees (the server must not depend
 // on what its caller's context happens to carry). One allocation where the three contexts it
@@ -38,6 +51,56 @@ func NewServerContext(ctx context.Context, md metadata.MD) context.Context {
 		return &carrier[carriedIn]{Context: metadata.NewIncomingContext(NoValues{ctx}, md), md: md}
 	}
 	return &carrier[carriedIn]{Context: ctx, md: md, grpcKey: grpcIncomingKey, noValues: true}
+}
+
+// ServerContext is NewServerContext(ctx, md) for the outgoing metadata md of ctx made by
+// NewOutgoingContext or NewOutgoingPairs, carried as it was (pairs stay pairs); false when
+// ctx carries none. The first server context of a Room's outgoing carrier is the Room's.
+func ServerContext(ctx context.Context) (context.Context, bool) {
+	out, ok := ctx.Value(carriedOut{}).(*carrier[carriedOut])
+	if !ok {
+		return nil, false
+	}
+	if grpcIncomingKey == nil {
+		return NewServerContext(ctx, out.metadata()), true
+	}
+	var c *carrier[carriedIn]
+	if r := out.room; r != nil && r.srvTaken.CompareAndSwap(false, true) {
+		c = &r.srv
+	} else {
+		c = new(carrier[carriedIn])
+	}
+	*c = carrier[carriedIn]{Context: ctx, md: out.md, pairs: out.pairs, grpcKey: grpcIncomingKey, noValues: true}
+	return c, true
+}
+
+// Room holds a request's first incoming and outgoing carriers, and the first server context
+// of its outgoing one, in an allocation the request has anyway (the front's request state):
+// the front makes each once per request (the key check's outgoing context, the call's
+// incoming one), which cost an allocation apiece. Each is taken by the first call that asks
+// for it; later calls make their own. A Room must not be copied.
+type Room struct {
+	in, srv                     carrier[carriedIn]
+	out                         carrier[carriedOut]
+	inTaken, outTaken, srvTaken atomic.Bool
+}
+
+// IncomingPairs is NewIncomingPairs, in the Room when its incoming carrier is not taken.
+func (r *Room) IncomingPairs(ctx context.Context, kv []string) context.Context {
+	if grpcIncomingKey == nil || !r.inTaken.CompareAndSwap(false, true) {
+		return NewIncomingPairs(ctx, kv)
+	}
+	r.in = carrier[carriedIn]{Context: ctx, pairs: kv, grpcKey: grpcIncomingKey}
+	return &r.in
+}
+
+// OutgoingPairs is NewOutgoingPairs, in the Room when its outgoing carrier is not taken.
+func (r *Room) OutgoingPairs(ctx context.Context, kv []string) context.Context {
+	if grpcOutgoingKey == nil || !r.outTaken.CompareAndSwap(false, true) {
+		return NewOutgoingPairs(ctx, kv)
+	}
+	r.out = carrier[carriedOut]{Context: ctx, pairs: kv, outKey: grpcOutgoingKey, room: r}
+	return &r.out
 }
 
 // NoValues passes a context's deadline and cancellation on, not its values. It answers
@@ -141,6 +204,18 @@ func NewOutgoingContext(ctx context.Context, md metadata.MD) context.Context {
 	return &carrier[carriedOut]{Context: ctx, md: md, outKey: grpcOutgoingKey}
 }
 
+// NewOutgoingPairs is NewOutgoingContext(ctx, metadata.Pairs(kv...)) without the map, as
+// NewIncomingPairs is: the front's key and request id, which an in-process call hands on to
+// core (ServerContext) where Value reads them, and which become a map only for a gRPC
+// client's call. kv must not be modified afterwards.
+func NewOutgoingPairs(ctx context.Context, kv []string) context.Context {
+	if grpcOutgoingKey == nil {
+		md := metadata.Pairs(kv...)
+		return &carrier[carriedOut]{Context: metadata.NewOutgoingContext(ctx, md), md: md}
+	}
+	return &carrier[carriedOut]{Context: ctx, pairs: kv, outKey: grpcOutgoingKey}
+}
+
 // grpcOutgoingKey is the key under which gRPC's metadata package keeps outgoing metadata,
 // learnt once as grpcIncomingKey is. A carrier of outgoing metadata answers it with what
 // metadata.NewOutgoingContext would have stored (an unexported type), made when it is asked
@@ -185,24 +260,28 @@ type (
 // parent's values.
 type carrier[K comparable] struct {
 	context.Context
-	md       metadata.MD
+	md metadata.MD
+	// pairs, when md is nil, is the metadata as key, value pairs (NewIncomingPairs).
+	pairs    []string
 	grpcKey  any
 	noValues bool
 	// outKey is grpcOutgoingKey on a carrier of outgoing metadata that answers gRPC's
 	// lookup itself.
 	outKey any
+	// room is the Room of a carrier made in one, for its first server context.
+	room *Room
 }
 
 func (c *carrier[K]) Value(k any) any {
 	if _, ok := k.(K); ok {
-		return c.md
+		return c
 	}
 	// An interface comparison: false, never a panic, for a key of another type.
 	if c.grpcKey != nil && k == c.grpcKey {
-		return c.md
+		return c.metadata()
 	}
 	if c.outKey != nil && k == c.outKey {
-		return metadata.NewOutgoingContext(context.Background(), c.md).Value(k)
+		return metadata.NewOutgoingContext(context.Background(), c.metadata()).Value(k)
 	}
 	if c.noValues {
 		if k == CancelCtxKey && k != nil {
@@ -213,27 +292,34 @@ func (c *carrier[K]) Value(k any) any {
 	return c.Context.Value(k)
 }
 
-// Outgoing is the metadata of a context made by NewOutgoingContext.
-func Outgoing(ctx context.Context) (metadata.MD, bool) {
-	md, ok := ctx.Value(carriedOut{}).(metadata.MD)
-	return md, ok
+// metadata is the carried metadata as gRPC's readers take it: pairs become a map of their
+// own at each ask (gRPC's readers copy what they read, and the asks are a gRPC call's).
+func (c *carrier[K]) metadata() metadata.MD {
+	if c.md == nil && c.pairs != nil {
+		return metadata.Pairs(c.pairs...)
+	}
+	return c.md
 }
 
-// Value is the first value of key in ctx's incoming metadata, "" when there is none: what
-// metadata.ValueFromIncomingContext(ctx, key)[0] is, without its copy when ctx was made by
-// NewIncomingContext.
-func Value(ctx context.Context, key string) string {
-	md, ok := ctx.Value(carriedIn{}).(metadata.MD)
-	if !ok {
-		if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
-			return v[0]
+// value is the first value of key, "" without one, as Value reads it.
+func (c *carrier[K]) value(key string) string {
+	if c.md == nil {
+		for i := 0; i+1 < len(c.pairs); i += 2 {
+			if c.pairs[i] == key {
+				return c.pairs[i+1]
+			}
+		}
+		for i := 0; i+1 < len(c.pairs); i += 2 {
+			if strings.EqualFold(c.pairs[i], key) {
+				return c.pairs[i+1]
+			}
 		}
 		return ""
 	}
 	// As metadata.ValueFromIncomingContext: the exact key, else any key equal but for case.
-	v, found := md[key]
+	v, found := c.md[key]
 	if !found {
-		for k, kv := range md {
+		for k, kv := range c.md {
 			if strings.EqualFold(k, key) {
 				v = kv
 				break
@@ -244,6 +330,30 @@ func Value(ctx context.Context, key string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// Outgoing is the metadata of a context made by NewOutgoingContext (or NewOutgoingPairs, as
+// a map of its own).
+func Outgoing(ctx context.Context) (metadata.MD, bool) {
+	c, ok := ctx.Value(carriedOut{}).(*carrier[carriedOut])
+	if !ok {
+		return nil, false
+	}
+	return c.metadata(), true
+}
+
+// Value is the first value of key in ctx's incoming metadata, "" when there is none: what
+// metadata.ValueFromIncomingContext(ctx, key)[0] is, without its copy when ctx was made by
+// NewIncomingContext.
+func Value(ctx context.Context, key string) string {
+	c, ok := ctx.Value(carriedIn{}).(*carrier[carriedIn])
+	if !ok {
+		if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	return c.value(key)
 }
 
 // Authorization is the metadata key of the caller's credential, `authorization: Bearer x`.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +221,124 @@ func TestDerivedContextsStartNoGoroutine(t *testing.T) {
 			t.Fatalf("%s: the parent's cancellation did not reach a child", name)
 		}
 		stopChild()
+	}
+}
+
+// Pairs carried as they are read as the map metadata.Pairs makes of them: by Value, by
+// gRPC's readers of incoming and outgoing metadata, through ServerContext (which hides the
+// caller's values) and through Outgoing; each context is one allocation and no map.
+func TestPairsAreTheirMetadata(t *testing.T) { // not parallel: AllocsPerRun
+	kv := []string{"authorization", "Bearer sk-1", "x-request-id", "req-1", "x-request-id-generated", "1"}
+	md := metadata.Pairs(kv...)
+	type ctxKey struct{}
+	caller, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, 1))
+	defer cancel()
+	out := NewOutgoingPairs(caller, kv)
+	srv, ok := ServerContext(out)
+	if !ok {
+		t.Fatal("no server context for outgoing pairs")
+	}
+	for name, ctx := range map[string]context.Context{
+		"incoming": NewIncomingPairs(caller, kv),
+		"server":   srv,
+		"md":       NewIncomingContext(caller, md),
+	} {
+		for _, key := range []string{"authorization", "x-request-id", "X-Request-Id", "x-request-id-generated", "absent"} {
+			want := ""
+			if v := md.Get(key); len(v) > 0 {
+				want = v[0]
+			}
+			if got := Value(ctx, key); got != want {
+				t.Errorf("%s, %s: %q, want %q", name, key, got, want)
+			}
+			if got := metadata.ValueFromIncomingContext(ctx, strings.ToLower(key)); len(got) != len(md.Get(key)) {
+				t.Errorf("%s, %s: gRPC reads %q", name, key, got)
+			}
+		}
+		if got, _ := metadata.FromIncomingContext(ctx); !reflect.DeepEqual(got, md) {
+			t.Errorf("%s: gRPC's incoming metadata %v, want %v", name, got, md)
+		}
+		if _, ok := metadata.FromOutgoingContext(ctx); ok {
+			t.Errorf("%s: incoming metadata read as outgoing", name)
+		}
+	}
+	if srv.Value(ctxKey{}) != nil {
+		t.Error("the server sees a value of its caller's context")
+	}
+	if got, ok := Outgoing(out); !ok || !reflect.DeepEqual(got, md) {
+		t.Errorf("Outgoing: %v %v, want %v", got, ok, md)
+	}
+	if got, _ := metadata.FromOutgoingContext(out); !reflect.DeepEqual(got, md) {
+		t.Errorf("gRPC's outgoing metadata %v, want %v", got, md)
+	}
+	if Value(out, "authorization") != "" {
+		t.Error("outgoing pairs read as incoming")
+	}
+	if _, ok := ServerContext(caller); ok {
+		t.Error("a server context from a context without outgoing metadata")
+	}
+	for name, f := range map[string]func(){
+		"NewIncomingPairs": func() { _ = NewIncomingPairs(caller, kv) },
+		"NewOutgoingPairs": func() { _ = NewOutgoingPairs(caller, kv) },
+		"ServerContext":    func() { _, _ = ServerContext(out) },
+		"Value":            func() { _ = Value(srv, "x-request-id") },
+	} {
+		want := 1.0
+		if name == "Value" {
+			want = 0
+		}
+		if n := testing.AllocsPerRun(100, f); n != want {
+			t.Errorf("%s: %v allocations, want %v", name, n, want)
+		}
+	}
+	cancel()
+	select {
+	case <-srv.Done():
+	default:
+		t.Error("cancelling the caller does not reach the server context")
+	}
+}
+
+// A Room's carriers are the first of their kind made with it, with what NewIncomingPairs,
+// NewOutgoingPairs and ServerContext make otherwise, and no allocation; later ones are made
+// apart, and the first stays as it was.
+func TestRoomHoldsTheFirstCarriers(t *testing.T) { // not parallel: AllocsPerRun
+	kv := []string{"authorization", "Bearer sk-1", "x-request-id", "req-1"}
+	other := []string{"authorization", "Bearer sk-2", "x-request-id", "req-2"}
+	var r Room
+	in, out := r.IncomingPairs(context.Background(), kv), r.OutgoingPairs(context.Background(), kv)
+	srv, _ := ServerContext(out)
+	if in != context.Context(&r.in) || out != context.Context(&r.out) || srv != context.Context(&r.srv) {
+		t.Fatal("the first carriers are not the room's")
+	}
+	in2, out2 := r.IncomingPairs(context.Background(), other), r.OutgoingPairs(context.Background(), other)
+	srv2, _ := ServerContext(out)
+	srv3, _ := ServerContext(out2)
+	if in2 == in || out2 == out || srv2 == srv || srv3 == srv {
+		t.Fatal("a later carrier took the room's place")
+	}
+	for name, c := range map[string]struct {
+		ctx  context.Context
+		want string
+	}{"in": {in, "req-1"}, "srv": {srv, "req-1"}, "srv2": {srv2, "req-1"}, "in2": {in2, "req-2"}, "srv3": {srv3, "req-2"}} {
+		if got := Value(c.ctx, "x-request-id"); got != c.want {
+			t.Errorf("%s: Value %q, want %q", name, got, c.want)
+		}
+		if got, _ := metadata.FromIncomingContext(c.ctx); len(got) != 2 {
+			t.Errorf("%s: gRPC's incoming metadata %v", name, got)
+		}
+	}
+	if got, ok := Outgoing(out); !ok || !reflect.DeepEqual(got, metadata.Pairs(kv...)) {
+		t.Errorf("Outgoing: %v", got)
+	}
+	rooms := make([]Room, 102)
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		r := &rooms[i]
+		i++
+		_ = r.IncomingPairs(context.Background(), kv)
+		_, _ = ServerContext(r.OutgoingPairs(context.Background(), kv))
+	}); n != 0 {
+		t.Errorf("a room's carriers: %v allocations, want 0", n)
 	}
 }

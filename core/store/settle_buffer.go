@@ -1,0 +1,62 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A settlement's Bind is tens of KiB (twenty arrays of a group's records), and pgproto3's
+// Frontend encodes it into its write buffer by appends, which its Flush shrinks back to
+// 1 KiB after every message larger than that: each commit grew the buffer again through a
+// dozen copies, about twice the Bind allocated per commit. lendBuffer hands the frontend a
+// buffer the connection keeps instead, through the one door pgproto3 opens on its buffer:
+// a message's Encode returns the buffer the frontend goes on with. The frontend appends
+// the Bind and what follows it there, writes it, and drops it at its Flush as it drops its
+// own. The buffer is the connection's alone (its CustomData): a frontend that kept it past
+// an error hands it only to a later statement of the same connection, never to another.
+
+// settleBufferKey is the lent buffer's key in a connection's CustomData.
+const settleBufferKey = "modelgateway/store.settleBuffer"
+
+// settleBuffer is the message that swaps the frontend's write buffer for buf: it encodes as
+// nothing, after what the frontend's buffer held.
+type settleBuffer struct{ buf []byte }
+
+func (*settleBuffer) Frontend() {}
+
+func (*settleBuffer) Decode([]byte) error {
+	return errors.New("store: a settlement's write buffer is not a message")
+}
+
+func (b *settleBuffer) Encode(dst []byte) ([]byte, error) { return append(b.buf[:0], dst...), nil }
+
+// lendBuffer gives pc's frontend the connection's buffer, with room for need bytes, as its
+// write buffer for the next statement.
+func lendBuffer(pc *pgconn.PgConn, need int) {
+	data := pc.CustomData()
+	if data == nil {
+		return
+	}
+	b, _ := data[settleBufferKey].(*settleBuffer)
+	if b == nil {
+		b = &settleBuffer{}
+		data[settleBufferKey] = b
+	}
+	if cap(b.buf) < need {
+		b.buf = make([]byte, 0, need+need/4) // a group a little larger next time
+	}
+	pc.Frontend().Send(b)
+}
+
+// settleMessageBytes is what a settlement's messages take in the frontend's buffer at most:
+// the Bind's arguments with their length words, and room for the rest (the Bind's header
+// and format codes, Describe, Execute, Sync, and the statement's text and types when it is
+// sent unnamed).
+func settleMessageBytes(args [][]byte) int {
+	n := len(settleSQL) + 512
+	for _, a := range args {
+		n += 4 + len(a)
+	}
+	return n
+}
