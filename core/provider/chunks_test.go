@@ -73,3 +73,29 @@ func TestOwnedChunksAreCopies(t *testing.T) {
 		}
 	}
 }
+
+// A stream's chunks take a small first block, then full ones: a short answer of 23 chat
+// chunks (5 KiB) takes 6 KiB in two blocks, and a stream waiting after its first chunks
+// holds 2 KiB.
+func TestChunksStartWithASmallBlock(t *testing.T) {
+	t.Parallel()
+	var c Chunks
+	chunk := []byte(`{"id":"chatcmpl-sim","object":"chat.completion.chunk","created":1,"model":"sim-gpt","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	blocks := map[*byte]int{}
+	for range 23 {
+		out := c.Owned(chunk, "sim-gpt", "bench-gpt")
+		if len(c.block) == len(out) { // out opened a block
+			blocks[&c.block[:1][0]] = cap(c.block)
+		}
+		if n := len(blocks); n == 1 && cap(c.block) != 2<<10 {
+			t.Fatalf("first block of %d bytes, want 2 KiB", cap(c.block))
+		}
+	}
+	total := 0
+	for _, size := range blocks {
+		total += size
+	}
+	if len(blocks) != 2 || total != 6<<10 {
+		t.Fatalf("%d blocks of %d bytes in all, want 2 of 6 KiB", len(blocks), total)
+	}
+}

@@ -148,6 +148,7 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	flush := lazyflush.From(parent)
 	flush.Coalesce()
 	tb.rc, tb.size, tb.timer, tb.flush = resp.Body, resp.ContentLength, timer, flush
+	tb.buffered, _ = resp.Body.(interface{ Buffered() int })
 	resp.Body = tb
 	return resp, nil
 }
@@ -245,19 +246,28 @@ type timedBody struct {
 	// flush sends the client what the gateway has written of the answer so far; nil when the
 	// answer is not a coalesced stream.
 	flush *lazyflush.Writer
+	// buffered is rc's count of the bytes its next Read returns without waiting, when rc
+	// keeps one (core/provider/h1's answers): a read that cannot wait needs no flush before
+	// it, and a flush in the middle of an answer that has arrived whole is a system call and
+	// a packet of its own for the client.
+	buffered interface{ Buffered() int }
 	// reqBody is the request's body when NewRequest made the call; taken once Do has used
 	// the call.
 	reqBody requestBody
 	taken   bool
 }
 
-// Read flushes the client's pending output first: the read may wait for the upstream, and
+// Read flushes the client's pending output first when the read may wait for the upstream:
 // what the gateway already has must not wait with it. Callers read through a buffer (the SSE
-// reader's 4 KiB), so this runs once per arrival from the upstream, not once per event.
+// reader's 4 KiB), so this runs once per arrival from the upstream, not once per event; a
+// read the body answers from bytes that have arrived (buffered) waits for nothing, and an
+// arrival larger than the caller's buffer is then flushed once, not once per buffer.
 func (b *timedBody) Read(p []byte) (int, error) {
 	// A failed flush (the client has gone) is the encoder's to report, at its next event;
 	// meanwhile the client's cancellation ends this read too.
-	_ = b.flush.BeforeWait()
+	if b.buffered == nil || b.buffered.Buffered() == 0 {
+		_ = b.flush.BeforeWait()
+	}
 	n, err := b.rc.Read(p)
 	if n > 0 {
 		b.started.Store(true)

@@ -70,8 +70,13 @@ type Chunks struct {
 	block []byte
 }
 
-// chunkBlock is the size of a block: a few dozen chat chunks.
-const chunkBlock = 4 << 10
+// chunkBlock is the size of a block: a few dozen chat chunks. A stream's first block is
+// firstChunkBlock: a short answer (the 23 chunks, 5 KiB, of a 20-word one) then takes 6 KiB
+// in two blocks instead of 8, and a stream waiting after its first chunks holds 2 KiB.
+const (
+	chunkBlock      = 4 << 10
+	firstChunkBlock = 2 << 10
+)
 
 // PublicModel is PublicModel(chunk, upstream, public), in c's blocks.
 func (c *Chunks) PublicModel(chunk []byte, upstream, public string) []byte {
@@ -101,7 +106,11 @@ func (c *Chunks) rewrite(chunk []byte, upstream, public string, own bool) []byte
 		return PublicModel(chunk, upstream, public)
 	}
 	if len(c.block)+n > cap(c.block) {
-		c.block = make([]byte, 0, chunkBlock)
+		size := chunkBlock
+		if c.block == nil {
+			size = firstChunkBlock
+		}
+		c.block = make([]byte, 0, size)
 	}
 	b := len(c.block)
 	c.block = append(append(append(c.block, chunk[:start]...), public...), chunk[end:]...)

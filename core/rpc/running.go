@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -184,11 +186,28 @@ func countedEvent(name string) bool {
 // generation's text, thought signatures, inline data, and functionCall args (an object, counted
 // whole); messages' tool_use input at its block start (an object).
 func contentKey(name []byte) bool {
-	switch string(name) { // compiled to a search on length and bytes: no allocation, no hash
-	case "content", "text", "delta", "arguments", "name", "refusal", "reasoning", "reasoning_content",
-		"transcript", "partial_json", "thinking", "signature", "data", "thoughtSignature", "args", "input",
-		"partial_image_b64":
-		return true
+	// On length first, then in place (string(name) == "..." makes no copy; a switch on a
+	// string variable did): most of a chunk's keys (id, object, created, model, choices,
+	// index, finish_reason) then cost one comparison, or none.
+	switch len(name) {
+	case 4:
+		return string(name) == "text" || string(name) == "name" || string(name) == "data" || string(name) == "args"
+	case 5:
+		return string(name) == "delta" || string(name) == "input"
+	case 7:
+		return string(name) == "content" || string(name) == "refusal"
+	case 8:
+		return string(name) == "thinking"
+	case 9:
+		return string(name) == "arguments" || string(name) == "reasoning" || string(name) == "signature"
+	case 10:
+		return string(name) == "transcript"
+	case 12:
+		return string(name) == "partial_json"
+	case 16:
+		return string(name) == "thoughtSignature"
+	case 17:
+		return string(name) == "reasoning_content" || string(name) == "partial_image_b64"
 	}
 	return false
 }
@@ -208,7 +227,10 @@ func contentBytes(data []byte) int64 {
 		if end < 0 {
 			return n + int64(len(data)-i)
 		}
-		colon := skipSpace(data, end)
+		colon := end
+		if colon < len(data) && data[colon] != ':' { // JSON from upstreams has no space here
+			colon = skipSpace(data, colon)
+		}
 		if colon >= len(data) || data[colon] != ':' {
 			i = end - 1 // a value no content member owns
 			continue
@@ -251,18 +273,45 @@ func wholeValue(name []byte) bool {
 }
 
 // stringEnd is the index after the closing quote of the string opening at data[i], -1 when
-// it does not close.
+// it does not close. It runs on every string of every passthrough chunk (most of its bytes):
+// it looks at eight bytes at a time for the next quote or backslash (stringStop), and a
+// backslash takes the byte after it, as a byte-by-byte reading does (FuzzContentBytes).
 func stringEnd(data []byte, i int) int {
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			j++
-		case '"':
+	for j := i + 1; ; j += 2 {
+		j = stringStop(data, j)
+		if j >= len(data) {
+			return -1
+		}
+		if data[j] == '"' {
 			return j + 1
 		}
 	}
-	return -1
 }
+
+// stringStop is the index of the first quote or backslash in data from j on, len(data) when
+// there is none (or j is past the end). Eight bytes at a time: a byte equal to c is a zero
+// byte of x^(c*lo8), and the lowest flag of the zero-byte test ((v-lo8) &^ v & hi8) is
+// exactly the first zero byte (flags above it may be borrows; the lowest is never one).
+func stringStop(data []byte, j int) int {
+	for ; j+8 <= len(data); j += 8 {
+		x := binary.LittleEndian.Uint64(data[j:])
+		q, b := x^(lo8*'"'), x^(lo8*'\\')
+		if m := ((q-lo8)&^q | (b-lo8)&^b) & hi8; m != 0 {
+			return j + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; j < len(data); j++ {
+		if c := data[j]; c == '"' || c == '\\' {
+			return j
+		}
+	}
+	return len(data)
+}
+
+const (
+	lo8 = 0x0101010101010101
+	hi8 = 0x8080808080808080
+)
 
 func skipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {

@@ -57,6 +57,9 @@ func (b *body) Read(p []byte) (int, error) {
 	default:
 		n, err = b.c.br.Read(p)
 	}
+	if err == nil {
+		b.c.drained()
+	}
 	if err != nil {
 		if err == io.EOF {
 			b.finish()
@@ -67,6 +70,23 @@ func (b *body) Read(p []byte) (int, error) {
 		b.err = err
 	}
 	return n, err
+}
+
+// Buffered is how many bytes Read returns without reading the connection, 0 when it may
+// have to wait for it: a streamed answer's reader flushes its client's output only before
+// a read that may wait (provider's timedBody). Read's goroutine only.
+func (b *body) Buffered() int {
+	if b.err != nil || b.state.Load() != bodyOpen {
+		return 0
+	}
+	n := int64(b.c.br.Buffered())
+	switch b.framing {
+	case framedLength:
+		return int(min(n, b.left))
+	case framedChunked:
+		return int(min(n, b.left)) // 0 between chunks: a chunk's size line may have to be read
+	}
+	return int(n)
 }
 
 func (b *body) readLength(p []byte) (int, error) {

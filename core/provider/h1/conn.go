@@ -80,14 +80,38 @@ func newConn(t *Transport, key connKey, raw net.Conn) *conn {
 	return c
 }
 
-// readers recycles the connections' read buffers between their exchanges.
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+// Read buffers, recycled between exchanges. An exchange starts with a first-read buffer,
+// large enough for the head and the whole of a short answer arriving at once (a stream of a
+// few KiB from a fast upstream: one system call instead of two, and no flush of the client's
+// output between them, provider's timedBody); once its bytes have been read, the exchange
+// goes on with a small one (drained), which is what a stream waiting for its upstream holds.
+const (
+	firstReadSize = 8 << 10
+	readSize      = 4 << 10
+)
+
+var (
+	firstReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, firstReadSize) }}
+	readers      = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readSize) }}
+)
 
 // reader gives the connection a read buffer for an exchange.
 func (c *conn) reader() {
 	if c.br == nil {
-		c.br = readers.Get().(*bufio.Reader)
+		c.br = firstReaders.Get().(*bufio.Reader)
 		c.br.Reset(c.nc)
+	}
+}
+
+// drained swaps an emptied first-read buffer for a small one: the memory a waiting stream
+// holds stays what it was before first reads grew. Nothing buffered is lost.
+func (c *conn) drained() {
+	if c.br.Size() == firstReadSize && c.br.Buffered() == 0 {
+		small := readers.Get().(*bufio.Reader)
+		small.Reset(c.nc)
+		c.br.Reset(nil)
+		firstReaders.Put(c.br)
+		c.br = small
 	}
 }
 
@@ -96,7 +120,11 @@ func (c *conn) reader() {
 func (c *conn) releaseReader() {
 	if c.br != nil {
 		c.br.Reset(nil)
-		readers.Put(c.br)
+		if c.br.Size() == firstReadSize {
+			firstReaders.Put(c.br)
+		} else {
+			readers.Put(c.br)
+		}
 		c.br = nil
 	}
 }

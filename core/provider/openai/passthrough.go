@@ -106,8 +106,10 @@ func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 		}
 	}
 	if usageObject(ev.Data) {
-		if u := gjson.GetBytes(ev.Data, "usage"); u.IsObject() {
-			d.usage = []byte(u.Raw)
+		// Read in place, then one copy (gjson.GetBytes copied the value, and the copy was
+		// copied): the reader lends ev.Data only until its next event.
+		if u := provider.RawField(ev.Data, "usage"); len(u) > 0 && u[0] == '{' {
+			d.usage = bytes.Clone(u)
 		}
 	}
 	// A copy of its own, renamed or not: the stream's reader lends ev.Data only until its

@@ -1,6 +1,12 @@
 package openai
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"modelgateway/core/wire/sse"
+)
 
 // usageObject must see every usage object gjson would find, and may skip the nulls.
 func TestUsageObject(t *testing.T) {
@@ -22,6 +28,30 @@ func TestUsageObject(t *testing.T) {
 	} {
 		if got := usageObject([]byte(data)); got != want {
 			t.Errorf("%s: %v, want %v", data, got, want)
+		}
+	}
+}
+
+// The usage chunk's object is read in place and copied once: the bytes gjson.GetBytes gave
+// before, for every chunk a usage object passes usageObject in, and only for those.
+func TestUsageReadInPlace(t *testing.T) {
+	t.Parallel()
+	for _, data := range []string{
+		`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+		`{"usage" : {"a":{"b":[1,2]}} ,"usage":{"second":1}}`,
+		`{"x":{"usage":{"nested":1}},"usage":null}`,
+		`{"usage":null}`, `{"usage":"{"}`, `{"usage":{`, `{"usage":[{}]}`,
+	} {
+		d := &passDecoder{upstream: "m", public: "m"}
+		if _, _, err := d.Decode(sse.Event{Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		if u := gjson.GetBytes([]byte(data), "usage"); usageObject([]byte(data)) && u.IsObject() {
+			want = []byte(u.Raw)
+		}
+		if string(d.usage) != string(want) {
+			t.Errorf("%s: usage %q, want %q", data, d.usage, want)
 		}
 	}
 }
