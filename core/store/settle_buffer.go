@@ -16,6 +16,11 @@ import (
 // own. The buffer is the connection's alone (its CustomData): a frontend that kept it past
 // an error hands it only to a later statement of the same connection, never to another.
 
+// keptBufferMax is the largest buffer a connection keeps: the messages of a settlement of
+// ~280 charges (~230 bytes each), above any group commit's (groups stop growing at 16 live
+// charges or 64 batch ones, and a commit takes what came during the one before).
+const keptBufferMax = 64 << 10
+
 // settleBufferKey is the lent buffer's key in a connection's CustomData.
 const settleBufferKey = "modelgateway/store.settleBuffer"
 
@@ -33,9 +38,13 @@ func (b *settleBuffer) Encode(dst []byte) ([]byte, error) { return append(b.buf[
 
 // lendBuffer gives pc's frontend the connection's buffer, with room for need bytes, as its
 // write buffer for the next statement.
+// A message larger than keptBufferMax (a settlement of some hundreds of records: a backlog
+// after an outage, say) is left to the frontend's own buffer, which it
+// shrinks after the message: a connection keeps no more than a group commit's buffer, and
+// one large settlement does not leave each connection of the pool holding its size.
 func lendBuffer(pc *pgconn.PgConn, need int) {
 	data := pc.CustomData()
-	if data == nil {
+	if data == nil || need > keptBufferMax {
 		return
 	}
 	b, _ := data[settleBufferKey].(*settleBuffer)

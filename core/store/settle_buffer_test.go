@@ -81,6 +81,36 @@ func TestSettleReusesItsConnectionsBuffer(t *testing.T) {
 		if want := decimal.NewFromInt(1000).Sub(cost.Decimal.Mul(decimal.NewFromInt(6 * 64))); !balance.Equal(want) {
 			t.Errorf("mode %q: balance %s, want %s", mode, balance, want)
 		}
+		// A settlement too large for the kept buffer (a batch's backlog) settles through the
+		// frontend's own buffer: the connection goes on keeping its group-sized one.
+		kept := func() int {
+			c, err := st.Pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Release()
+			return store.KeptBuffer(c.Conn().PgConn())
+		}
+		small := kept()
+		large := make([]store.Settlement, 0, 8*64)
+		for round := range 8 {
+			large = append(large, group(100+round)...)
+		}
+		if n := store.SettleMessageBytes(large); n <= store.KeptBufferMax {
+			t.Fatalf("mode %q: a settlement of %d charges takes %d bytes, not more than the kept buffer's %d", mode, len(large), n, store.KeptBufferMax)
+		}
+		got, err := st.Settle(ctx, replica, large)
+		if err != nil {
+			t.Fatalf("mode %q: large settlement: %v", mode, err)
+		}
+		for i, c := range got.Charged {
+			if !c.Valid || !c.Decimal.Equal(cost.Decimal) {
+				t.Fatalf("mode %q: large settlement's charge %d is %v", mode, i, c)
+			}
+		}
+		if after := kept(); small < bind || after != small {
+			t.Errorf("mode %q: the connection kept %d bytes after groups of 64 (their messages %d), %d after a settlement of %d", mode, small, bind, after, len(large))
+		}
 		st.Close()
 	}
 }
