@@ -2,9 +2,7 @@ package billing
 
 import (
 	"context"
-	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,26 +20,8 @@ func TestCommitsUseTheirSlicesAgain(t *testing.T) {
 	l := NewLedger(f.st, nil)
 	l.GroupWindow = time.Millisecond
 	t.Cleanup(func() { _ = l.Close(ctx) })
-	var wg sync.WaitGroup
 	const workers, each = 16, 10
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				h, err := l.Hold(ctx, f.p, dec("0.01"))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if _, err := l.Charge(ctx, h, f.record(fmt.Sprintf("slices-%d-%d", w, i), "0.01"), "insufficient_balance"); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	chargeConcurrently(t, l, f, workers, each, "slices-", nil)
 	// One more, alone, so that the committer has finished with the groups before.
 	h, err := l.Hold(ctx, f.p, dec("0.01"))
 	if err != nil {

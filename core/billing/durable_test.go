@@ -141,8 +141,31 @@ func TestChargesAreDurableAndGrouped(t *testing.T) {
 	l := NewLedger(f.st, nil)
 	l.GroupWindow = time.Millisecond
 	t.Cleanup(func() { _ = l.Close(ctx) })
-	var wg sync.WaitGroup
 	const workers, each = 64, 10
+	chargeConcurrently(t, l, f, workers, each, "w", func(id string) {
+		var n int
+		if err := f.st.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE profile_id = $1 AND request_id = $2`, f.p, id).Scan(&n); err != nil || n != 1 {
+			t.Errorf("charge %s: %d entries after Charge returned (%v)", id, n, err)
+		}
+	})
+	s := l.Stats()
+	t.Logf("%d charges in %d commits, wait p50 %s p99 %s", s.Charges, s.Commits, s.WaitP50, s.WaitP99)
+	if s.Charges != workers*each || s.Commits >= s.Charges/2 {
+		t.Fatalf("%d charges in %d commits: not grouped", s.Charges, s.Commits)
+	}
+	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("93.6")) {
+		t.Fatalf("balance %s, want 93.6", b)
+	}
+	checkLedger(t, f.st, f.p)
+}
+
+// chargeConcurrently holds and charges 0.01 on f's profile from workers goroutines, each
+// times apiece, under the ids prefix<worker>-<n>; after, when set, runs after each charge
+// with its id. A failed hold or charge fails the test.
+func chargeConcurrently(t *testing.T, l *Ledger, f *fixture, workers, each int, prefix string, after func(id string)) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -153,28 +176,18 @@ func TestChargesAreDurableAndGrouped(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				id := fmt.Sprintf("w%d-%d", w, i)
+				id := fmt.Sprintf("%s%d-%d", prefix, w, i)
 				if _, err := l.Charge(ctx, h, f.record(id, "0.01"), "insufficient_balance"); err != nil {
 					t.Error(err)
 					return
 				}
-				var n int
-				if err := f.st.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE profile_id = $1 AND request_id = $2`, f.p, id).Scan(&n); err != nil || n != 1 {
-					t.Errorf("charge %s: %d entries after Charge returned (%v)", id, n, err)
+				if after != nil {
+					after(id)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	s := l.Stats()
-	t.Logf("%d charges in %d commits, wait p50 %s p99 %s", s.Charges, s.Commits, s.WaitP50, s.WaitP99)
-	if s.Charges != workers*each || s.Commits >= s.Charges/2 {
-		t.Fatalf("%d charges in %d commits: not grouped", s.Charges, s.Commits)
-	}
-	if b := balanceOf(t, f.st, f.p); !b.Equal(dec("93.6")) {
-		t.Fatalf("balance %s, want 93.6", b)
-	}
-	checkLedger(t, f.st, f.p)
 }
 
 // A record the database refuses (a NUL byte in its model, which PostgreSQL text cannot hold) fails alone: the other charges of
