@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"modelgateway/core/simulator"
+)
+
+// BenchmarkHeapAfterLoad is a driver of make bench's peak-RSS question in one process, not a
+// benchmark (it runs once, whatever b.N): the gateway's heap while it holds 64 paced
+// translated streams (scenario 3) on its own, then again after the saturating scenarios 1, 2
+// and 2b, with a heap profile of each (4 KiB sampling) in GATEWAY_HEAP_DRIVER_DIR, so that
+//
+//	go tool pprof -sample_index=inuse_space -top -diff_base DIR/alone.pprof DIR/after.pprof
+//
+// names what the saturating scenarios leave behind. The client and the simulators live in the
+// process too, the same in both phases.
+//
+//	GATEWAY_HEAP_DRIVER_DIR=/tmp/heap go test -run x -bench HeapAfterLoad -benchtime 1x .
+func BenchmarkHeapAfterLoad(b *testing.B) {
+	dir := os.Getenv("GATEWAY_HEAP_DRIVER_DIR")
+	if dir == "" {
+		b.Skip("GATEWAY_HEAP_DRIVER_DIR is not set")
+	}
+	runtime.MemProfileRate = 4096
+	canned := cannedUpstream(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	paced, err := simulator.Serve(ctx, "127.0.0.1:0", simulator.Options{FirstByteDelay: 2 * time.Millisecond, ChunkDelay: time.Millisecond, Words: 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, pid, stop := startBenchGateway(b, canned)
+	defer stop()
+	e.admin("POST", "/admin/v1/catalog:apply", heapDriverCatalog(canned, paced))
+	key := benchKey(e, pid)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer client.CloseIdleConnections()
+	load := func(model string, stream bool, d time.Duration) {
+		body := []byte(`{"model":"` + model + `","stream":` + map[bool]string{true: "true", false: "false"}[stream] +
+			`,"messages":[{"role":"user","content":"hello #sim:input=20000"}]}`)
+		end := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					if _, ok := postChat(b, client, e.base, key, body); !ok {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	measure := func(name string) {
+		done := make(chan struct{})
+		go func() { defer close(done); load("bench-claude-paced", true, 4*time.Second) }()
+		var live, goal []float64
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+		time.Sleep(time.Second) // the streams under way
+		for t := time.Now(); time.Since(t) < 2500*time.Millisecond; time.Sleep(50 * time.Millisecond) {
+			metrics.Read(s)
+			live, goal = append(live, float64(s[0].Value.Uint64())/(1<<20)), append(goal, float64(s[1].Value.Uint64())/(1<<20))
+		}
+		f, err := os.Create(filepath.Join(dir, name+".pprof"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		<-done
+		slices.Sort(live)
+		slices.Sort(goal)
+		b.Logf("%s: live heap MB median %.2f (%.2f-%.2f), goal median %.2f (%.2f-%.2f)", name,
+			live[len(live)/2], live[0], live[len(live)-1], goal[len(goal)/2], goal[0], goal[len(goal)-1])
+	}
+	for i := 0; i < b.N && i < 1; i++ {
+		measure("alone")
+		load("bench-gpt", false, 3*time.Second)
+		load("bench-claude", true, 3*time.Second)
+		load("bench-gpt", true, 3*time.Second)
+		measure("after")
+	}
+}
+
+// heapDriverCatalog is perfCatalog and bench-claude-paced, the paced simulator as an
+// Anthropic upstream (the bench's scenario 3).
+func heapDriverCatalog(canned, paced string) string {
+	return `{"currency": "RUB", "families": [{"id": "bench"}],
+  "providers": [{"id": "bench-openai", "kind": "openai", "base_url": "` + canned + `/v1", "api_key_env": "BENCH_UPSTREAM_KEY"},
+                {"id": "bench-anthropic", "kind": "anthropic", "base_url": "` + canned + `", "api_key_env": "BENCH_UPSTREAM_KEY"},
+                {"id": "bench-anthropic-paced", "kind": "anthropic", "base_url": "` + paced + `", "api_key_env": "BENCH_UPSTREAM_KEY"}],
+  "models": [{"id": "bench-gpt", "family": "bench", "owned_by": "bench", "priority": 10,
+    "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-openai", "upstream_model": "sim-gpt"}],
+    "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]},
+    {"id": "bench-claude", "family": "bench", "owned_by": "bench", "priority": 11,
+    "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-anthropic", "upstream_model": "sim-claude"}],
+    "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]},
+    {"id": "bench-claude-paced", "family": "bench", "owned_by": "bench", "priority": 12,
+    "routes": [{"endpoint_families": ["chat.completions"], "provider": "bench-anthropic-paced", "upstream_model": "sim-claude"}],
+    "prices": [{"endpoint_families": ["chat.completions"], "billing_mode": "per_token", "input": "1.00", "output": "2.00"}]}]}`
+}
