@@ -66,12 +66,15 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 		done := make(chan struct{})
 		go func() { defer close(done); load("bench-claude-paced", true, 4*time.Second) }()
 		var live, goal []float64
-		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}, {Name: "/gc/stack/starting-size:bytes"},
+			{Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/sched/goroutines:goroutines"}, {Name: "/gc/scan/stack:bytes"}}
 		time.Sleep(time.Second) // the streams under way
 		for t := time.Now(); time.Since(t) < 2500*time.Millisecond; time.Sleep(50 * time.Millisecond) {
 			metrics.Read(s)
 			live, goal = append(live, float64(s[0].Value.Uint64())/(1<<20)), append(goal, float64(s[1].Value.Uint64())/(1<<20))
 		}
+		b.Logf("%s: stacks %.2f MB for %d goroutines (%.2f MB of them scanned), new goroutines start with %d bytes", name,
+			float64(s[3].Value.Uint64())/(1<<20), s[4].Value.Uint64(), float64(s[5].Value.Uint64())/(1<<20), s[2].Value.Uint64())
 		f, err := os.Create(filepath.Join(dir, name+".pprof"))
 		if err != nil {
 			b.Fatal(err)
