@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,10 +12,13 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"modelgateway/core/residency"
 	"modelgateway/core/simulator"
 )
 
@@ -32,7 +38,13 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 	if dir == "" {
 		b.Skip("GATEWAY_HEAP_DRIVER_DIR is not set")
 	}
+	// GATEWAY_HEAP_DRIVER_RATE=0 takes no profiles: sampling unwinds each sampled stack
+	// (the pclntab) and writing a profile symbolizes them, which the executable's resident
+	// pages then show.
 	runtime.MemProfileRate = 4096
+	if r := os.Getenv("GATEWAY_HEAP_DRIVER_RATE"); r != "" {
+		runtime.MemProfileRate, _ = strconv.Atoi(r)
+	}
 	canned := cannedUpstream(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -42,6 +54,9 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 	}
 	e, pid, stop := startBenchGateway(b, canned)
 	defer stop()
+	if _, err := residency.Drop(); err != nil { // as serve does once Start has returned
+		b.Fatal(err)
+	}
 	e.admin("POST", "/admin/v1/catalog:apply", heapDriverCatalog(canned, paced))
 	key := benchKey(e, pid)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -75,14 +90,17 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 		}
 		b.Logf("%s: stacks %.2f MB for %d goroutines (%.2f MB of them scanned), new goroutines start with %d bytes", name,
 			float64(s[3].Value.Uint64())/(1<<20), s[4].Value.Uint64(), float64(s[5].Value.Uint64())/(1<<20), s[2].Value.Uint64())
-		f, err := os.Create(filepath.Join(dir, name+".pprof"))
-		if err != nil {
-			b.Fatal(err)
+		b.Logf("%s: the executable's resident pages by section (MB): %s", name, residentSections(b))
+		if runtime.MemProfileRate > 0 {
+			f, err := os.Create(filepath.Join(dir, name+".pprof"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
 		}
-		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
 		<-done
 		slices.Sort(live)
 		slices.Sort(goal)
@@ -96,6 +114,45 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 		load("bench-gpt", true, 3*time.Second)
 		measure("after")
 	}
+}
+
+// residentSections sums the pages of this process's executable that are resident (its
+// pagemap's present bit), by ELF section, in MB.
+func residentSections(b *testing.B) string {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ef, err := elf.Open(exe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ef.Close()
+	pm, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pm.Close()
+	page := uint64(os.Getpagesize())
+	var out []string
+	for _, sec := range ef.Sections {
+		if sec.Addr == 0 || sec.Type == elf.SHT_NOBITS || sec.Size < 64<<10 {
+			continue
+		}
+		first, last := sec.Addr/page, (sec.Addr+sec.Size-1)/page
+		buf := make([]byte, 8*(last-first+1))
+		if _, err := pm.ReadAt(buf, int64(first*8)); err != nil {
+			b.Fatal(err)
+		}
+		present := 0
+		for i := 0; i < len(buf); i += 8 {
+			if binary.LittleEndian.Uint64(buf[i:])&(1<<63) != 0 {
+				present++
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %.2f of %.2f", sec.Name, float64(uint64(present)*page)/(1<<20), float64(sec.Size)/(1<<20)))
+	}
+	return strings.Join(out, ", ")
 }
 
 // heapDriverCatalog is perfCatalog and bench-claude-paced, the paced simulator as an
