@@ -47,6 +47,9 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.state.Load() != bodyOpen {
 		return 0, errReadOnClosed
 	}
+	if b.c.br.Buffered() == 0 && len(p) > 0 && (b.framing != framedLength || b.left > 0) {
+		b.c.awaitBytes()
+	}
 	var n int
 	var err error
 	switch b.framing {
