@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,25 +62,30 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 	key := benchKey(e, pid)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()
-	load := func(model string, stream bool, d time.Duration) {
+	load := func(model string, stream bool, d time.Duration) int64 {
 		body := []byte(`{"model":"` + model + `","stream":` + map[bool]string{true: "true", false: "false"}[stream] +
 			`,"messages":[{"role":"user","content":"hello #sim:input=20000"}]}`)
 		end := time.Now().Add(d)
 		var wg sync.WaitGroup
+		var n atomic.Int64
 		for range 64 {
 			wg.Go(func() {
 				for time.Now().Before(end) {
 					if _, ok := postChat(b, client, e.base, key, body); !ok {
 						return
 					}
+					n.Add(1)
 				}
 			})
 		}
 		wg.Wait()
+		return n.Load()
 	}
 	measure := func(name string) {
 		done := make(chan struct{})
-		go func() { defer close(done); load("bench-claude-paced", true, 4*time.Second) }()
+		var streams int64
+		c0 := processCPU()
+		go func() { defer close(done); streams = load("bench-claude-paced", true, 4*time.Second) }()
 		var live, goal []float64
 		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}, {Name: "/gc/stack/starting-size:bytes"},
 			{Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/sched/goroutines:goroutines"}, {Name: "/gc/scan/stack:bytes"}}
@@ -102,6 +108,8 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 			f.Close()
 		}
 		<-done
+		b.Logf("%s: %d paced streams, %.0f µs of the process's CPU each (client and simulator included)", name, streams,
+			float64((processCPU()-c0).Microseconds())/float64(streams))
 		slices.Sort(live)
 		slices.Sort(goal)
 		b.Logf("%s: live heap MB median %.2f (%.2f-%.2f), goal median %.2f (%.2f-%.2f)", name,
