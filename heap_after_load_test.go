@@ -159,8 +159,37 @@ func residentSections(b *testing.B) string {
 			}
 		}
 		out = append(out, fmt.Sprintf("%s %.2f of %.2f", sec.Name, float64(uint64(present)*page)/(1<<20), float64(sec.Size)/(1<<20)))
+		if sec.Name == ".gopclntab" {
+			out = append(out, pclntabParts(b, sec, buf, page))
+		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// pclntabParts splits the pclntab's resident pages by its tables (runtime's pcHeader):
+// function names, compilation units, file names, pc-value tables (stack maps, line
+// numbers), and the function table with its _func records.
+func pclntabParts(b *testing.B, sec *elf.Section, present []byte, page uint64) string {
+	hdr := make([]byte, 72)
+	if _, err := sec.ReadAt(hdr, 0); err != nil {
+		b.Fatal(err)
+	}
+	off := func(i int) uint64 { return binary.LittleEndian.Uint64(hdr[8+8*i:]) }
+	bounds := []uint64{off(3), off(4), off(5), off(6), off(7), sec.Size} // funcname, cu, filetab, pctab, pcln
+	names := []string{"funcnames", "cus", "files", "pctab", "functab"}
+	var out []string
+	first := sec.Addr / page
+	for i, name := range names {
+		lo, hi := (sec.Addr+bounds[i])/page, (sec.Addr+bounds[i+1]-1)/page
+		n := 0
+		for pg := lo; pg <= hi; pg++ {
+			if binary.LittleEndian.Uint64(present[8*(pg-first):])&(1<<63) != 0 {
+				n++
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %.2f of %.2f", name, float64(uint64(n)*page)/(1<<20), float64(bounds[i+1]-bounds[i])/(1<<20)))
+	}
+	return "(" + strings.Join(out, ", ") + ")"
 }
 
 // heapDriverCatalog is perfCatalog and bench-claude-paced, the paced simulator as an
