@@ -47,7 +47,7 @@ func init() {
 		var start, peak memSnapshot
 		for range sig {
 			if stop == nil {
-				start = takeMemSnapshot()
+				start = takeMemSnapshot(true)
 				peak = start
 				writeHeapProfile("start")
 				stop = make(chan struct{})
@@ -84,11 +84,17 @@ func writeHeapProfile(name string) {
 	_ = pprof.Lookup("heap").WriteTo(f, 0)
 }
 
+// memPartsStep is how far VmRSS rises past the last reading of smaps before the sampler
+// reads it again: a read of smaps is milliseconds of the gateway's CPU (and holds its
+// memory map's lock), so the parts of the peak are those of a reading within this of it.
+const memPartsStep = 256 // kB
+
 // sampleMemPeak keeps in peak the snapshot of the highest VmRSS seen until stop.
 func sampleMemPeak(stop <-chan struct{}, peak *memSnapshot) {
 	t := time.NewTicker(memSamplePeriod)
 	defer t.Stop()
 	page := int64(os.Getpagesize())
+	partsAt := peak.status["VmRSS"]
 	for {
 		select {
 		case <-stop:
@@ -104,8 +110,14 @@ func sampleMemPeak(stop <-chan struct{}, peak *memSnapshot) {
 			return
 		}
 		pages, _ := strconv.ParseInt(f[1], 10, 64)
-		if pages*page/1024 > peak.status["VmRSS"] {
-			*peak = takeMemSnapshot()
+		if rss := pages * page / 1024; rss > peak.status["VmRSS"] {
+			parts := peak.parts
+			*peak = takeMemSnapshot(rss >= partsAt+memPartsStep)
+			if peak.parts == nil {
+				peak.parts = parts
+			} else {
+				partsAt = rss
+			}
 		}
 	}
 }
@@ -144,17 +156,20 @@ var memMetricNames = []string{
 	"/gc/cycles/total:gc-cycles",
 }
 
-func takeMemSnapshot() memSnapshot {
-	s := memSnapshot{status: map[string]int64{}, parts: map[string]int64{}, metrics: map[string]uint64{}}
+// takeMemSnapshot reads status and the runtime's metrics, and smaps with withParts.
+func takeMemSnapshot(withParts bool) memSnapshot {
+	s := memSnapshot{status: map[string]int64{}, metrics: map[string]uint64{}}
 	if data, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, k := range []string{"VmRSS", "RssAnon", "RssFile"} {
 			s.status[k] = statusKB(data, k)
 		}
 	}
-	if f, err := os.Open("/proc/self/smaps"); err == nil {
-		exe, _ := os.Executable()
-		s.parts = smapsParts(f, exe)
-		f.Close()
+	if withParts {
+		if f, err := os.Open("/proc/self/smaps"); err == nil {
+			exe, _ := os.Executable()
+			s.parts = smapsParts(f, exe)
+			f.Close()
+		}
 	}
 	samples := make([]metrics.Sample, len(memMetricNames))
 	for i, n := range memMetricNames {
@@ -231,7 +246,7 @@ func writeMemParts(w io.Writer, start, peak memSnapshot) {
 	for _, k := range []string{"VmRSS", "RssAnon", "RssFile"} {
 		row(k, float64(start.status[k])/1024, float64(peak.status[k])/1024)
 	}
-	for _, k := range memPartNames {
+	for _, k := range memPartNames { // the peak's: within memPartsStep of it
 		row("smaps Rss "+k, float64(start.parts[k])/1024, float64(peak.parts[k])/1024)
 	}
 	for _, k := range memMetricNames {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // smapsParts sums Rss by part: the executable's code, read-only data and data with the
@@ -47,4 +48,38 @@ Rss:                   4 kB
 			t.Errorf("the table has no %q:\n%s", line, buf.String())
 		}
 	}
+}
+
+// The sampler keeps the snapshot of the highest VmRSS it saw, with smaps parts read within
+// memPartsStep of it.
+func TestSampleMemPeak(t *testing.T) {
+	start := takeMemSnapshot(true)
+	if start.parts == nil || start.status["VmRSS"] <= 0 || start.metrics["/gc/heap/goal:bytes"] == 0 {
+		t.Fatalf("start snapshot %+v", start)
+	}
+	peak := start
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); sampleMemPeak(stop, &peak) }()
+	grown := make([]byte, 8<<20)
+	for i := range grown { // resident page by page while the sampler reads
+		grown[i] = 1
+		if i%(1<<20) == 0 {
+			time.Sleep(3 * memSamplePeriod / 2)
+		}
+	}
+	time.Sleep(3 * memSamplePeriod)
+	close(stop)
+	<-done
+	if peak.status["VmRSS"] < start.status["VmRSS"]+4<<10 {
+		t.Fatalf("peak VmRSS %d kB, start %d: 8 MiB touched between", peak.status["VmRSS"], start.status["VmRSS"])
+	}
+	var parts int64
+	for _, kb := range peak.parts {
+		parts += kb
+	}
+	if parts < peak.status["VmRSS"]-memPartsStep-1024 {
+		t.Fatalf("peak's parts add up to %d kB for VmRSS %d", parts, peak.status["VmRSS"])
+	}
+	_ = grown[len(grown)-1]
 }
