@@ -48,6 +48,7 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string) error {
+	sampleNoHeapProfile()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := configFlags(fs)
 	if err := fs.Parse(args); err != nil {

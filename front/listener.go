@@ -2,9 +2,11 @@ package front
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"modelgateway/core/wire/apierror"
@@ -29,6 +31,16 @@ func (l listener) Accept() (net.Conn, error) {
 }
 
 type conn struct{ net.Conn }
+
+// SyscallConn hands the socket's raw connection on: front/h1 waits on it for a client's next
+// bytes without holding a read buffer (a wrapper that hid it cost every stream 4 KiB).
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}
 
 // goHeaderTooLarge is what net/http writes for headers over MaxHeaderBytes (net/http
 // server.go, errTooLarge) after "HTTP/1.x "; a test pins it against the running Go version.

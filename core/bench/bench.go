@@ -433,6 +433,7 @@ func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phas
 		for j, p := range procs {
 			res[j].peak = resetPeak(p.cmd.Process.Pid)
 		}
+		b.markMemParts()
 	}
 	round := cmp.Or(s.duration, b.cfg.duration) / time.Duration(b.cfg.rounds)
 	for k := range b.cfg.rounds {
@@ -457,6 +458,9 @@ func (b *bench) scenario(ctx context.Context, s scenario, profile bool) ([2]phas
 			res[j].cpuSample = res[j].cpuSample.plus(after.minus(before))
 			res[j].rounds = append(res[j].rounds, roundResult{requests: r.requests, chunks: r.chunks, elapsed: r.elapsed, cpu: after.cpu - before.cpu})
 		}
+	}
+	if s.resetPeak {
+		b.markMemParts()
 	}
 	if err := sleepCtx(ctx, settleGrace); err != nil {
 		return res, err

@@ -242,6 +242,7 @@ func (b *bench) printRSS(w io.Writer, res [2]phaseResult) {
 	}
 	fmt.Fprintf(w, "  gateway peak RSS holding the streams (VmHWM over the measured rounds, from VmRSS %.1f MB at their start) %.1f MB (target <= %d MB: %s); whole run so far %.1f MB\n",
 		mb(res[1].peak.base), mb(res[1].hwm), targetRSSMB, verdict(mb(res[1].hwm) <= targetRSSMB), mb(whole))
+	b.printMemParts(w)
 }
 
 func verdict(ok bool) string {

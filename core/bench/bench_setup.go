@@ -81,7 +81,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	env := append(os.Environ(),
 		"DATABASE_URL="+dbURL, "GATEWAY_HTTP_ADDR="+httpAddr, "GATEWAY_GRPC_ADDR="+freeAddr(),
 		"GATEWAY_ADMIN_TOKEN="+b.token, "GATEWAY_CATALOG="+catalogPath, "GATEWAY_DRAIN_TIMEOUT=2s",
-		"BENCH_UPSTREAM_KEY=bench-upstream-key")
+		"BENCH_UPSTREAM_KEY=bench-upstream-key", benchMemPartsEnv+"="+b.dir)
 	if b.cfg.profileDir != "" {
 		env = append(env, benchProfileEnv+"="+b.cfg.profileDir)
 	}

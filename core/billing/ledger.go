@@ -197,8 +197,8 @@ func NewLedger(st *store.Store, log *slog.Logger) *Ledger {
 func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
 	st := l.stats
-	w, tx := slices.Clone(l.waits.d), slices.Clone(l.txs.d)
-	q, wk, cv := slices.Clone(l.queues.d), slices.Clone(l.wakes.d), slices.Clone(l.covers.d)
+	w, tx := slices.Clone(l.waits.us), slices.Clone(l.txs.us)
+	q, wk, cv := slices.Clone(l.queues.us), slices.Clone(l.wakes.us), slices.Clone(l.covers.us)
 	l.mu.Unlock()
 	st.WaitP50, st.WaitP99 = percentiles(w)
 	st.TxP50, st.TxP99 = percentiles(tx)

@@ -9,3 +9,7 @@ import "net"
 type peeker struct{}
 
 func (*peeker) alive(net.Conn) bool { return true }
+
+func (*peeker) waitable(net.Conn) bool { return false }
+
+func (*peeker) wait() bool { return false }

@@ -47,6 +47,9 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.state.Load() != bodyOpen {
 		return 0, errReadOnClosed
 	}
+	if b.c.br.Buffered() == 0 && len(p) > 0 && (b.framing != framedLength || b.left > 0) {
+		b.c.awaitBytes()
+	}
 	var n int
 	var err error
 	switch b.framing {
@@ -144,6 +147,16 @@ func (b *body) readChunked(p []byte) (int, error) {
 			_, _ = br.Discard(len(lastChunk))
 			b.inChunk = false
 			return n, io.EOF
+		}
+	}
+	if b.left == 0 && br.Buffered() >= 2 {
+		// The chunk's line end arrived with its data (a streamed event's chunk): taken now,
+		// it leaves nothing buffered while the stream waits for its next chunk, so that Read
+		// hands the first-read buffer back for a small one (drained). Left there, those two
+		// bytes kept every waiting stream on its 8 KiB first-read buffer.
+		if next, _ := br.Peek(2); string(next) == "\r\n" {
+			_, _ = br.Discard(2)
+			b.inChunk = false
 		}
 	}
 	return n, nil

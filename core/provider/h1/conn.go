@@ -59,7 +59,9 @@ type conn struct {
 	// head is the answer's head being read; abortFn is abort as a func value, made once.
 	head    head
 	abortFn func()
-	peeker  peeker // checks the connection before a reuse (alive)
+	peeker  peeker // checks the connection before a reuse (alive); waits with no buffer (awaitBytes)
+	// fast: a bufferless wait of this exchange found bytes there already (awaitBytes).
+	fast bool
 	// Of the current exchange.
 	ctx     context.Context
 	trace   *httptrace.ClientTrace
@@ -100,7 +102,31 @@ func (c *conn) reader() {
 	if c.br == nil {
 		c.br = firstReaders.Get().(*bufio.Reader)
 		c.br.Reset(c.nc)
+		c.fast = false
 	}
+}
+
+// waitHook, set by tests, sees a connection start a wait with no buffer (awaitBytes).
+var waitHook func(*conn)
+
+// awaitBytes waits for the answer's next bytes with no read buffer, when nothing is
+// buffered: a paced stream waits for its upstream between events for most of its life, and
+// held 4 KiB all that time. The buffer goes back to the pool for the wait and a small one
+// comes for the bytes (a pool's round trip, beside the park and wake-up of every read that
+// waits). Its peek stands for the read that would have found nothing; once it finds bytes
+// there already (a fast upstream, a busy replica), it would be a system call more per read,
+// and the exchange reads as before. Not over TLS: decrypted bytes may wait in it unseen.
+func (c *conn) awaitBytes() {
+	if c.fast || c.tls != nil || !c.peeker.waitable(c.raw) {
+		return
+	}
+	c.releaseReader()
+	if waitHook != nil {
+		waitHook(c)
+	}
+	c.fast = !c.peeker.wait()
+	c.br = readers.Get().(*bufio.Reader)
+	c.br.Reset(c.nc)
 }
 
 // drained swaps an emptied first-read buffer for a small one: the memory a waiting stream
