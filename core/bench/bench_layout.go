@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
+	"syscall"
 )
 
 // layout is where the bench's processes run. "two" (the default, and what a 2-CPU machine
@@ -76,47 +78,66 @@ func (l layout) describe() string {
 }
 
 // pinPostgres moves the throwaway PostgreSQL (its postmaster, a child of this process, and
-// the processes it has started) to the layout's PostgreSQL CPUs; backends forked later
-// inherit the postmaster's. Nothing to do where it shares the load generator's CPUs.
+// the processes it has started) to the layout's PostgreSQL CPUs, and gives them the -pg-nice
+// value; backends forked later inherit both from the postmaster. No move where it shares the
+// load generator's CPUs.
 func (b *bench) pinPostgres() error {
-	if !b.pinned || b.layout.pg == "" || b.pg == nil {
+	pin := b.pinned && b.layout.pg != ""
+	if b.pg == nil || (!pin && b.cfg.pgNice == 0) {
 		return nil
 	}
-	entries, err := os.ReadDir("/proc")
+	pids, err := postgresProcesses()
 	if err != nil {
 		return fmt.Errorf("pin PostgreSQL: %w", err)
 	}
-	n := 0
+	for _, pid := range pids {
+		if pin {
+			// -a: every thread.
+			if out, err := exec.Command("taskset", "-a", "-cp", b.layout.pg, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+				return fmt.Errorf("pin PostgreSQL: %v: %s", err, bytes.TrimSpace(out))
+			}
+		}
+		if b.cfg.pgNice != 0 {
+			// PostgreSQL's processes have one thread each, so the process's nice value is its
+			// thread's.
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, pid, b.cfg.pgNice); err != nil {
+				return fmt.Errorf("-pg-nice %d: %w (a negative value needs CAP_SYS_NICE)", b.cfg.pgNice, err)
+			}
+		}
+	}
+	return nil
+}
+
+// postgresProcesses is the pids of the postmasters this process started and of their
+// children.
+func postgresProcesses() ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	parents := map[int]int{} // pid -> ppid of every postgres process
 	for _, e := range entries {
 		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}
 		st, err := parseStat(data)
-		if err != nil || st.comm != "postgres" || st.ppid != os.Getpid() {
+		pid, perr := strconv.Atoi(e.Name())
+		if err != nil || perr != nil || st.comm != "postgres" {
 			continue
 		}
-		// -a: every thread; the postmaster's children are pinned by the same call on each.
-		out, err := exec.Command("taskset", "-a", "-cp", b.layout.pg, e.Name()).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("pin PostgreSQL: %v: %s", err, bytes.TrimSpace(out))
-		}
-		pid := e.Name()
-		for _, c := range entries {
-			cd, err := os.ReadFile("/proc/" + c.Name() + "/stat")
-			if err != nil {
-				continue
-			}
-			if cs, err := parseStat(cd); err == nil && strconv.Itoa(cs.ppid) == pid {
-				_ = exec.Command("taskset", "-a", "-cp", b.layout.pg, c.Name()).Run()
-			}
-		}
-		n++
+		parents[pid] = st.ppid
 	}
-	if n == 0 {
-		return fmt.Errorf("pin PostgreSQL: no postmaster among this process's children")
+	var pids []int
+	for pid, ppid := range parents {
+		if ppid == os.Getpid() || parents[ppid] == os.Getpid() {
+			pids = append(pids, pid)
+		}
 	}
-	return nil
+	if !slices.ContainsFunc(pids, func(pid int) bool { return parents[pid] == os.Getpid() }) {
+		return nil, fmt.Errorf("no postmaster among this process's children")
+	}
+	return pids, nil
 }
 
 // pinSelf moves every thread of this process to the load generator's CPUs (children inherit

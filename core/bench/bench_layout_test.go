@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -108,5 +109,59 @@ func TestPinPostgresMovesThePostmasterAndLaterBackends(t *testing.T) {
 	b.layout.pg = ""
 	if err := b.pinPostgres(); err != nil {
 		t.Errorf("layout without PostgreSQL CPUs: %v", err)
+	}
+}
+
+// -pg-nice gives the postmaster's running processes and the backends it starts afterwards
+// the nice value; without it nothing changes.
+func TestPinPostgresGivesItsNiceValue(t *testing.T) {
+	ctx := context.Background()
+	pg, err := pgcluster.Start(ctx, pgcluster.Options{})
+	if err != nil {
+		t.Skipf("no PostgreSQL here: %v", err)
+	}
+	defer pg.Stop()
+	backend := func() (*pgx.Conn, int) {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(ctx) })
+		var pid int
+		if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		return conn, pid
+	}
+	nice := func(pid int) int {
+		t.Helper()
+		// getpriority's raw value is 20 - nice (it cannot return a negative number).
+		p, err := syscall.Getpriority(syscall.PRIO_PROCESS, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 20 - p
+	}
+	_, before := backend()
+	base := nice(before)
+	b := &bench{pg: pg}
+	if err := b.pinPostgres(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nice(before); got != base {
+		t.Fatalf("without -pg-nice a backend's nice value moved: %d, was %d", got, base)
+	}
+	// A positive value needs no privilege (a negative one does: the bench's layout two).
+	b.cfg.pgNice = base + 5
+	if err := b.pinPostgres(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nice(before); got != base+5 {
+		t.Errorf("a running backend: nice %d, want %d", got, base+5)
+	}
+	_, later := backend()
+	if got := nice(later); got != base+5 {
+		t.Errorf("a backend started afterwards: nice %d, want %d", got, base+5)
 	}
 }
