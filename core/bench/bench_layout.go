@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"syscall"
 )
@@ -86,21 +85,24 @@ func (b *bench) pinPostgres() error {
 	if b.pg == nil || (!pin && b.cfg.pgNice == 0) {
 		return nil
 	}
-	pids, err := postgresProcesses()
+	masters, children, err := postgresProcesses()
 	if err != nil {
 		return fmt.Errorf("pin PostgreSQL: %w", err)
 	}
-	for _, pid := range pids {
+	// A postmaster's failure is the bench's; a child's is not (it may have ended meanwhile).
+	for i, pid := range append(masters, children...) {
+		master := i < len(masters)
 		if pin {
 			// -a: every thread.
-			if out, err := exec.Command("taskset", "-a", "-cp", b.layout.pg, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+			out, err := exec.Command("taskset", "-a", "-cp", b.layout.pg, strconv.Itoa(pid)).CombinedOutput()
+			if err != nil && master {
 				return fmt.Errorf("pin PostgreSQL: %v: %s", err, bytes.TrimSpace(out))
 			}
 		}
 		if b.cfg.pgNice != 0 {
-			// PostgreSQL's processes have one thread each, so the process's nice value is its
+			// PostgreSQL's processes have one thread each: the process's nice value is its
 			// thread's.
-			if err := syscall.Setpriority(syscall.PRIO_PROCESS, pid, b.cfg.pgNice); err != nil {
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, pid, b.cfg.pgNice); err != nil && master {
 				return fmt.Errorf("-pg-nice %d: %w (a negative value needs CAP_SYS_NICE)", b.cfg.pgNice, err)
 			}
 		}
@@ -110,10 +112,10 @@ func (b *bench) pinPostgres() error {
 
 // postgresProcesses is the pids of the postmasters this process started and of their
 // children.
-func postgresProcesses() ([]int, error) {
+func postgresProcesses() (masters, children []int, err error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	parents := map[int]int{} // pid -> ppid of every postgres process
 	for _, e := range entries {
@@ -128,16 +130,18 @@ func postgresProcesses() ([]int, error) {
 		}
 		parents[pid] = st.ppid
 	}
-	var pids []int
 	for pid, ppid := range parents {
-		if ppid == os.Getpid() || parents[ppid] == os.Getpid() {
-			pids = append(pids, pid)
+		switch {
+		case ppid == os.Getpid():
+			masters = append(masters, pid)
+		case parents[ppid] == os.Getpid():
+			children = append(children, pid)
 		}
 	}
-	if !slices.ContainsFunc(pids, func(pid int) bool { return parents[pid] == os.Getpid() }) {
-		return nil, fmt.Errorf("no postmaster among this process's children")
+	if len(masters) == 0 {
+		return nil, nil, fmt.Errorf("no postmaster among this process's children")
 	}
-	return pids, nil
+	return masters, children, nil
 }
 
 // pinSelf moves every thread of this process to the load generator's CPUs (children inherit
