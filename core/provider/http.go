@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgateway/core/provider/h1"
+	"modelgateway/core/wire/callmd"
 	"modelgateway/core/wire/lazyflush"
 )
 
@@ -112,7 +113,7 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	}
 	tb.idle = t.Idle
 	parent := tb.call.parent
-	tb.detach = context.AfterFunc(parent, tb.parentEnded)
+	tb.detach = callmd.AfterFunc(parent, tb.parentEnded)
 	// One timer serves both phases: first-byte until a body byte has arrived, idle after.
 	timer := time.AfterFunc(t.FirstByte, tb.timeUp)
 	client := Client

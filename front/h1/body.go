@@ -105,8 +105,8 @@ func (b *body) read(p []byte) (int, error) {
 // context: the connection is unusable.
 func (b *body) fail(err error) error {
 	b.err = err
-	if b.c.cancel != nil {
-		b.c.cancel(errClientGone)
+	if b.c.ctx != nil {
+		b.c.ctx.cancel(errClientGone)
 	}
 	if err != io.ErrUnexpectedEOF && err != io.EOF {
 		// Another failure (a deadline) leaves bytes of the body behind: the answer says

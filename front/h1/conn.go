@@ -62,14 +62,14 @@ type conn struct {
 	// The background read that notices a client leaving while its request is served.
 	bgDone    chan error
 	bgRunning bool
-	cancel    context.CancelCauseFunc
+	ctx       *reqCtx // the request's context (the last one's between requests)
 	abort     atomic.Bool
 	// bgRead is backgroundRead as a func value, made once per connection: a goroutine of a
-	// closure cost an allocation per request. bgCancel is the cancellation of the request
+	// closure cost an allocation per request. bgCancel is the context of the request
 	// the read runs for; it does not change while the read runs (the next request's waits
 	// for bgDone first).
 	bgRead   func()
-	bgCancel context.CancelCauseFunc
+	bgCancel *reqCtx
 }
 
 var (
@@ -364,8 +364,8 @@ func (c *conn) room(n int) {
 // serveOne runs the handler for one request and finishes its answer; false: the connection
 // closes (or was hijacked).
 func (c *conn) serveOne(p parsed) bool {
-	ctx, cancel := context.WithCancelCause(c.baseCtx)
-	c.cancel = cancel
+	ctx := &reqCtx{parent: c.baseCtx}
+	c.ctx = ctx
 	req := c.tmpl.WithContext(ctx)
 	c.w.reset(p, req.Method == http.MethodHead)
 	if c.tmpl.Body == http.NoBody {
@@ -374,17 +374,17 @@ func (c *conn) serveOne(p parsed) bool {
 	panicked := c.runHandler(req)
 	c.w.handlerDone = true
 	if c.w.hijacked {
-		cancel(context.Canceled)
+		ctx.cancel(context.Canceled)
 		return false
 	}
 	if panicked {
-		cancel(context.Canceled)
+		ctx.cancel(context.Canceled)
 		c.abortBackgroundRead()
 		return false
 	}
 	// Cancelled before the answer is finished, as net/http does: a client that has read the
 	// answer never sees the request's context still alive.
-	cancel(context.Canceled)
+	ctx.cancel(context.Canceled)
 	c.w.finish()
 	if c.deadline {
 		_ = c.nc.SetWriteDeadline(time.Time{})
@@ -428,7 +428,7 @@ func (c *conn) startBackgroundRead() {
 		return
 	}
 	c.bgRunning = true
-	c.bgCancel = c.cancel
+	c.bgCancel = c.ctx
 	go c.bgRead()
 }
 
@@ -436,7 +436,7 @@ func (c *conn) startBackgroundRead() {
 func (c *conn) backgroundRead() {
 	_, err := c.br.Peek(1)
 	if err != nil && !(isTimeout(err) && c.aborting()) {
-		c.bgCancel(errClientGone)
+		c.bgCancel.cancel(errClientGone)
 	}
 	c.bgDone <- err
 }
