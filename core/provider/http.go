@@ -256,6 +256,8 @@ type timedBody struct {
 	// the call.
 	reqBody requestBody
 	taken   bool
+	// req is the upstream request when NewRequest made the call.
+	req http.Request
 }
 
 // Read flushes the client's pending output first when the read may wait for the upstream:

@@ -92,7 +92,10 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			ctx = t.startSpan(r, a)
 		}
 		x.ctx = accessContext{Context: ctx, a: a}
-		r = r.WithContext(&x.ctx)
+		// The request's copy under that context lives in x too: WithContext's own copy,
+		// inlined and not kept, stays on the stack.
+		x.req = *r.WithContext(&x.ctx)
+		r = &x.req
 		// Deferred, so that an answer broken off with http.ErrAbortHandler (a binary answer
 		// that went out uncharged) is still logged and counted as the panic goes up to net/http.
 		defer func() {
@@ -120,6 +123,7 @@ type httpAccess struct {
 	access
 	rw  responseWriter
 	ctx accessContext
+	req http.Request
 }
 
 // accessContext carries a request's access record: context.WithValue(ctx, accessKey{}, a)

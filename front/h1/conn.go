@@ -364,9 +364,12 @@ func (c *conn) room(n int) {
 // serveOne runs the handler for one request and finishes its answer; false: the connection
 // closes (or was hijacked).
 func (c *conn) serveOne(p parsed) bool {
+	// The context and the request in one allocation: WithContext's copy, inlined and not
+	// kept, stays on the stack.
 	ctx := &reqCtx{parent: c.baseCtx}
 	c.ctx = ctx
-	req := c.tmpl.WithContext(ctx)
+	ctx.req = *c.tmpl.WithContext(ctx)
+	req := &ctx.req
 	c.w.reset(p, req.Method == http.MethodHead)
 	if c.tmpl.Body == http.NoBody {
 		c.startBackgroundRead()

@@ -2,6 +2,7 @@ package h1
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -27,6 +28,8 @@ type reqCtx struct {
 	first     afterFunc
 	firstUsed bool
 	more      []*afterFunc
+	// req is the request served under this context, in its allocation (serveOne).
+	req http.Request
 }
 
 // afterFunc is a function registered on a reqCtx: f is nil once it was run or stopped.
