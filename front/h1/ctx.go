@@ -10,12 +10,12 @@ import (
 )
 
 // reqCtx is a request's context: context.WithCancelCause over the connection's base context
-// (which never ends), in one allocation. The cancelCtx of the context package (inner) is made
-// only when something needs it: a context derived from this one (WithCancel, AfterFunc: they
-// ask for Done first), Done itself, or Cause once it has ended. Until then it answers
-// callmd.CancelCtxKey with callmd.Uncancelled, and callmd.AfterFunc (the provider's detach,
-// once per upstream call) registers on it directly: WithCancelCause, context.AfterFunc on it
-// and the done channel and children map they made cost some seven allocations per request.
+// (which never ends), in one allocation with the request. The cancelCtx of the context
+// package (inner) is made only when something needs it: a context derived from this one
+// (WithCancel, AfterFunc: they ask for Done first), Done itself, or Cause once it has ended.
+// Until then it answers callmd.CancelCtxKey with callmd.Uncancelled, and an upstream call
+// watches it directly (callmd.Watchable): WithCancelCause, and context.AfterFunc on it, cost
+// some eight allocations per request.
 type reqCtx struct {
 	parent context.Context // never ends
 	mu     sync.Mutex
@@ -23,19 +23,11 @@ type reqCtx struct {
 	cause  error
 	inner  context.Context // made by WithCancelCause(parent) on demand; ended with this
 	end    context.CancelCauseFunc
-	// first is the first function registered, kept without an allocation of its own;
-	// firstUsed once it was taken (its stop func may still name it).
-	first     afterFunc
-	firstUsed bool
-	more      []*afterFunc
+	// watchers are told of the end; the first one is kept in room.
+	watchers []callmd.Watcher
+	room     [1]callmd.Watcher
 	// req is the request served under this context, in its allocation (serveOne).
 	req http.Request
-}
-
-// afterFunc is a function registered on a reqCtx: f is nil once it was run or stopped.
-type afterFunc struct {
-	c *reqCtx
-	f func()
 }
 
 func (c *reqCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
@@ -54,7 +46,7 @@ func (c *reqCtx) Err() error {
 
 func (c *reqCtx) Value(k any) any {
 	switch {
-	case k == callmd.AfterFuncKey:
+	case k == callmd.WatchableKey:
 		return c
 	case k == callmd.CancelCtxKey && k != nil:
 		c.mu.Lock()
@@ -78,8 +70,8 @@ func (c *reqCtx) innerLocked() context.Context {
 	return c.inner
 }
 
-// cancel ends the context with cause; the first cause stays. The registered functions that
-// were not stopped run, each in a goroutine of its own, as context.AfterFunc's do.
+// cancel ends the context with cause; the first cause stays. The watchers are told, each in
+// a goroutine of its own, as context.AfterFunc runs its functions.
 func (c *reqCtx) cancel(cause error) {
 	c.mu.Lock()
 	if c.err != nil {
@@ -93,47 +85,39 @@ func (c *reqCtx) cancel(cause error) {
 	if c.end != nil {
 		c.end(cause)
 	}
-	first, more := c.first.f, c.more
-	c.first.f, c.more = nil, nil
-	for _, a := range more {
-		if f := a.f; f != nil {
-			a.f = nil
-			go f()
+	for i, w := range c.watchers {
+		if w != nil {
+			c.watchers[i] = nil
+			go w.ContextEnded()
 		}
 	}
+	c.watchers = nil
 	c.mu.Unlock()
-	if first != nil {
-		go first()
-	}
 }
 
-// AfterFunc runs f in a goroutine of its own once the context ends (at once when it has);
-// stop keeps it from running, and reports whether it did (callmd.AfterFuncer).
-func (c *reqCtx) AfterFunc(f func()) (stop func() bool) {
+// Watch implements callmd.Watchable.
+func (c *reqCtx) Watch(w callmd.Watcher) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
-		go f()
-		return stopped
-	}
-	a := &c.first
-	if c.firstUsed {
-		a = &afterFunc{}
-		c.more = append(c.more, a)
-	}
-	c.firstUsed = true
-	a.c, a.f = c, f
-	return a.stop
-}
-
-func stopped() bool { return false }
-
-func (a *afterFunc) stop() bool {
-	a.c.mu.Lock()
-	defer a.c.mu.Unlock()
-	if a.f == nil {
 		return false
 	}
-	a.f = nil
+	if c.watchers == nil {
+		c.watchers = c.room[:0]
+	}
+	c.watchers = append(c.watchers, w)
 	return true
+}
+
+// Unwatch implements callmd.Watchable.
+func (c *reqCtx) Unwatch(w callmd.Watcher) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, x := range c.watchers {
+		if x == w {
+			c.watchers[i] = nil
+			return true
+		}
+	}
+	return false
 }

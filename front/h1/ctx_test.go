@@ -18,42 +18,61 @@ func newTestReqCtx() (*reqCtx, context.Context) {
 	return c, context.WithValue(context.WithValue(c, ctxKey{}, "handler"), struct{}{}, 1)
 }
 
-// ran reports whether done is closed within a moment.
-func ran(done chan struct{}) bool {
+// watcher closes told when it is told.
+type watcher struct{ told chan struct{} }
+
+func newWatcher() *watcher       { return &watcher{told: make(chan struct{})} }
+func (w *watcher) ContextEnded() { close(w.told) }
+func (w *watcher) wasTold(d time.Duration) bool {
 	select {
-	case <-done:
+	case <-w.told:
 		return true
-	case <-time.After(2 * time.Second):
+	case <-time.After(d):
 		return false
 	}
 }
 
-// TestReqCtxAfterFuncRegistersDirectly: callmd.AfterFunc under value contexts registers on
-// the request context itself (no cancelCtx made) and runs at its end, with the cause
-// context.Cause then gives; a stopped one does not run.
-func TestReqCtxAfterFuncRegistersDirectly(t *testing.T) {
+// watch is what core/provider does: the request context watched directly where WatchableOf
+// finds it, context.AfterFunc otherwise; it reports which.
+func watch(ctx context.Context, w *watcher) (direct bool) {
+	if wa := callmd.WatchableOf(ctx); wa != nil && wa.Watch(w) {
+		return true
+	}
+	context.AfterFunc(ctx, w.ContextEnded)
+	return false
+}
+
+// TestReqCtxIsWatchedDirectly: under value contexts the request context is watched itself
+// (no cancelCtx made); its end tells the watchers that were not unwatched, and context.Cause
+// then gives its cause; after its end it cannot be watched.
+func TestReqCtxIsWatchedDirectly(t *testing.T) {
 	c, ctx := newTestReqCtx()
 	if got := context.Cause(ctx); got != nil {
 		t.Fatalf("live cause %v", got)
 	}
-	done := make(chan struct{})
-	stop := callmd.AfterFunc(ctx, func() { close(done) })
-	stopped := callmd.AfterFunc(ctx, func() { t.Error("a stopped function ran") })
-	if c.inner != nil || !c.firstUsed || len(c.more) != 1 {
-		t.Fatalf("not registered on the request context: inner %v, first %v, more %d", c.inner, c.firstUsed, len(c.more))
+	w, gone := newWatcher(), newWatcher()
+	wa := callmd.WatchableOf(ctx)
+	if wa == nil || !wa.Watch(w) || !wa.Watch(gone) {
+		t.Fatal("not watchable")
 	}
-	if !stopped() || stopped() {
-		t.Fatal("stop: true once, then false")
+	if c.inner != nil || len(c.watchers) != 2 {
+		t.Fatalf("not watched directly: inner %v, watchers %d", c.inner, len(c.watchers))
+	}
+	if !wa.Unwatch(gone) || wa.Unwatch(gone) {
+		t.Fatal("Unwatch: true once, then false")
 	}
 	if ctx.Err() != nil {
 		t.Fatal("ended before its cancel")
 	}
 	c.cancel(errClientGone)
-	if !ran(done) {
-		t.Fatal("the registered function did not run at the end")
+	if !w.wasTold(2 * time.Second) {
+		t.Fatal("the watcher was not told of the end")
 	}
-	if stop() {
-		t.Fatal("stop after it ran reported true")
+	if gone.wasTold(50 * time.Millisecond) {
+		t.Fatal("an unwatched watcher was told")
+	}
+	if wa.Unwatch(w) {
+		t.Fatal("Unwatch after the end reported true")
 	}
 	if !errors.Is(ctx.Err(), context.Canceled) || !errors.Is(context.Cause(ctx), errClientGone) {
 		t.Fatalf("err %v cause %v", ctx.Err(), context.Cause(ctx))
@@ -63,11 +82,10 @@ func TestReqCtxAfterFuncRegistersDirectly(t *testing.T) {
 	default:
 		t.Fatal("Done made after the end is not closed")
 	}
-	// Registered after the end: runs at once.
-	late := make(chan struct{})
-	callmd.AfterFunc(ctx, func() { close(late) })
-	if !ran(late) {
-		t.Fatal("a function registered after the end did not run")
+	// After the end: not watched, but context.AfterFunc runs at once.
+	late := newWatcher()
+	if watch(ctx, late) || !late.wasTold(2*time.Second) {
+		t.Fatal("a watcher after the end was watched, or not told")
 	}
 	if got := ctx.Value(ctxKey{}); got != "handler" {
 		t.Fatalf("value %v", got)
@@ -78,8 +96,8 @@ func TestReqCtxAfterFuncRegistersDirectly(t *testing.T) {
 }
 
 // TestReqCtxDerivedContexts: contexts made under the request context end with it and see
-// its cause, whether made before or after Done was asked; callmd.AfterFunc under one that
-// ends first runs when that one ends, and under WithoutCancel never.
+// its cause; a watcher under one that can end on its own is that one's (context.AfterFunc),
+// and under WithoutCancel is never told.
 func TestReqCtxDerivedContexts(t *testing.T) {
 	c, ctx := newTestReqCtx()
 	child, cancelChild := context.WithCancel(ctx)
@@ -87,31 +105,33 @@ func TestReqCtxDerivedContexts(t *testing.T) {
 	if c.inner == nil {
 		t.Fatal("a derived context made no cancelCtx to join")
 	}
-	// A function under the child: the child's end runs it, the request's does not.
-	childDone := make(chan struct{})
-	callmd.AfterFunc(child, func() { close(childDone) })
+	underChild := newWatcher()
+	if watch(child, underChild) {
+		t.Fatal("watched the request context past a context that can end")
+	}
 	c2, ctx2 := newTestReqCtx()
 	sub, cancelSub := context.WithCancel(ctx2)
-	subDone := make(chan struct{})
-	callmd.AfterFunc(context.WithValue(sub, ctxKey{}, 2), func() { close(subDone) })
-	cancelSub()
-	if !ran(subDone) || c2.firstUsed {
-		t.Fatalf("under a context that ended first: ran %v, registered on the request %v", ran(subDone), c2.firstUsed)
+	underSub := newWatcher()
+	if watch(context.WithValue(sub, ctxKey{}, 2), underSub) {
+		t.Fatal("watched the request context past a context that can end")
 	}
-	// WithoutCancel: nothing runs at the request's end.
-	detached := make(chan struct{})
-	callmd.AfterFunc(context.WithoutCancel(ctx), func() { close(detached) })
+	cancelSub()
+	if !underSub.wasTold(2*time.Second) || len(c2.watchers) != 0 {
+		t.Fatal("a watcher under a context that ended first was not told, or watched the request")
+	}
+	detached := newWatcher()
+	if watch(context.WithoutCancel(ctx), detached) {
+		t.Fatal("watched the request context under WithoutCancel")
+	}
 	c.cancel(errClientGone)
-	if !ran(childDone) {
-		t.Fatal("the derived context's function did not run at the request's end")
+	if !underChild.wasTold(2 * time.Second) {
+		t.Fatal("the derived context's watcher was not told at the request's end")
 	}
 	if !errors.Is(context.Cause(child), errClientGone) || !errors.Is(context.Cause(ctx), errClientGone) {
 		t.Fatalf("causes: child %v, request %v", context.Cause(child), context.Cause(ctx))
 	}
-	select {
-	case <-detached:
-		t.Fatal("a function under WithoutCancel ran at the request's end")
-	case <-time.After(50 * time.Millisecond):
+	if detached.wasTold(50 * time.Millisecond) {
+		t.Fatal("a watcher under WithoutCancel was told at the request's end")
 	}
 	c2.cancel(nil)
 	if !errors.Is(context.Cause(ctx2), context.Canceled) {
@@ -119,36 +139,37 @@ func TestReqCtxDerivedContexts(t *testing.T) {
 	}
 }
 
-// TestReqCtxAllocations: the provider's registration through value contexts on a request
-// context, its stop and the end cost one allocation (the stop func), besides the context
-// itself, where WithCancelCause and context.AfterFunc cost some nine.
+// TestReqCtxAllocations: watching a request context through value contexts, unwatching it
+// and its end allocate nothing beyond the context itself, where WithCancelCause and
+// context.AfterFunc cost some eight allocations.
 func TestReqCtxAllocations(t *testing.T) {
 	c := &reqCtx{}
 	ctx := context.WithValue(c, ctxKey{}, 1)
-	f := func() {}
+	w := newWatcher()
 	allocs := testing.AllocsPerRun(100, func() {
 		*c = reqCtx{parent: context.Background()}
-		stop := callmd.AfterFunc(ctx, f)
-		stop()
+		wa := callmd.WatchableOf(ctx)
+		wa.Watch(w)
+		wa.Unwatch(w)
 		c.cancel(context.Canceled)
 	})
-	if allocs > 1 {
+	if allocs != 0 {
 		t.Fatalf("%v allocations", allocs)
 	}
 }
 
-// BenchmarkRequestContext: a request's context, the provider's registration on it through
-// two value contexts, its stop and the request's end, made with WithCancelCause and
+// BenchmarkRequestContext: a request's context, an upstream call's watch of it through two
+// value contexts, its end and the request's end, made with WithCancelCause and
 // context.AfterFunc (as before reqCtx) and as reqCtx.
 func BenchmarkRequestContext(b *testing.B) {
 	base := context.WithValue(context.Background(), ctxKey{}, 0)
-	f := func() {}
+	w := newWatcher()
 	b.Run("WithCancelCause", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			ctx, cancel := context.WithCancelCause(base)
 			v := context.WithValue(context.WithValue(ctx, ctxKey{}, 1), struct{}{}, 2)
-			stop := context.AfterFunc(v, f)
+			stop := context.AfterFunc(v, w.ContextEnded)
 			stop()
 			cancel(context.Canceled)
 		}
@@ -158,8 +179,9 @@ func BenchmarkRequestContext(b *testing.B) {
 		for b.Loop() {
 			c := &reqCtx{parent: base}
 			v := context.WithValue(context.WithValue(c, ctxKey{}, 1), struct{}{}, 2)
-			stop := callmd.AfterFunc(v, f)
-			stop()
+			if wa := callmd.WatchableOf(v); wa != nil && wa.Watch(w) {
+				wa.Unwatch(w)
+			}
 			c.cancel(context.Canceled)
 		}
 	})

@@ -6,26 +6,32 @@ import "context"
 // makes the standard library's cancelCtx only when something needs it: a context derived
 // from it (which asks for Done first), or Cause once it has ended. Until then it answers
 // CancelCtxKey with Uncancelled, a cancelCtx that never ends, shared by all: Cause of a live
-// request is nil either way. AfterFunc recognises that answer and registers its function on
-// the request context itself (the provider's detach, once per upstream call), where
-// context.AfterFunc would make the cancelCtx, its done channel, a children map, its own
-// context and a stop func.
+// request is nil either way. WatchableOf recognises that answer, and the provider's upstream
+// call watches the request context itself, where context.AfterFunc would make the cancelCtx,
+// its done channel, a children map, its own context and a stop func, and the function it runs
+// would be one more.
 
-// AfterFuncer is a context that runs functions when it ends, as context.AfterFunc does.
-type AfterFuncer interface {
-	AfterFunc(f func()) (stop func() bool)
+// Watcher is told, in a goroutine of its own, that the context it watches has ended.
+type Watcher interface{ ContextEnded() }
+
+// Watchable is a request context of the front's. Watch registers w and reports true, or
+// false when the context has ended already (w is then not registered); Unwatch removes w and
+// reports whether it was registered and not told yet (as context.AfterFunc's stop does).
+// A Watcher is compared by ==: a pointer.
+type Watchable interface {
+	Watch(w Watcher) bool
+	Unwatch(w Watcher) bool
 }
 
-// afterFuncKey is the key under which a front's request context answers itself.
-type afterFuncKey struct{}
+// watchableKey is the key under which a front's request context answers itself.
+type watchableKey struct{}
 
-// AfterFuncKey is the key a request context of the front's answers with itself (an
-// AfterFuncer).
-var AfterFuncKey any = afterFuncKey{}
+// WatchableKey is the key a request context of the front's answers with itself.
+var WatchableKey any = watchableKey{}
 
 // Uncancelled is what a request context of the front's answers CancelCtxKey with while it
 // lives and has made no cancelCtx of its own: a cancelCtx that never ends (nil when
-// CancelCtxKey could not be learnt, and then AfterFunc is context.AfterFunc).
+// CancelCtxKey could not be learnt, and then WatchableOf finds nothing).
 var Uncancelled = func() any {
 	if CancelCtxKey == nil {
 		return nil
@@ -35,16 +41,14 @@ var Uncancelled = func() any {
 	return ctx.Value(CancelCtxKey)
 }()
 
-// AfterFunc is context.AfterFunc(ctx, f). Where the nearest context of ctx that can end is a
-// request context of the front's that made no cancelCtx (only value contexts between), f is
-// registered on it directly. Any context that ends in between answers CancelCtxKey itself
-// (the standard library's: their cancelCtx; WithoutCancel and core/provider's call: nil), so
-// it is then context.AfterFunc's.
-func AfterFunc(ctx context.Context, f func()) (stop func() bool) {
-	if Uncancelled != nil && ctx.Value(CancelCtxKey) == Uncancelled {
-		if a, ok := ctx.Value(AfterFuncKey).(AfterFuncer); ok {
-			return a.AfterFunc(f)
-		}
+// WatchableOf is the request context of the front's that is the nearest context of ctx that
+// can end (only value contexts between), or nil: a context that can end answers CancelCtxKey
+// itself (the standard library's with their cancelCtx; WithoutCancel and core/provider's call
+// with nil), so that one in between hides the request context.
+func WatchableOf(ctx context.Context) Watchable {
+	if Uncancelled == nil || ctx.Value(CancelCtxKey) != Uncancelled {
+		return nil
 	}
-	return context.AfterFunc(ctx, f)
+	w, _ := ctx.Value(WatchableKey).(Watchable)
+	return w
 }
