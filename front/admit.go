@@ -112,7 +112,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 	}
 	if _, isMedia := h.(*media.Handler); !isMedia {
 		// Media routes check their own (spec 4.4); text routes take JSON.
-		if apiErr := checkJSONType(r.Header.Get("Content-Type")); apiErr != nil {
+		if apiErr := checkJSONType(relay.HeaderValue(r.Header, "Content-Type")); apiErr != nil {
 			return refuse(relay.KeyFirst(relay.OutgoingContext(r), s.cfg.Core, family, apiErr))
 		}
 	}
@@ -145,7 +145,7 @@ func checkJSONType(ct string) *apierror.Error {
 // decodeContentEncoding accepts gzip (decoded as it is read, against the route's limit and
 // gzipMaxRatio) and identity; any other coding is 415.
 func decodeContentEncoding(r *http.Request) *apierror.Error {
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	enc := strings.ToLower(strings.TrimSpace(relay.HeaderValue(r.Header, "Content-Encoding")))
 	switch enc {
 	case "", "identity":
 		return nil

@@ -101,7 +101,11 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		defer func() {
 			a.end = time.Now()
 			// The query is never logged: the content-generation protocol may carry the key there.
-			a.method, a.path, a.requestID = r.Method, r.URL.Path, w.Header().Get("X-Request-Id")
+			// The canonical key read straight from the map: Get's check of the key cost more.
+			a.method, a.path = r.Method, r.URL.Path
+			if v := w.Header()["X-Request-Id"]; len(v) > 0 {
+				a.requestID = v[0]
+			}
 			t.finish(a)
 		}()
 		next.ServeHTTP(rw, r)

@@ -35,7 +35,7 @@ func OutgoingContext(r *http.Request) context.Context {
 // state: the key check and the call that follows take the same pairs while the key and the
 // id are the same.
 func requestPairs(r *http.Request) []string {
-	auth, id := r.Header.Get("Authorization"), r.Header.Get("X-Request-Id")
+	auth, id := HeaderValue(r.Header, "Authorization"), HeaderValue(r.Header, "X-Request-Id")
 	st := stateOf(r)
 	if st != nil && st.pairs != nil && st.auth == auth && st.id == id {
 		return st.pairs
