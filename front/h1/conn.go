@@ -44,8 +44,10 @@ type conn struct {
 	out     connOut
 	baseCtx context.Context
 
-	stateMu    sync.Mutex
-	state      connState
+	stateMu sync.Mutex
+	state   connState
+	// stateSince is when the connection was accepted: only a new connection's age is read
+	// (closeIdleConns), so a change of state reads no clock.
 	stateSince time.Time
 
 	head     []byte // the request head as read, reused
@@ -91,7 +93,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 
 func (c *conn) setState(st connState) {
 	c.stateMu.Lock()
-	c.state, c.stateSince = st, time.Now()
+	c.state = st
 	c.stateMu.Unlock()
 }
 
