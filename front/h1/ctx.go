@@ -82,9 +82,6 @@ func (c *reqCtx) cancel(cause error) {
 		cause = context.Canceled
 	}
 	c.err, c.cause = context.Canceled, cause
-	if c.end != nil {
-		c.end(cause)
-	}
 	for i, w := range c.watchers {
 		if w != nil {
 			c.watchers[i] = nil
@@ -92,7 +89,12 @@ func (c *reqCtx) cancel(cause error) {
 		}
 	}
 	c.watchers = nil
+	end := c.end
 	c.mu.Unlock()
+	// The contexts derived from inner end outside the lock: nothing they run can wait for it.
+	if end != nil {
+		end(cause)
+	}
 }
 
 // Watch implements callmd.Watchable.
