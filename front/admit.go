@@ -112,7 +112,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, h http.Handler) (
 	}
 	if _, isMedia := h.(*media.Handler); !isMedia {
 		// Media routes check their own (spec 4.4); text routes take JSON.
-		if apiErr := checkJSONType(r.Header.Get("Content-Type")); apiErr != nil {
+		if apiErr := checkJSONType(relay.HeaderValue(r.Header, "Content-Type")); apiErr != nil {
 			return refuse(relay.KeyFirst(relay.OutgoingContext(r), s.cfg.Core, family, apiErr))
 		}
 	}
@@ -145,7 +145,7 @@ func checkJSONType(ct string) *apierror.Error {
 // decodeContentEncoding accepts gzip (decoded as it is read, against the route's limit and
 // gzipMaxRatio) and identity; any other coding is 415.
 func decodeContentEncoding(r *http.Request) *apierror.Error {
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	enc := strings.ToLower(strings.TrimSpace(relay.HeaderValue(r.Header, "Content-Encoding")))
 	switch enc {
 	case "", "identity":
 		return nil
@@ -242,6 +242,7 @@ type pacedBody struct {
 	n       int64
 	limits  Limits
 	cleared bool
+	armed   bool         // a read deadline was set
 	lease   *relay.Lease // the request's share of the body budget, given back by release
 	// authorize is the key check's request (admit), in this allocation rather than its own.
 	authorize corev1.AuthorizeRequest
@@ -250,6 +251,11 @@ type pacedBody struct {
 func (p *pacedBody) Read(b []byte) (int, error) {
 	if p.cleared {
 		return p.body.Read(b)
+	}
+	if r, ok := p.body.(interface{ Ready() bool }); ok && r.Ready() {
+		// The read cannot wait for the client (the body's bytes are buffered: nearly always
+		// the whole of a small body arrived with the head): nothing to time.
+		return p.readPaced(b)
 	}
 	now := time.Now()
 	deadline := now.Add(p.limits.BodyIdle)
@@ -264,6 +270,12 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 		}
 	}
 	_ = p.rc.SetReadDeadline(deadline)
+	p.armed = true
+	return p.readPaced(b)
+}
+
+// readPaced reads from the body and turns a timeout into the client's error.
+func (p *pacedBody) readPaced(b []byte) (int, error) {
 	n, err := p.body.Read(b)
 	p.n += int64(n)
 	if err != nil {
@@ -293,10 +305,13 @@ func (p *pacedBody) release() {
 	p.clear()
 }
 
-// clear lifts the read deadline: after the body the connection is the answer's.
+// clear lifts the read deadline, when one was set: after the body the connection is the
+// answer's.
 func (p *pacedBody) clear() {
 	if !p.cleared {
 		p.cleared = true
-		_ = p.rc.SetReadDeadline(time.Time{})
+		if p.armed {
+			_ = p.rc.SetReadDeadline(time.Time{})
+		}
 	}
 }

@@ -144,7 +144,7 @@ func newGatewayMux(mapErr func(*http.Request, *apierror.Error) *apierror.Error) 
 
 // ServeHTTP assigns the request id, then dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := strings.TrimSpace(r.Header.Get("X-Request-Id"))
+	id := strings.TrimSpace(relay.HeaderValue(r.Header, "X-Request-Id"))
 	generated := false
 	if id == "" {
 		id, generated = requestid.New(), true

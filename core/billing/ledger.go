@@ -268,10 +268,20 @@ var leaseAhead = decimal.NewFromInt(leaseFactor - 1)
 // hold is Hold with the room a lease growth asks for beyond what is needed: amount times
 // aheadOf (worked out only when the lease grows).
 func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, b *budgetUse, amount, aheadOf decimal.Decimal) (*Hold, error) {
+	return l.holdInto(ctx, nil, profile, b, amount, aheadOf)
+}
+
+// holdInto is hold whose Hold is dst (a new one when dst is nil): a request's first hold
+// lives in the request (Request.first).
+func (l *Ledger) holdInto(ctx context.Context, dst *Hold, profile uuid.UUID, b *budgetUse, amount, aheadOf decimal.Decimal) (*Hold, error) {
 	if err := l.takeBoth(ctx, profile, b, amountOf(amount), aheadOf); err != nil {
 		return nil, err
 	}
-	return &Hold{Profile: profile, Amount: amount, budget: b}, nil
+	if dst == nil {
+		dst = new(Hold)
+	}
+	*dst = Hold{Profile: profile, Amount: amount, budget: b}
+	return dst, nil
 }
 
 // takeBoth takes amount from the key's budget (when b is set) and then from the profile's

@@ -23,6 +23,11 @@ type Request struct {
 	profile uuid.UUID
 	price   Price
 	hold    *Hold // nil: nothing held (none yet, refused, spent by a charge, or released)
+	// first is the request's first hold, in the request's allocation: a later one (a
+	// realtime session's next response) is made apart, so that a hold is never reused
+	// while a charge or a settlement may still read it.
+	first     Hold
+	firstUsed bool
 	// budget is the key's budget in the window of the request's start; nil: none.
 	budget *budgetUse
 	// durable: the request's own charge is in the database (Settle); refunded: and was given
@@ -72,7 +77,14 @@ func (r *Request) HoldWorst(ctx context.Context, prices []store.Price, family st
 // realtime session) a new one after a charge spent the last. On error nothing is held.
 func (r *Request) Hold(ctx context.Context, price Price, amount decimal.Decimal) error {
 	r.price = price
-	h, err := r.ledger.hold(ctx, r.profile, r.budget, amount, leaseAhead)
+	var dst *Hold
+	if !r.firstUsed {
+		dst = &r.first
+	}
+	h, err := r.ledger.holdInto(ctx, dst, r.profile, r.budget, amount, leaseAhead)
+	if h != nil && h == dst {
+		r.firstUsed = true
+	}
 	r.hold = h
 	return err
 }

@@ -35,6 +35,9 @@ func TestARequestsMoneyFromHoldToSettlement(t *testing.T) {
 	if err != nil || !amount.Equal(dec("0.2")) || !r.Held().Equal(amount) || r.Price().PerRequest {
 		t.Fatalf("hold: %s held %s, %v", amount, r.Held(), err)
 	}
+	if r.hold != &r.first {
+		t.Fatal("the first hold is not in the request's allocation")
+	}
 	// Only reliable usage is priced at token rates.
 	if c := r.Cost(metering.Usage{Input: 50, Output: 50}); c.Valid {
 		t.Errorf("unreliable usage priced at %s", c.Decimal)
@@ -74,11 +77,16 @@ func TestARequestsMoneyFromHoldToSettlement(t *testing.T) {
 	if _, err := rt.HoldWorst(ctx, perToken, "chat.completions", true, worst); err != nil {
 		t.Fatal(err)
 	}
+	first := rt.hold
 	if _, err := rt.SettlePart(ctx, f.record("rt 1", "0.05")); err != nil || rt.Durable() || rt.Holding() {
 		t.Fatalf("a part: %v, durable %v, holding %v", err, rt.Durable(), rt.Holding())
 	}
 	if err := rt.Hold(ctx, rt.Price(), dec("0.2")); err != nil || !rt.Held().Equal(dec("0.2")) {
 		t.Fatalf("the next part's hold: %s, %v", rt.Held(), err)
+	}
+	// The first hold, which the first part's charge read, is never reused for a later one.
+	if first != &rt.first || rt.hold == first || !first.done {
+		t.Fatalf("the next part's hold reuses the first (first in the request %v, same %v, first done %v)", first == &rt.first, rt.hold == first, first.done)
 	}
 	rt.Finish(f.record("rt", ""))
 

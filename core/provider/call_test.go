@@ -121,7 +121,7 @@ func TestCallFollowsTheClientUntilDetached(t *testing.T) {
 		c, cancel := newTestCall(t)
 		tb := &timedBody{}
 		tb.call.parent = c.parent
-		tb.detach = context.AfterFunc(c.parent, tb.parentEnded)
+		tb.stopAfter = context.AfterFunc(c.parent, tb.parentEnded)
 		if detach && !tb.detach() {
 			t.Fatal("detach of a live client")
 		}

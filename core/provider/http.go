@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgateway/core/provider/h1"
+	"modelgateway/core/wire/callmd"
 	"modelgateway/core/wire/lazyflush"
 )
 
@@ -112,7 +113,13 @@ func do(req *http.Request, t Timeouts, upload io.Reader) (*http.Response, error)
 	}
 	tb.idle = t.Idle
 	parent := tb.call.parent
-	tb.detach = context.AfterFunc(parent, tb.parentEnded)
+	// The front's request context is watched directly (no stop func, no func value);
+	// any other context, or one that ended already, through context.AfterFunc.
+	if w := callmd.WatchableOf(parent); w != nil && w.Watch(tb) {
+		tb.watched = w
+	} else {
+		tb.stopAfter = context.AfterFunc(parent, tb.parentEnded)
+	}
 	// One timer serves both phases: first-byte until a body byte has arrived, idle after.
 	timer := time.AfterFunc(t.FirstByte, tb.timeUp)
 	client := Client
@@ -232,13 +239,16 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 
 // timedBody re-arms the timer on every read: first-byte until the first byte, idle after it.
 type timedBody struct {
-	call    call // the upstream request's context
-	rc      io.ReadCloser
-	size    int64       // the declared length, -1 when unknown (ReadAll sizes its buffer by it)
-	detach  func() bool // stops the client's cancellation from reaching call
-	timer   *time.Timer
-	idle    time.Duration
-	started atomic.Bool // a body byte has arrived
+	call call // the upstream request's context
+	rc   io.ReadCloser
+	size int64 // the declared length, -1 when unknown (ReadAll sizes its buffer by it)
+	// watched is the client's request context when it is the front's (callmd.Watchable),
+	// which tells tb itself of its end; stopAfter is context.AfterFunc's stop otherwise.
+	watched   callmd.Watchable
+	stopAfter func() bool
+	timer     *time.Timer
+	idle      time.Duration
+	started   atomic.Bool // a body byte has arrived
 	// eof: Read has returned io.EOF, the body's end (its connection is back in the pool
 	// already); Release then has nothing left to drain. Read and Release run on the
 	// answer's reader, one after the other.
@@ -255,6 +265,8 @@ type timedBody struct {
 	// the call.
 	reqBody requestBody
 	taken   bool
+	// req is the upstream request when NewRequest made the call.
+	req http.Request
 }
 
 // Read flushes the client's pending output first when the read may wait for the upstream:
@@ -301,6 +313,18 @@ func (b *timedBody) Close() error {
 
 // parentEnded passes the client's cancellation on to the upstream request.
 func (b *timedBody) parentEnded() { b.call.cancel(context.Cause(b.call.parent)) }
+
+// ContextEnded implements callmd.Watcher: the client's request context has ended.
+func (b *timedBody) ContextEnded() { b.parentEnded() }
+
+// detach stops the client's cancellation from reaching the call, and reports whether it had
+// not reached it yet.
+func (b *timedBody) detach() bool {
+	if b.watched != nil {
+		return b.watched.Unwatch(b)
+	}
+	return b.stopAfter()
+}
 
 // timeUp is the timer's: the first byte, or the next after one, came too late.
 func (b *timedBody) timeUp() {

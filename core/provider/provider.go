@@ -250,13 +250,13 @@ func NewRequest(ctx context.Context, url string, body []byte) (*http.Request, er
 	tb := &timedBody{}
 	tb.call.parent, tb.call.body = ctx, tb
 	if len(body) == 0 {
-		return newRequest(&tb.call, url, nil)
+		return newRequest(&tb.call, &tb.req, url, nil)
 	}
 	// The body is its own Closer, and GetBody (a retry on a connection the upstream had
 	// closed while idle) reopens the same bytes: net/http would wrap the reader in a
 	// NopCloser and copy it into GetBody's closure, an allocation more per request.
 	tb.reqBody.Reset(body)
-	req, err := newRequest(&tb.call, url, &tb.reqBody)
+	req, err := newRequest(&tb.call, &tb.req, url, &tb.reqBody)
 	if err != nil {
 		return nil, err
 	}
@@ -280,13 +280,15 @@ func (*requestBody) Close() error { return nil }
 // newRequest is http.NewRequestWithContext(ctx, POST, url, body) with the gateway's own
 // headers (a nil body is an empty one), from a request made once per URL (requestTemplate):
 // a copy of it under ctx is one allocation, where NewRequestWithContext parsed the URL again
-// (its URL, an allocation) for every request to the same few upstream endpoints.
-func newRequest(ctx context.Context, url string, body io.ReadCloser) (*http.Request, error) {
+// (its URL, an allocation) for every request to the same few upstream endpoints. The copy is
+// req, in an allocation of the caller's (the call's answer body): WithContext's own copy,
+// inlined and not kept, stays on the stack.
+func newRequest(ctx context.Context, req *http.Request, url string, body io.ReadCloser) (*http.Request, error) {
 	tmpl, err := requestTemplate(url)
 	if err != nil {
 		return nil, err
 	}
-	req := tmpl.WithContext(ctx)
+	*req = *tmpl.WithContext(ctx)
 	// Room for the adapters' headers (credential, Accept, a version or two) in the map's
 	// first allocation. What Header.Set would store, with values shared by every request
 	// (headers.go).

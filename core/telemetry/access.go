@@ -92,13 +92,20 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 			ctx = t.startSpan(r, a)
 		}
 		x.ctx = accessContext{Context: ctx, a: a}
-		r = r.WithContext(&x.ctx)
+		// The request's copy under that context lives in x too: WithContext's own copy,
+		// inlined and not kept, stays on the stack.
+		x.req = *r.WithContext(&x.ctx)
+		r = &x.req
 		// Deferred, so that an answer broken off with http.ErrAbortHandler (a binary answer
 		// that went out uncharged) is still logged and counted as the panic goes up to net/http.
 		defer func() {
 			a.end = time.Now()
 			// The query is never logged: the content-generation protocol may carry the key there.
-			a.method, a.path, a.requestID = r.Method, r.URL.Path, w.Header().Get("X-Request-Id")
+			// The canonical key read straight from the map: Get's check of the key cost more.
+			a.method, a.path = r.Method, r.URL.Path
+			if v := w.Header()["X-Request-Id"]; len(v) > 0 {
+				a.requestID = v[0]
+			}
 			t.finish(a)
 		}()
 		next.ServeHTTP(rw, r)
@@ -120,6 +127,7 @@ type httpAccess struct {
 	access
 	rw  responseWriter
 	ctx accessContext
+	req http.Request
 }
 
 // accessContext carries a request's access record: context.WithValue(ctx, accessKey{}, a)

@@ -16,9 +16,9 @@ import (
 // one chat.completion object.
 func (Protocol) Encoder(w http.ResponseWriter, r *http.Request, req *corev1.GenerateRequest) relay.Encoder {
 	if req.GetStream() {
-		return &streamEncoder{w: w, requestID: r.Header.Get("X-Request-Id")}
+		return &streamEncoder{w: w, requestID: relay.HeaderValue(r.Header, "X-Request-Id")}
 	}
-	return &answerEncoder{w: w, requestID: r.Header.Get("X-Request-Id")}
+	return &answerEncoder{w: w, requestID: relay.HeaderValue(r.Header, "X-Request-Id")}
 }
 
 // head is what every chunk (or the one object) of an answer repeats.

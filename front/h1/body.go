@@ -37,6 +37,19 @@ func (b *body) reset(contentLength int64, chunked, expect bool) {
 	}
 }
 
+// Ready reports whether the next Read returns without waiting for the client: the body has
+// ended or failed, or (Content-Length framing, no 100 Continue owed) has bytes buffered. A
+// reader that times the client's reads (front's pacedBody) need not arm a deadline then.
+func (b *body) Ready() bool {
+	switch {
+	case b.closed || b.err != nil || b.eof:
+		return true
+	case b.expect || b.chunked:
+		return false
+	}
+	return b.c.br.Buffered() > 0
+}
+
 // unread reports whether the body has bytes the handler did not read.
 func (b *body) unread() bool { return !b.eof }
 
@@ -105,8 +118,8 @@ func (b *body) read(p []byte) (int, error) {
 // context: the connection is unusable.
 func (b *body) fail(err error) error {
 	b.err = err
-	if b.c.cancel != nil {
-		b.c.cancel(errClientGone)
+	if b.c.ctx != nil {
+		b.c.ctx.cancel(errClientGone)
 	}
 	if err != io.ErrUnexpectedEOF && err != io.EOF {
 		// Another failure (a deadline) leaves bytes of the body behind: the answer says

@@ -44,8 +44,10 @@ type conn struct {
 	out     connOut
 	baseCtx context.Context
 
-	stateMu    sync.Mutex
-	state      connState
+	stateMu sync.Mutex
+	state   connState
+	// stateSince is when the connection was accepted: only a new connection's age is read
+	// (closeIdleConns), so a change of state reads no clock.
 	stateSince time.Time
 
 	head     []byte // the request head as read, reused
@@ -62,14 +64,14 @@ type conn struct {
 	// The background read that notices a client leaving while its request is served.
 	bgDone    chan error
 	bgRunning bool
-	cancel    context.CancelCauseFunc
+	ctx       *reqCtx // the request's context (the last one's between requests)
 	abort     atomic.Bool
 	// bgRead is backgroundRead as a func value, made once per connection: a goroutine of a
-	// closure cost an allocation per request. bgCancel is the cancellation of the request
+	// closure cost an allocation per request. bgCancel is the context of the request
 	// the read runs for; it does not change while the read runs (the next request's waits
 	// for bgDone first).
 	bgRead   func()
-	bgCancel context.CancelCauseFunc
+	bgCancel *reqCtx
 	// bgWait lets the background read wait with no read buffer (br is nil meanwhile) and
 	// take one when the next bytes come: a stream's request is read, and its connection
 	// needs no buffer until the next request.
@@ -95,7 +97,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 
 func (c *conn) setState(st connState) {
 	c.stateMu.Lock()
-	c.state, c.stateSince = st, time.Now()
+	c.state = st
 	c.stateMu.Unlock()
 }
 
@@ -365,9 +367,12 @@ func (c *conn) room(n int) {
 // serveOne runs the handler for one request and finishes its answer; false: the connection
 // closes (or was hijacked).
 func (c *conn) serveOne(p parsed) bool {
-	ctx, cancel := context.WithCancelCause(c.baseCtx)
-	c.cancel = cancel
-	req := c.tmpl.WithContext(ctx)
+	// The context and the request in one allocation: WithContext's copy, inlined and not
+	// kept, stays on the stack.
+	ctx := &reqCtx{parent: c.baseCtx}
+	c.ctx = ctx
+	ctx.req = *c.tmpl.WithContext(ctx)
+	req := &ctx.req
 	c.w.reset(p, req.Method == http.MethodHead)
 	if c.tmpl.Body == http.NoBody {
 		c.startBackgroundRead()
@@ -375,17 +380,17 @@ func (c *conn) serveOne(p parsed) bool {
 	panicked := c.runHandler(req)
 	c.w.handlerDone = true
 	if c.w.hijacked {
-		cancel(context.Canceled)
+		ctx.cancel(context.Canceled)
 		return false
 	}
 	if panicked {
-		cancel(context.Canceled)
+		ctx.cancel(context.Canceled)
 		c.abortBackgroundRead()
 		return false
 	}
 	// Cancelled before the answer is finished, as net/http does: a client that has read the
 	// answer never sees the request's context still alive.
-	cancel(context.Canceled)
+	ctx.cancel(context.Canceled)
 	c.w.finish()
 	if c.deadline {
 		_ = c.nc.SetWriteDeadline(time.Time{})
@@ -450,7 +455,7 @@ func (c *conn) startBackgroundRead() {
 		return
 	}
 	c.bgRunning = true
-	c.bgCancel = c.cancel
+	c.bgCancel = c.ctx
 	if c.bgWait.usable(c.nc) {
 		c.releaseReader()
 	}
@@ -469,7 +474,7 @@ func (c *conn) backgroundRead() {
 		_, err = c.br.Peek(1)
 	}
 	if err != nil && !(isTimeout(err) && c.aborting()) {
-		c.bgCancel(errClientGone)
+		c.bgCancel.cancel(errClientGone)
 	}
 	c.bgDone <- err
 }

@@ -192,8 +192,8 @@ func (w *response) flushRaw() {
 // writeFailed: the client cannot be written to; as net/http does, cancel the request.
 func (w *response) writeFailed(err error) {
 	w.werr, w.closeAfter = err, true
-	if w.c.cancel != nil {
-		w.c.cancel(errClientGone)
+	if w.c.ctx != nil {
+		w.c.ctx.cancel(errClientGone)
 	}
 }
 

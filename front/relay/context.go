@@ -35,7 +35,7 @@ func OutgoingContext(r *http.Request) context.Context {
 // state: the key check and the call that follows take the same pairs while the key and the
 // id are the same.
 func requestPairs(r *http.Request) []string {
-	auth, id := r.Header.Get("Authorization"), r.Header.Get("X-Request-Id")
+	auth, id := HeaderValue(r.Header, "Authorization"), HeaderValue(r.Header, "X-Request-Id")
 	st := stateOf(r)
 	if st != nil && st.pairs != nil && st.auth == auth && st.id == id {
 		return st.pairs
@@ -71,7 +71,11 @@ func WithGeneratedID(r *http.Request) *http.Request {
 // (one copy of the request) rather than a node and a copy per value: whether the gateway made
 // its id (as WithGeneratedID), its body lease (WithLease) and its metadata (requestMD).
 func Begin(r *http.Request, generated bool) *http.Request {
-	return r.WithContext(&state{Context: r.Context(), generated: generated})
+	s := &state{Context: r.Context(), generated: generated}
+	// The request's copy lives in the state's allocation: WithContext's own copy, inlined
+	// and not kept, stays on the stack.
+	s.req = *r.WithContext(s)
+	return &s.req
 }
 
 type stateKey struct{}
@@ -91,6 +95,8 @@ type state struct {
 	// room holds the first contexts that carry the metadata to core (IncomingContext,
 	// OutgoingContext) and the key check's server context.
 	room callmd.Room
+	// req is the request under this context (Begin).
+	req http.Request
 }
 
 func (s *state) Value(k any) any {

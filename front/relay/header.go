@@ -10,6 +10,17 @@ import "net/http"
 
 var valueJSON = []string{"application/json"}
 
+// HeaderValue is h.Get(key) for a key in canonical form (a constant such as "X-Request-Id"):
+// the map read without Get's check and canonicalisation of the key, which cost more than the
+// read on every request's few headers. Headers are stored under canonical keys (the servers
+// and Header.Set store them so), where Get looks too.
+func HeaderValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // SetJSON sets Content-Type: application/json.
 func SetJSON(h http.Header) { h["Content-Type"] = valueJSON }
 

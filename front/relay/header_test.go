@@ -195,3 +195,21 @@ func TestContextsOfTheRequestState(t *testing.T) {
 		}
 	}
 }
+
+// HeaderValue reads a canonical key as Header.Get does: the first value, "" for a field
+// absent or without values.
+func TestHeaderValueIsGet(t *testing.T) {
+	h := http.Header{}
+	h.Set("X-Request-Id", "r1")
+	h.Add("X-Request-Id", "r2")
+	h.Set("Authorization", "")
+	h["Api-Key"] = []string{}
+	for _, key := range []string{"X-Request-Id", "Authorization", "Api-Key", "X-Api-Key", "Content-Type"} {
+		if got, want := HeaderValue(h, key), h.Get(key); got != want {
+			t.Errorf("%s: %q, Get %q", key, got, want)
+		}
+	}
+	if HeaderValue(h, "X-Request-Id") != "r1" {
+		t.Fatal("not the first value")
+	}
+}

@@ -15,13 +15,13 @@ import (
 // and api-key everywhere; x-gen-api-key (and x-goog-api-key, the name the official SDKs send)
 // and ?key= only on /v1beta routes.
 func ExtractKey(r *http.Request) string {
-	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+	if v := HeaderValue(r.Header, "Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 		if k := strings.TrimSpace(v[7:]); k != "" {
 			return k
 		}
 	}
 	for _, h := range []string{"X-Api-Key", "Api-Key"} {
-		if k := strings.TrimSpace(r.Header.Get(h)); k != "" {
+		if k := strings.TrimSpace(HeaderValue(r.Header, h)); k != "" {
 			return k
 		}
 	}
@@ -29,7 +29,7 @@ func ExtractKey(r *http.Request) string {
 		return ""
 	}
 	for _, h := range []string{"X-Gen-Api-Key", "X-Goog-Api-Key"} {
-		if k := strings.TrimSpace(r.Header.Get(h)); k != "" {
+		if k := strings.TrimSpace(HeaderValue(r.Header, h)); k != "" {
 			return k
 		}
 	}
