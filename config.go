@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 	"time"
 
+	"modelgateway/core/admin"
 	"modelgateway/core/batchrun"
+	"modelgateway/core/catalog"
 	"modelgateway/core/fx"
 	"modelgateway/core/rpc"
 	"modelgateway/core/telemetry"
@@ -114,4 +118,20 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// applyCatalogFile applies the -catalog document at start-up, as `gateway apply` would.
+func applyCatalogFile(ctx context.Context, srv *admin.Server, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read catalog: %w", err)
+	}
+	doc, err := catalog.Parse(data)
+	if err != nil {
+		return fmt.Errorf("catalog %s: %w", path, err)
+	}
+	if _, err := srv.Store.ApplyCatalog(ctx, doc); err != nil {
+		return fmt.Errorf("apply catalog %s: %w", path, err)
+	}
+	return srv.Snapshots.Reload(ctx)
 }

@@ -22,7 +22,6 @@ import (
 
 	"modelgateway/core/admin"
 	"modelgateway/core/billing"
-	"modelgateway/core/catalog"
 	"modelgateway/core/fx"
 	"modelgateway/core/provider"
 	"modelgateway/core/provider/anthropic"
@@ -483,19 +482,4 @@ func newClientServer(kind string, h http.Handler) httpServer {
 		return newHTTPServer(h)
 	}
 	return &h1.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-}
-
-func applyCatalogFile(ctx context.Context, srv *admin.Server, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read catalog: %w", err)
-	}
-	doc, err := catalog.Parse(data)
-	if err != nil {
-		return fmt.Errorf("catalog %s: %w", path, err)
-	}
-	if _, err := srv.Store.ApplyCatalog(ctx, doc); err != nil {
-		return fmt.Errorf("apply catalog %s: %w", path, err)
-	}
-	return srv.Snapshots.Reload(ctx)
 }
