@@ -70,12 +70,19 @@ type Chunks struct {
 	block []byte
 }
 
+// Room makes b (empty, with its capacity) the stream's first block, in memory the caller
+// holds (a stream's own allocation, where it costs no allocation of its own); call it before
+// the first chunk. b is written once per chunk handed out of it and never again.
+func (c *Chunks) Room(b []byte) { c.block = b[:0] }
+
 // chunkBlock is the size of a block: a few dozen chat chunks. A stream's first block is
 // firstChunkBlock: a short answer (the 23 chunks, 5 KiB, of a 20-word one) then takes 6 KiB
 // in two blocks instead of 8, and a stream waiting after its first chunks holds 2 KiB.
 const (
 	chunkBlock      = 4 << 10
 	firstChunkBlock = 2 << 10
+	// FirstChunkBlock is the size of the first block a stream may give Room.
+	FirstChunkBlock = firstChunkBlock
 )
 
 // PublicModel is PublicModel(chunk, upstream, public), in c's blocks.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -45,10 +46,9 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 		return nil, err
 	}
 	if stream {
-		start := &corev1.Start{Model: call.PublicModel, Created: time.Now().Unix(), Passthrough: true,
-			Status: http.StatusOK, ContentType: resp.Header.Get(provider.HeaderContentType)}
-		s := provider.NewSSEStream(resp.Body, start, &passDecoder{upstream: call.UpstreamModel, public: call.PublicModel})
-		s.BorrowData() // the decoder copies every chunk it passes on (Chunks.Owned)
+		s, start := passStream(resp.Body, call.UpstreamModel, call.PublicModel)
+		start.Model, start.Created, start.Passthrough = call.PublicModel, time.Now().Unix(), true
+		start.Status, start.ContentType = http.StatusOK, resp.Header.Get(provider.HeaderContentType)
 		return s, nil
 	}
 	// The Start and the answer's one event share an allocation.
@@ -64,6 +64,25 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 	start.Id = gjson.GetBytes(answer, "id").String()
 	x.Event("", answer)
 	return x.Stream(metering.FromOpenAIChat(provider.RawField(answer, "usage"))), nil
+}
+
+// passStream is a passthrough stream over body. The stream, its decoder, its Start and the
+// first block of its renamed chunks are one allocation (they were four, and the decoder's
+// first block of events a fifth): the chunk bytes come last, so that the collector's scan
+// of the object ends before them (they hold no pointer).
+// The caller fills its Start in before the stream is read.
+func passStream(body io.ReadCloser, upstream, public string) (*provider.SSEStream, *corev1.Start) {
+	x := &struct {
+		stream provider.SSEStream
+		dec    passDecoder
+		start  corev1.Start
+		chunks [provider.FirstChunkBlock]byte
+	}{}
+	x.dec.upstream, x.dec.public = upstream, public
+	x.dec.chunks.Room(x.chunks[:])
+	x.stream.Init(body, &x.start, &x.dec)
+	x.stream.BorrowData() // the decoder copies every chunk it passes on (Chunks.Owned)
+	return &x.stream, &x.start
 }
 
 // post sends body to the upstream route with the gateway's own headers and the provider
