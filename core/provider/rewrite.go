@@ -10,6 +10,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
 )
 
 // SetModel rewrites the top-level "model" of a JSON body for passthrough, leaving every other
@@ -70,46 +72,22 @@ type Chunks struct {
 	block []byte
 }
 
-// Room makes b (empty, with its capacity) the stream's first block, in memory the caller
-// holds (a stream's own allocation, where it costs no allocation of its own); call it before
-// the first chunk. b is written once per chunk handed out of it and never again.
-func (c *Chunks) Room(b []byte) { c.block = b[:0] }
-
 // chunkBlock is the size of a block: a few dozen chat chunks. A stream's first block is
 // firstChunkBlock: a short answer (the 23 chunks, 5 KiB, of a 20-word one) then takes 6 KiB
 // in two blocks instead of 8, and a stream waiting after its first chunks holds 2 KiB.
 const (
 	chunkBlock      = 4 << 10
 	firstChunkBlock = 2 << 10
-	// FirstChunkBlock is the size of the first block a stream may give Room.
-	FirstChunkBlock = firstChunkBlock
 )
 
 // PublicModel is PublicModel(chunk, upstream, public), in c's blocks.
 func (c *Chunks) PublicModel(chunk []byte, upstream, public string) []byte {
-	return c.rewrite(chunk, upstream, public, false)
-}
-
-// Owned is PublicModel, but always a copy of its own, a chunk that keeps its model too: for
-// a stream whose reader lends its read buffer (SSEStream.BorrowData), where this copy is the
-// only one.
-func (c *Chunks) Owned(chunk []byte, upstream, public string) []byte {
-	return c.rewrite(chunk, upstream, public, true)
-}
-
-func (c *Chunks) rewrite(chunk []byte, upstream, public string, own bool) []byte {
 	start, end, ok := modelValue(chunk, upstream, public)
 	if !ok {
-		if !own {
-			return chunk
-		}
-		start, end, public = 0, 0, "" // the chunk as it is
+		return chunk
 	}
 	n := len(chunk) - (end - start) + len(public)
 	if n > chunkBlock/4 { // a large chunk would waste most of a block
-		if !ok {
-			return bytes.Clone(chunk)
-		}
 		return PublicModel(chunk, upstream, public)
 	}
 	if len(c.block)+n > cap(c.block) {
@@ -122,6 +100,31 @@ func (c *Chunks) rewrite(chunk []byte, upstream, public string, own bool) []byte
 	b := len(c.block)
 	c.block = append(append(append(c.block, chunk[:start]...), public...), chunk[end:]...)
 	return c.block[b:len(c.block):len(c.block)] // capped: an append cannot reach the next chunk
+}
+
+// Lent is a streamed passthrough's chunks and events lent to the stream's consumer until
+// its next event, instead of a copy and an event of their own per chunk (Chunks, Natives):
+// for a stream whose reader lends its read buffer (SSEStream.BorrowData) and whose consumer
+// (core's Generate: the front's encoder writes each chunk out, or copies the one it holds)
+// is done with an event before it asks for the next. A chunk keeps its bytes where no model
+// is renamed; a renamed one is written into one buffer, used again for every chunk. The
+// zero value is ready; Room gives it a first buffer.
+type Lent struct {
+	buf []byte
+	ev  nativeEvent
+}
+
+// Room makes b (empty, with its capacity) the renamed chunks' buffer, in memory the caller
+// holds; a longer chunk grows it.
+func (l *Lent) Room(b []byte) { l.buf = b[:0] }
+
+// Event is NativeEvent(name, PublicModel(chunk, upstream, public)), valid until the next call.
+func (l *Lent) Event(name string, chunk []byte, upstream, public string) *corev1.GenerateEvent {
+	if start, end, ok := modelValue(chunk, upstream, public); ok {
+		l.buf = append(append(append(l.buf[:0], chunk[:start]...), public...), chunk[end:]...)
+		chunk = l.buf[:len(l.buf):len(l.buf)]
+	}
+	return l.ev.of(name, chunk)
 }
 
 // PublicAnswerModel is PublicModel for a whole JSON answer: it finds the top-level "model"

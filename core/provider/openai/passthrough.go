@@ -67,23 +67,28 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 }
 
 // passStream is a passthrough stream over body. The stream, its decoder, its Start and the
-// first block of its renamed chunks are one allocation (they were four, and the decoder's
-// first block of events a fifth): the chunk bytes come last, so that the collector's scan
-// of the object ends before them (they hold no pointer).
+// first buffer of its renamed chunks are one allocation (they were four, and each chunk's
+// copy and event came from blocks of their own, some 10 KiB for a 20-word answer): the
+// decoder lends each chunk and its event until the next one (provider.Lent). The buffer's
+// bytes come last, so that the collector's scan of the object ends before them.
 // The caller fills its Start in before the stream is read.
 func passStream(body io.ReadCloser, upstream, public string) (*provider.SSEStream, *corev1.Start) {
 	x := &struct {
 		stream provider.SSEStream
 		dec    passDecoder
 		start  corev1.Start
-		chunks [provider.FirstChunkBlock]byte
+		room   [passRoom]byte
 	}{}
 	x.dec.upstream, x.dec.public = upstream, public
-	x.dec.chunks.Room(x.chunks[:])
+	x.dec.lent.Room(x.room[:])
 	x.stream.Init(body, &x.start, &x.dec)
-	x.stream.BorrowData() // the decoder copies every chunk it passes on (Chunks.Owned)
+	x.stream.BorrowData() // the decoder lends each chunk only until the next (Lent)
 	return &x.stream, &x.start
 }
+
+// passRoom holds a typical chat chunk (some 250 bytes) renamed; a longer one grows the
+// stream's buffer.
+const passRoom = 512
 
 // post sends body to the upstream route with the gateway's own headers and the provider
 // credential; nothing of the client's request headers goes along.
@@ -102,12 +107,12 @@ func post(ctx context.Context, call *provider.Call, route string, body []byte, s
 // passDecoder relays a chat or completions stream: every chunk but [DONE] goes out as it
 // came (model name aside); the chunk with a non-null usage is kept for metering. The
 // per-chunk work is two substring scans unless a chunk looks like an error or carries usage.
+// Its events are lent (provider.Lent): each is valid until the stream's next.
 type passDecoder struct {
 	upstream, public string
 	usage            []byte
 	one              provider.Single
-	chunks           provider.Chunks  // the chunks renamed to the public model
-	natives          provider.Natives // their events
+	lent             provider.Lent // the chunks renamed to the public model, and their events
 }
 
 var (
@@ -131,9 +136,8 @@ func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 			d.usage = bytes.Clone(u)
 		}
 	}
-	// A copy of its own, renamed or not: the stream's reader lends ev.Data only until its
-	// next event, and the chunk may be kept longer (a held usage chunk, a consumer's copy).
-	return d.one.Of(d.natives.Event("", d.chunks.Owned(ev.Data, d.upstream, d.public))), false, nil
+	// Lent on: valid until the next event, as ev.Data is (the consumer copies what it keeps).
+	return d.one.Of(d.lent.Event("", ev.Data, d.upstream, d.public)), false, nil
 }
 
 // usageObject is the first look for a usage object: some "usage" followed by an object. Every
