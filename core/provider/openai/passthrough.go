@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -37,7 +38,7 @@ func passthrough(ctx context.Context, call *provider.Call, route string) (provid
 	}
 	stream := call.Request.GetStream()
 	if stream {
-		if body, err = sjson.SetBytes(body, "stream_options.include_usage", true); err != nil {
+		if body, err = includeUsage(body); err != nil {
 			return nil, &provider.Error{Message: "setting stream_options on the request body", Err: err}
 		}
 	}
@@ -89,6 +90,55 @@ func passStream(body io.ReadCloser, upstream, public string) (*provider.SSEStrea
 // passRoom holds a typical chat chunk (some 250 bytes) renamed; a longer one grows the
 // stream's buffer.
 const passRoom = 512
+
+// includeUsage is sjson.SetBytes(body, "stream_options.include_usage", true). A body without
+// stream_options (nearly every one) gets the member spliced in before its closing brace as
+// sjson writes it there (its appendRawPaths for a path it does not find: what precedes the
+// object dropped, a comma unless the object is empty, everything after its last brace
+// dropped), in one copy; sjson looked for the key, parsed the body again and built the
+// member through a few allocations of its own. FuzzIncludeUsage keeps it to sjson.
+func includeUsage(body []byte) ([]byte, error) {
+	if gjsonIndex(body, "stream_options") > 0 { // sjson sets the member it finds there
+		return sjson.SetBytes(body, "stream_options.include_usage", true)
+	}
+	i := 0
+	for i < len(body) && body[i] <= ' ' {
+		i++
+	}
+	if i == len(body) || body[i] != '{' {
+		return sjson.SetBytes(body, "stream_options.include_usage", true) // not an object
+	}
+	obj := body[i:]
+	comma := false
+	for _, c := range obj[1:] {
+		if c > ' ' {
+			comma = c != '}' && c != ']'
+			break
+		}
+	}
+	end := bytes.LastIndexByte(obj, '}')
+	if end <= 0 {
+		return sjson.SetBytes(body, "stream_options.include_usage", true)
+	}
+	out := make([]byte, 0, end+1+len(includeUsageMember)+1)
+	out = append(out, obj[:end]...)
+	if comma {
+		out = append(out, ',')
+	}
+	out = append(out, includeUsageMember...)
+	return append(out, '}'), nil
+}
+
+const includeUsageMember = `"stream_options":{"include_usage":true}`
+
+// gjsonIndex is where gjson finds path in body, read in place (0: not found, or nowhere sjson
+// takes for found): sjson's own look for a path it sets.
+func gjsonIndex(body []byte, path string) int {
+	if len(body) == 0 {
+		return 0
+	}
+	return gjson.Get(unsafe.String(&body[0], len(body)), path).Index
+}
 
 // post sends body to the upstream route with the gateway's own headers and the provider
 // credential; nothing of the client's request headers goes along.
