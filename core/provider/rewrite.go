@@ -17,11 +17,18 @@ import (
 // SetModel rewrites the top-level "model" of a JSON body for passthrough, leaving every other
 // byte as the client sent it.
 func SetModel(body []byte, model string) ([]byte, error) {
+	return SetModelRoom(body, model, 0)
+}
+
+// SetModelRoom is SetModel whose result, a new slice the caller owns (never body itself),
+// has room more bytes of capacity where the usual splice made it: for a caller that adds to
+// the body after (a streamed passthrough's stream_options), in the same allocation.
+func SetModelRoom(body []byte, model string, room int) ([]byte, error) {
 	// The usual case, a top-level "model" string and a plain model id, is one splice: what
 	// sjson writes for it, without parsing the path and the value again.
 	if plainJSONString(model) {
 		if m := topModel(body); m.Type == gjson.String && m.Index > 0 && m.Index+len(m.Raw) <= len(body) {
-			return spliceString(body, m, model), nil
+			return spliceStringRoom(body, m, model, room), nil
 		}
 	}
 	out, err := sjson.SetBytes(body, "model", model)
@@ -189,7 +196,12 @@ func RawField(body []byte, path string) []byte {
 // spliceString is body with its value m (found by gjson in body) replaced by s as a JSON
 // string, quoted as encoding/json quotes it.
 func spliceString(body []byte, m gjson.Result, s string) []byte {
-	out := make([]byte, 0, len(body)-len(m.Raw)+len(s)+2)
+	return spliceStringRoom(body, m, s, 0)
+}
+
+// spliceStringRoom is spliceString with room more bytes of capacity.
+func spliceStringRoom(body []byte, m gjson.Result, s string, room int) []byte {
+	out := make([]byte, 0, len(body)-len(m.Raw)+len(s)+2+room)
 	out = append(out, body[:m.Index]...)
 	if plainJSONString(s) {
 		out = append(out, '"')

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/sjson"
+
+	"modelgateway/core/provider"
 )
 
 // includeUsageSeeds: request bodies, and the shapes sjson treats apart.
@@ -21,8 +23,22 @@ func TestIncludeUsageIsSJSONs(t *testing.T) {
 		checkIncludeUsage(t, []byte(s))
 	}
 	body := []byte(includeUsageSeeds[0])
-	if n := testing.AllocsPerRun(100, func() { _, _ = includeUsage(body) }); n != 1 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = includeUsage(body, false) }); n != 1 {
 		t.Fatalf("%v allocations for a body without stream_options, want its copy only", n)
+	}
+	// A body SetModelRoom renamed has the member's room: renamed and given stream_options in
+	// one allocation, the bytes sjson writes after SetModel.
+	var out []byte
+	if n := testing.AllocsPerRun(100, func() {
+		out, _ = provider.SetModelRoom(body, "up-model", len(includeUsageMember)+1)
+		out, _ = includeUsage(out, true)
+	}); n != 1 {
+		t.Fatalf("%v allocations to rename and add stream_options, want 1", n)
+	}
+	renamed, _ := provider.SetModel(body, "up-model")
+	want, _ := sjson.SetBytes(renamed, "stream_options.include_usage", true)
+	if string(out) != string(want) {
+		t.Fatalf("%s, want %s", out, want)
 	}
 }
 
@@ -35,12 +51,20 @@ func FuzzIncludeUsage(f *testing.F) {
 
 func checkIncludeUsage(t *testing.T, body []byte) {
 	in := bytes.Clone(body)
-	got, err := includeUsage(body)
 	want, wantErr := sjson.SetBytes(bytes.Clone(in), "stream_options.include_usage", true)
+	got, err := includeUsage(body, false)
 	if (err != nil) != (wantErr != nil) || (err == nil && string(got) != string(want)) {
 		t.Fatalf("%q: %q (%v), sjson writes %q (%v)", in, got, err, want, wantErr)
 	}
 	if !bytes.Equal(body, in) {
 		t.Fatalf("%q: the body changed to %q", in, body)
+	}
+	// An owned body, with and without room: the same bytes.
+	for _, room := range []int{0, len(includeUsageMember) + 1} {
+		owned := append(make([]byte, 0, len(in)+room), in...)
+		got, err := includeUsage(owned, true)
+		if (err != nil) != (wantErr != nil) || (err == nil && string(got) != string(want)) {
+			t.Fatalf("%q owned, room %d: %q (%v), sjson writes %q (%v)", in, room, got, err, want, wantErr)
+		}
 	}
 }

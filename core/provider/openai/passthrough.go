@@ -32,13 +32,17 @@ func chatPassthrough(ctx context.Context, call *provider.Call) (provider.Stream,
 // both the chat and the legacy completions routes, whose streams and usage objects have the
 // same shape.
 func passthrough(ctx context.Context, call *provider.Call, route string) (provider.Stream, error) {
-	body, err := provider.SetModel(call.Request.GetRawBody(), call.UpstreamModel)
+	stream := call.Request.GetStream()
+	room := 0
+	if stream {
+		room = len(includeUsageMember) + 1 // includeUsage's, in the renamed body's allocation
+	}
+	body, err := provider.SetModelRoom(call.Request.GetRawBody(), call.UpstreamModel, room)
 	if err != nil {
 		return nil, err
 	}
-	stream := call.Request.GetStream()
 	if stream {
-		if body, err = includeUsage(body); err != nil {
+		if body, err = includeUsage(body, true); err != nil {
 			return nil, &provider.Error{Message: "setting stream_options on the request body", Err: err}
 		}
 	}
@@ -95,9 +99,10 @@ const passRoom = 512
 // stream_options (nearly every one) gets the member spliced in before its closing brace as
 // sjson writes it there (its appendRawPaths for a path it does not find: what precedes the
 // object dropped, a comma unless the object is empty, everything after its last brace
-// dropped), in one copy; sjson looked for the key, parsed the body again and built the
-// member through a few allocations of its own. FuzzIncludeUsage keeps it to sjson.
-func includeUsage(body []byte) ([]byte, error) {
+// dropped), in one copy, or none for a body the caller owns (owned: it may be written) that
+// has the room (SetModelRoom leaves it); sjson looked for the key, parsed the body again and
+// built the member through a few allocations of its own. FuzzIncludeUsage keeps it to sjson.
+func includeUsage(body []byte, owned bool) ([]byte, error) {
 	if gjsonIndex(body, "stream_options") > 0 { // sjson sets the member it finds there
 		return sjson.SetBytes(body, "stream_options.include_usage", true)
 	}
@@ -120,8 +125,12 @@ func includeUsage(body []byte) ([]byte, error) {
 	if end <= 0 {
 		return sjson.SetBytes(body, "stream_options.include_usage", true)
 	}
-	out := make([]byte, 0, end+1+len(includeUsageMember)+1)
-	out = append(out, obj[:end]...)
+	var out []byte
+	if owned && i == 0 {
+		out = body[:end] // the member goes where the bytes it drops were, in the room beyond
+	} else {
+		out = append(make([]byte, 0, end+1+len(includeUsageMember)+1), obj[:end]...)
+	}
 	if comma {
 		out = append(out, ',')
 	}
