@@ -169,7 +169,8 @@ func post(ctx context.Context, call *provider.Call, route string, body []byte, s
 // Its events are lent (provider.Lent): each is valid until the stream's next.
 type passDecoder struct {
 	upstream, public string
-	usage            []byte
+	usage            metering.Usage // the last usage object's, when hasUsage
+	hasUsage         bool
 	one              provider.Single
 	lent             provider.Lent // the chunks renamed to the public model, and their events
 }
@@ -189,10 +190,11 @@ func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 		}
 	}
 	if usageObject(ev.Data) {
-		// Read in place, then one copy (gjson.GetBytes copied the value, and the copy was
-		// copied): the reader lends ev.Data only until its next event.
+		// Read in place and normalised at once: the reader lends ev.Data only until its next
+		// event, and the counts are all the stream keeps of it (the last usage object wins,
+		// as when its bytes were kept and read at the end).
 		if u := provider.RawField(ev.Data, "usage"); len(u) > 0 && u[0] == '{' {
-			d.usage = bytes.Clone(u)
+			d.usage, d.hasUsage = metering.FromOpenAIChat(u), true
 		}
 	}
 	// Lent on: valid until the next event, as ev.Data is (the consumer copies what it keeps).
@@ -228,7 +230,12 @@ func usageObject(data []byte) bool {
 
 func (d *passDecoder) End() ([]*corev1.GenerateEvent, error) { return nil, cutError() }
 
-func (d *passDecoder) Usage() metering.Usage { return metering.FromOpenAIChat(d.usage) }
+func (d *passDecoder) Usage() metering.Usage {
+	if !d.hasUsage {
+		return metering.FromOpenAIChat(nil) // none reported
+	}
+	return d.usage
+}
 
 // isDone recognises the terminator, tolerating stray whitespace around it.
 func isDone(data []byte) bool {
