@@ -2,6 +2,7 @@ package relay
 
 import (
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -162,7 +163,15 @@ type Tail struct {
 type heldEvent struct {
 	name string
 	data []byte
+	buf  *[]byte // data's buffer, from heldBuffers
 }
+
+// heldBuffers recycles the held events' copies: a stream holds its usage chunk from the
+// upstream's last chunk until core's usage event (the wait for the durable charge), then
+// writes it, and the writers copy what they are given. One grown past heldKept is dropped.
+var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
+
+const heldKept = 16 << 10
 
 // Holding reports whether events are being held (the final usage has been seen).
 func (t *Tail) Holding() bool { return len(t.events) > 0 }
@@ -177,9 +186,13 @@ func (t *Tail) Hold(name string, data []byte, usagePath string) {
 		t.path = usagePath
 		t.events = t.room[:0]
 	}
-	own := make([]byte, len(data), len(data)+costRoom)
-	copy(own, data)
-	t.events = append(t.events, heldEvent{name, own})
+	buf := heldBuffers.Get().(*[]byte)
+	own := append((*buf)[:0], data...)
+	if cap(own) < len(own)+costRoom {
+		own = append(make([]byte, 0, len(data)+costRoom), data...)
+	}
+	*buf = own
+	t.events = append(t.events, heldEvent{name, own, buf})
 }
 
 // Flush writes the held events, the cost spliced into the first when u carries one.
@@ -192,10 +205,21 @@ func (t *Tail) Flush(write func(name string, data []byte) error, u *corev1.Usage
 			data = addCost(data, t.path, u, true) // the copy is the Tail's own
 		}
 		if err := write(ev.name, data); err != nil {
-			clear(events)
+			release(events)
 			return err
 		}
 	}
-	clear(events) // the room keeps nothing alive
+	release(events)
 	return nil
+}
+
+// release gives the held events' buffers back (write has copied their bytes) and clears
+// the events, so that the room keeps nothing alive.
+func release(events []heldEvent) {
+	for _, ev := range events {
+		if cap(*ev.buf) <= heldKept {
+			heldBuffers.Put(ev.buf)
+		}
+	}
+	clear(events)
 }

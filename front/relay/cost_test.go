@@ -53,8 +53,9 @@ func TestPlainDecimal(t *testing.T) {
 }
 
 // A held usage chunk gets its cost where it lies (the room Hold leaves): the bytes AddCost
-// makes, and one allocation for the hold and the flush together (the held copy), where the
-// slice of held events, the value gjson copied and AddCost's copy cost three more.
+// makes, and no allocation for the hold and the flush together (the held copy's buffer is
+// recycled), where the copy, the slice of held events, the value gjson copied and AddCost's
+// copy were four.
 func TestTailSplicesTheCostInItsCopy(t *testing.T) {
 	cost := &corev1.Usage{Cost: "0.000052", Currency: "RUB"}
 	cases := []struct {
@@ -98,14 +99,15 @@ func TestTailSplicesTheCostInItsCopy(t *testing.T) {
 			}
 		})
 	}
-	// The usual case allocates its held copy only.
+	// The usual case allocates nothing (under the race detector, the pool drops some of
+	// what it is given: fewer than one a run all the same).
 	data := []byte(cases[0].held[0])
 	var tail Tail
 	write := func(string, []byte) error { return nil }
 	if n := testing.AllocsPerRun(100, func() {
 		tail.Hold("", data, "usage")
 		_ = tail.Flush(write, cost)
-	}); n != 1 {
-		t.Fatalf("%v allocations per held chunk, want 1", n)
+	}); n != 0 {
+		t.Fatalf("%v allocations per held chunk, want none", n)
 	}
 }
