@@ -79,26 +79,33 @@ func (d *Deltas) String(text []byte) string {
 
 // Natives makes a passthrough stream's events in blocks, as Deltas makes text events: every
 // upstream chunk of a passed-through stream becomes one, and NativeEvent was an allocation
-// per chunk. Blocks double from nativeFirstBlock up to nativeBlock events and are never
-// written again once handed out, so an event may be kept as long as anyone likes (it keeps
-// its block alive). The zero value is ready; one per stream (no lock).
+// per chunk. The first block (nativeFirstBlock events) is held in the Natives itself, in the
+// allocation that holds it (a stream's decoder); the next ones double up to nativeBlock
+// events. A block is never written again once handed out, so an event may be kept as long as
+// anyone likes (it keeps its block, or its decoder, alive). The zero value is ready; one per
+// stream (no lock), which must not be copied once used.
 type Natives struct {
 	events []nativeEvent
 	size   int // the size of the last block
+	first  [nativeFirstBlock]nativeEvent
 }
 
-// Sizes of the blocks of native events: a short answer pays for a few, a long one for
-// blocks of 32 (~5 KiB).
+// Sizes of the blocks of native events: a short answer (a 20-word chat answer is 23 chunks)
+// takes the first block and one more; a long one goes on in blocks of 32 (~4.5 KiB).
 const (
-	nativeFirstBlock = 4
+	nativeFirstBlock = 8
 	nativeBlock      = 32
 )
 
 // Event is NativeEvent(name, data), from the stream's blocks.
 func (n *Natives) Event(name string, data []byte) *corev1.GenerateEvent {
 	if len(n.events) == 0 {
-		n.size = min(max(2*n.size, nativeFirstBlock), nativeBlock)
-		n.events = make([]nativeEvent, n.size)
+		if n.size == 0 {
+			n.size, n.events = nativeFirstBlock, n.first[:]
+		} else {
+			n.size = min(2*n.size, nativeBlock)
+			n.events = make([]nativeEvent, n.size)
+		}
 	}
 	x := &n.events[0]
 	n.events = n.events[1:]

@@ -54,7 +54,9 @@ type Adapter interface {
 // Stream is an upstream answer decoded into canonical events.
 type Stream interface {
 	// Next returns the next event, io.EOF after the protocol's terminal event. A stream that
-	// ends before its terminal event returns an *Error (its usage is unreliable).
+	// ends before its terminal event returns an *Error (its usage is unreliable). A Native
+	// event may be lent: valid, with its data, only until the next call (a streamed chat
+	// passthrough's chunks are, provider.Lent); a consumer that keeps one copies it.
 	Next() (*corev1.GenerateEvent, error)
 	// Usage is the normalised usage of the whole answer, valid after Next returned io.EOF;
 	// unreliable before that.
@@ -214,7 +216,7 @@ func FinishEvent(r corev1.FinishReason, stopSequence string) *corev1.GenerateEve
 }
 
 // Drain reads a stream to its end and collects its events; for tests and non-streaming
-// accumulation.
+// accumulation. Native events are copies: a stream may lend them only until its next (Next).
 func Drain(s Stream) ([]*corev1.GenerateEvent, error) {
 	var out []*corev1.GenerateEvent
 	for {
@@ -224,6 +226,9 @@ func Drain(s Stream) ([]*corev1.GenerateEvent, error) {
 		}
 		if err != nil {
 			return out, err
+		}
+		if n := ev.GetNative(); n != nil {
+			ev = NativeEvent(n.GetEvent(), bytes.Clone(n.GetData()))
 		}
 		out = append(out, ev)
 	}

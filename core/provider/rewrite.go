@@ -10,16 +10,25 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	corev1 "modelgateway/gen/gateway/core/v1"
 )
 
 // SetModel rewrites the top-level "model" of a JSON body for passthrough, leaving every other
 // byte as the client sent it.
 func SetModel(body []byte, model string) ([]byte, error) {
+	return SetModelRoom(body, model, 0)
+}
+
+// SetModelRoom is SetModel whose result, a new slice the caller owns (never body itself),
+// has room more bytes of capacity where the usual splice made it: for a caller that adds to
+// the body after (a streamed passthrough's stream_options), in the same allocation.
+func SetModelRoom(body []byte, model string, room int) ([]byte, error) {
 	// The usual case, a top-level "model" string and a plain model id, is one splice: what
 	// sjson writes for it, without parsing the path and the value again.
 	if plainJSONString(model) {
 		if m := topModel(body); m.Type == gjson.String && m.Index > 0 && m.Index+len(m.Raw) <= len(body) {
-			return spliceString(body, m, model), nil
+			return spliceStringRoom(body, m, model, room), nil
 		}
 	}
 	out, err := sjson.SetBytes(body, "model", model)
@@ -80,29 +89,12 @@ const (
 
 // PublicModel is PublicModel(chunk, upstream, public), in c's blocks.
 func (c *Chunks) PublicModel(chunk []byte, upstream, public string) []byte {
-	return c.rewrite(chunk, upstream, public, false)
-}
-
-// Owned is PublicModel, but always a copy of its own, a chunk that keeps its model too: for
-// a stream whose reader lends its read buffer (SSEStream.BorrowData), where this copy is the
-// only one.
-func (c *Chunks) Owned(chunk []byte, upstream, public string) []byte {
-	return c.rewrite(chunk, upstream, public, true)
-}
-
-func (c *Chunks) rewrite(chunk []byte, upstream, public string, own bool) []byte {
 	start, end, ok := modelValue(chunk, upstream, public)
 	if !ok {
-		if !own {
-			return chunk
-		}
-		start, end, public = 0, 0, "" // the chunk as it is
+		return chunk
 	}
 	n := len(chunk) - (end - start) + len(public)
 	if n > chunkBlock/4 { // a large chunk would waste most of a block
-		if !ok {
-			return bytes.Clone(chunk)
-		}
 		return PublicModel(chunk, upstream, public)
 	}
 	if len(c.block)+n > cap(c.block) {
@@ -115,6 +107,31 @@ func (c *Chunks) rewrite(chunk []byte, upstream, public string, own bool) []byte
 	b := len(c.block)
 	c.block = append(append(append(c.block, chunk[:start]...), public...), chunk[end:]...)
 	return c.block[b:len(c.block):len(c.block)] // capped: an append cannot reach the next chunk
+}
+
+// Lent is a streamed passthrough's chunks and events lent to the stream's consumer until
+// its next event, instead of a copy and an event of their own per chunk (Chunks, Natives):
+// for a stream whose reader lends its read buffer (SSEStream.BorrowData) and whose consumer
+// (core's Generate: the front's encoder writes each chunk out, or copies the one it holds)
+// is done with an event before it asks for the next. A chunk keeps its bytes where no model
+// is renamed; a renamed one is written into one buffer, used again for every chunk. The
+// zero value is ready; Room gives it a first buffer.
+type Lent struct {
+	buf []byte
+	ev  nativeEvent
+}
+
+// Room makes b (empty, with its capacity) the renamed chunks' buffer, in memory the caller
+// holds; a longer chunk grows it.
+func (l *Lent) Room(b []byte) { l.buf = b[:0] }
+
+// Event is NativeEvent(name, PublicModel(chunk, upstream, public)), valid until the next call.
+func (l *Lent) Event(name string, chunk []byte, upstream, public string) *corev1.GenerateEvent {
+	if start, end, ok := modelValue(chunk, upstream, public); ok {
+		l.buf = append(append(append(l.buf[:0], chunk[:start]...), public...), chunk[end:]...)
+		chunk = l.buf[:len(l.buf):len(l.buf)]
+	}
+	return l.ev.of(name, chunk)
 }
 
 // PublicAnswerModel is PublicModel for a whole JSON answer: it finds the top-level "model"
@@ -179,7 +196,12 @@ func RawField(body []byte, path string) []byte {
 // spliceString is body with its value m (found by gjson in body) replaced by s as a JSON
 // string, quoted as encoding/json quotes it.
 func spliceString(body []byte, m gjson.Result, s string) []byte {
-	out := make([]byte, 0, len(body)-len(m.Raw)+len(s)+2)
+	return spliceStringRoom(body, m, s, 0)
+}
+
+// spliceStringRoom is spliceString with room more bytes of capacity.
+func spliceStringRoom(body []byte, m gjson.Result, s string, room int) []byte {
+	out := make([]byte, 0, len(body)-len(m.Raw)+len(s)+2+room)
 	out = append(out, body[:m.Index]...)
 	if plainJSONString(s) {
 		out = append(out, '"')

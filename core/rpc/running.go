@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"strings"
@@ -127,6 +128,23 @@ func (r *running) grow() *apierror.Error {
 // nativeInput is the input count a passthrough answer's first event reports, 0 when none:
 // messages' message_start (input, cache reads and writes), content generation's first chunk.
 func nativeInput(data []byte) int64 {
+	// The paths start at the top-level keys "message" and "usageMetadata". Where the chunk
+	// has no escape, a key is its literal bytes between quotes, so a chunk with neither
+	// (every chat, completions and responses chunk) has none of the counts: one look instead
+	// of gjson's four walks of the chunk, on the first event of every passthrough stream.
+	if bytes.IndexByte(data, '\\') < 0 && !bytes.Contains(data, keyMessage) && !bytes.Contains(data, keyUsageMetadata) {
+		return 0
+	}
+	return nativeInputGJSON(data)
+}
+
+var (
+	keyMessage       = []byte(`"message"`)
+	keyUsageMetadata = []byte(`"usageMetadata"`)
+)
+
+// nativeInputGJSON is nativeInput read by gjson, whatever the chunk.
+func nativeInputGJSON(data []byte) int64 {
 	r := gjson.GetManyBytes(data, "message.usage.input_tokens", "message.usage.cache_read_input_tokens",
 		"message.usage.cache_creation_input_tokens", "usageMetadata.promptTokenCount")
 	return max(r[0].Int()+r[1].Int()+r[2].Int(), r[3].Int())

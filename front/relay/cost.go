@@ -2,6 +2,8 @@ package relay
 
 import (
 	"strconv"
+	"sync"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -49,6 +51,13 @@ func plainDecimal(s string) bool {
 // document itself); without a cost, or without an object there, the document is unchanged.
 // The members are spliced in before the object's closing brace: one copy, no re-encoding.
 func AddCost(doc []byte, path string, u *corev1.Usage) []byte {
+	return addCost(doc, path, u, false)
+}
+
+// addCost is AddCost; inPlace: doc is the caller's own and may be written, and the cost
+// goes into its spare capacity when it has room (a held usage chunk: Tail.Hold leaves some),
+// instead of into a copy.
+func addCost(doc []byte, path string, u *corev1.Usage, inPlace bool) []byte {
 	if !HasCost(u) {
 		return doc
 	}
@@ -62,7 +71,7 @@ func AddCost(doc []byte, path string, u *corev1.Usage) []byte {
 				break
 			}
 		}
-	} else if at := gjson.GetBytes(doc, path); at.IsObject() && at.Index > 0 {
+	} else if at := getInPlace(doc, path); at.IsObject() && at.Index > 0 {
 		end = at.Index + len(at.Raw) - 1
 	} else if at.IsObject() {
 		return addCostSlow(doc, path, u) // position unknown
@@ -77,16 +86,54 @@ func AddCost(doc []byte, path string, u *corev1.Usage) []byte {
 			break
 		}
 	}
-	out := make([]byte, 0, len(doc)+len(u.GetCost())+len(u.GetCurrency())+24)
-	out = append(out, doc[:end]...)
+	// The members spliced in: `,"cost":` (the comma unless the object is empty), the cost,
+	// `,"currency":` and the quoted currency (ISO codes: ASCII letters, quoted as themselves
+	// unless they are not).
+	cur := u.GetCurrency()
+	n := len(`"cost":`) + len(u.GetCost()) + len(`,"currency":`) + len(cur) + 2
+	if !empty {
+		n++
+	}
+	if !inPlace || len(doc)+n > cap(doc) || !plainASCII(cur) {
+		out := make([]byte, 0, len(doc)+len(u.GetCost())+len(cur)+24)
+		out = append(out, doc[:end]...)
+		out = appendCost(out, empty, u)
+		return append(out, doc[end:]...)
+	}
+	out := doc[:len(doc)+n]
+	copy(out[end+n:], doc[end:]) // a memmove: the ranges overlap
+	appendCost(out[:end:end+n], empty, u)
+	return out
+}
+
+// appendCost appends the cost members spliced before an object's closing brace.
+func appendCost(out []byte, empty bool, u *corev1.Usage) []byte {
 	if !empty {
 		out = append(out, ',')
 	}
 	out = append(out, `"cost":`...)
 	out = append(out, u.GetCost()...)
 	out = append(out, `,"currency":`...)
-	out = strconv.AppendQuote(out, u.GetCurrency()) // ISO codes: ASCII letters
-	return append(out, doc[end:]...)
+	return strconv.AppendQuote(out, u.GetCurrency()) // ISO codes: ASCII letters
+}
+
+// plainASCII: strconv.AppendQuote writes s as itself between quotes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// getInPlace is gjson.GetBytes without its copy of the value's text: the result's Raw points
+// into doc, and is read before doc changes.
+func getInPlace(doc []byte, path string) gjson.Result {
+	if len(doc) == 0 {
+		return gjson.Result{}
+	}
+	return gjson.Get(unsafe.String(&doc[0], len(doc)), path)
 }
 
 func addCostSlow(doc []byte, path string, u *corev1.Usage) []byte {
@@ -108,22 +155,44 @@ type Tail struct {
 	events []heldEvent
 	// path of the usage object inside the first held event's data.
 	path string
+	// room is events' first backing array: a stream holds one event (chat, content
+	// generation) or two (messages' message_delta and message_stop).
+	room [2]heldEvent
 }
 
 type heldEvent struct {
 	name string
 	data []byte
+	buf  *[]byte // data's buffer, from heldBuffers
 }
+
+// heldBuffers recycles the held events' copies: a stream holds its usage chunk from the
+// upstream's last chunk until core's usage event (the wait for the durable charge), then
+// writes it, and the writers copy what they are given. One grown past heldKept is dropped.
+var heldBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
+
+const heldKept = 16 << 10
 
 // Holding reports whether events are being held (the final usage has been seen).
 func (t *Tail) Holding() bool { return len(t.events) > 0 }
+
+// costRoom is what a held event's copy has beyond its data: room for the cost members
+// (`,"cost":` a decimal `,"currency":"RUB"`), spliced in place at the Flush.
+const costRoom = 64
 
 // Hold keeps an event; the first one held must hold the usage object at usagePath.
 func (t *Tail) Hold(name string, data []byte, usagePath string) {
 	if len(t.events) == 0 {
 		t.path = usagePath
+		t.events = t.room[:0]
 	}
-	t.events = append(t.events, heldEvent{name, append([]byte(nil), data...)})
+	buf := heldBuffers.Get().(*[]byte)
+	own := append((*buf)[:0], data...)
+	if cap(own) < len(own)+costRoom {
+		own = append(make([]byte, 0, len(data)+costRoom), data...)
+	}
+	*buf = own
+	t.events = append(t.events, heldEvent{name, own, buf})
 }
 
 // Flush writes the held events, the cost spliced into the first when u carries one.
@@ -133,11 +202,24 @@ func (t *Tail) Flush(write func(name string, data []byte) error, u *corev1.Usage
 	for i, ev := range events {
 		data := ev.data
 		if i == 0 {
-			data = AddCost(data, t.path, u)
+			data = addCost(data, t.path, u, true) // the copy is the Tail's own
 		}
 		if err := write(ev.name, data); err != nil {
+			release(events)
 			return err
 		}
 	}
+	release(events)
 	return nil
+}
+
+// release gives the held events' buffers back (write has copied their bytes) and clears
+// the events, so that the room keeps nothing alive.
+func release(events []heldEvent) {
+	for _, ev := range events {
+		if cap(*ev.buf) <= heldKept {
+			heldBuffers.Put(ev.buf)
+		}
+	}
+	clear(events)
 }

@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"io"
 	"testing"
-
-	corev1 "modelgateway/gen/gateway/core/v1"
-
-	"modelgateway/core/provider"
 )
 
 // The passthrough decoder's cost per chunk: an include_usage stream (every chunk carries
@@ -30,8 +26,8 @@ func BenchmarkPassDecoderPerChunk(b *testing.B) {
 			r := bytes.NewReader(nil)
 			for b.Loop() {
 				r.Reset(data)
-				s := provider.NewSSEStream(io.NopCloser(r), &corev1.Start{Passthrough: true}, &passDecoder{upstream: "up-gpt", public: "bench-gpt"})
-				s.BorrowData() // as passthrough makes it
+				s, start := passStream(io.NopCloser(r), "up-gpt", "bench-gpt") // as passthrough makes it
+				start.Passthrough = true
 				events := 0
 				for {
 					_, err := s.Next()

@@ -47,6 +47,8 @@ type Reader struct {
 	// borrow: an event's Data may point into the read buffer, valid only until the next
 	// Next (Borrow).
 	borrow bool
+	// lent holds a borrowing reader's arena while it has one from borrowArenas (nil: none).
+	lent *[]byte
 }
 
 // Borrow lets Next return an event's data in the read buffer itself where it lies there
@@ -62,6 +64,15 @@ const (
 	arenaSize       = 4 << 10
 	borrowArenaSize = 512
 )
+
+// borrowArenas recycles a borrowing reader's one arena block, as buffers do its read buffer:
+// a stream longer than the read buffer has an event split between two reads, which the block
+// assembles, and a 5 KiB chat answer made a block for that one event. A block goes back at
+// Release, as the read buffer does (the events lent from either are used up by then), unless
+// an event grew it past borrowArenaKept.
+var borrowArenas = sync.Pool{New: func() any { b := make([]byte, 0, borrowArenaSize); return &b }}
+
+const borrowArenaKept = 16 << 10
 
 // buffers recycles the read buffers: one per stream would otherwise be allocated and cleared
 // for every request. 4 KiB holds several events of any provider (a delta is a few hundred
@@ -94,6 +105,13 @@ func (r *Reader) Release() {
 		r.br.Reset(nil)
 		buffers.Put(r.br)
 		r.br = nil
+	}
+	if r.lent != nil {
+		if cap(r.arena) <= borrowArenaKept {
+			*r.lent = r.arena[:0]
+			borrowArenas.Put(r.lent)
+		}
+		r.lent, r.arena = nil, nil
 	}
 }
 
@@ -263,6 +281,12 @@ func (r *Reader) appendData(b []byte) {
 	size := arenaSize
 	if r.borrow {
 		size = borrowArenaSize
+		if r.lent == nil && len(cur)+len(b) <= borrowArenaSize {
+			// The first block of a borrowing reader: a recycled one (Release gives it back).
+			r.lent = borrowArenas.Get().(*[]byte)
+			r.arena, r.start = append(append((*r.lent)[:0], cur...), b...), 0
+			return
+		}
 	}
 	next := make([]byte, 0, max(size, 2*(len(cur)+len(b))))
 	r.arena = append(append(next, cur...), b...)
