@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -123,6 +124,9 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 		if os.Getenv("GATEWAY_HEAP_DRIVER_IDLE") != "1" {
 			return
 		}
+		// The last requests' records leave the telemetry queue (drained every 50 ms) and
+		// their answers' drains end first: what stays after that is what was left behind.
+		time.Sleep(300 * time.Millisecond)
 		runtime.GC()
 		runtime.GC()
 		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -136,6 +140,17 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 				b.Fatal(err)
 			}
+			f.Close()
+		}
+		// A heap dump (objects, their pointers, the roots: goroutines' frames, globals, and
+		// the sampled objects' allocation stacks) tells what keeps an object alive, which a
+		// profile does not: read it with a dump reader that follows pointers from the roots.
+		if os.Getenv("GATEWAY_HEAP_DRIVER_DUMP") == "1" {
+			f, err := os.Create(filepath.Join(dir, name+".heapdump"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			debug.WriteHeapDump(f.Fd())
 			f.Close()
 		}
 	}
