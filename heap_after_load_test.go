@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -115,11 +116,51 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 		b.Logf("%s: live heap MB median %.2f (%.2f-%.2f), goal median %.2f (%.2f-%.2f)", name,
 			live[len(live)/2], live[0], live[len(live)-1], goal[len(goal)/2], goal[0], goal[len(goal)-1])
 	}
+	// idle writes what stays live with no request in flight, after two collections (the
+	// second drops what sync.Pools kept): its diff, before and after the saturating
+	// scenarios, is what they leave behind, without the streams' own heap and its noise.
+	// Only with GATEWAY_HEAP_DRIVER_IDLE=1: the collections change the phase after them.
+	idle := func(name string) {
+		if os.Getenv("GATEWAY_HEAP_DRIVER_IDLE") != "1" {
+			return
+		}
+		// The last requests' records leave the telemetry queue (drained every 50 ms) and
+		// their answers' drains end first: what stays after that is what was left behind.
+		time.Sleep(300 * time.Millisecond)
+		runtime.GC()
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		b.Logf("%s: live heap %.2f MB with no request in flight", name, float64(s[0].Value.Uint64())/(1<<20))
+		if runtime.MemProfileRate > 0 {
+			f, err := os.Create(filepath.Join(dir, name+".pprof"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+		// A heap dump (objects, their pointers, the roots: goroutines' frames, globals, and
+		// the sampled objects' allocation stacks) tells what keeps an object alive, which a
+		// profile does not: read it with a dump reader that follows pointers from the roots.
+		if os.Getenv("GATEWAY_HEAP_DRIVER_DUMP") == "1" {
+			f, err := os.Create(filepath.Join(dir, name+".heapdump"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			debug.WriteHeapDump(f.Fd())
+			f.Close()
+		}
+	}
 	for i := 0; i < b.N && i < 1; i++ {
 		measure("alone")
+		idle("idle-before")
 		load("bench-gpt", false, 3*time.Second)
 		load("bench-claude", true, 3*time.Second)
 		load("bench-gpt", true, 3*time.Second)
+		idle("idle-after")
 		measure("after")
 	}
 }

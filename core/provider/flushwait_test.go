@@ -53,8 +53,9 @@ func TestFlushOnlyBeforeAReadThatMayWait(t *testing.T) {
 			w := lazyflush.NewWriter(client)
 			w.Coalesce()
 			tb := &timedBody{rc: &bufferedBody{r: strings.NewReader("0123456789"), avail: tc.avail},
-				flush: w, timer: time.AfterFunc(time.Hour, func() {}), idle: time.Hour}
-			defer tb.timer.Stop()
+				flush: w, idle: time.Hour}
+			tb.timer = startCallTimer(time.Hour, tb)
+			defer tb.timer.stop(tb)
 			tb.buffered = tb.rc.(interface{ Buffered() int })
 			_, _ = io.WriteString(w, "data: pending\n\n")
 			http.NewResponseController(w).Flush() // lazy: noted, not done

@@ -26,7 +26,11 @@ const settleBufferKey = "modelgateway/store.settleBuffer"
 
 // settleBuffer is the message that swaps the frontend's write buffer for buf: it encodes as
 // nothing, after what the frontend's buffer held.
-type settleBuffer struct{ buf []byte }
+type settleBuffer struct {
+	buf []byte
+	// small counts the statements in a row that needed at most a quarter of buf (size).
+	small int
+}
 
 func (*settleBuffer) Frontend() {}
 
@@ -52,10 +56,32 @@ func lendBuffer(pc *pgconn.PgConn, need int) {
 		b = &settleBuffer{}
 		data[settleBufferKey] = b
 	}
-	if cap(b.buf) < need {
-		b.buf = make([]byte, 0, need+need/4) // a group a little larger next time
-	}
+	b.size(need)
 	pc.Frontend().Send(b)
+}
+
+// shrinkAfter is how many statements in a row that need at most a quarter of a kept buffer
+// (and less than shrinkFloor) make the connection give it up for one of their size: after a
+// burst of load, each connection of the pool kept the buffer of its largest group commit
+// (tens of KiB) while the groups that followed were a few charges each.
+const (
+	shrinkAfter = 32
+	shrinkFloor = 4 << 10
+)
+
+// size makes b.buf hold need bytes: a group a little larger next time when it grows, and
+// the size of the latest statements once shrinkAfter of them in a row needed a quarter of it.
+func (b *settleBuffer) size(need int) {
+	switch {
+	case cap(b.buf) < need:
+		b.buf, b.small = make([]byte, 0, need+need/4), 0
+	case need <= cap(b.buf)/4 && cap(b.buf) > shrinkFloor:
+		if b.small++; b.small >= shrinkAfter {
+			b.buf, b.small = make([]byte, 0, need+need/4), 0
+		}
+	default:
+		b.small = 0
+	}
 }
 
 // settleMessageBytes is what a settlement's messages take in the frontend's buffer at most:

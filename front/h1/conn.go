@@ -392,6 +392,13 @@ func (c *conn) serveOne(p parsed) bool {
 	// answer never sees the request's context still alive.
 	ctx.cancel(context.Canceled)
 	c.w.finish()
+	// The answer's and the request's header maps are the connection's, emptied by the next
+	// request; emptied now, so that a keep-alive connection keeps nothing of the request it
+	// served while it waits for the next: a value the handler set may live in a request's
+	// allocation (relay.SetRequestID's, in the request's state), which a header map held
+	// alive, with all it points to, for as long as the connection stayed idle.
+	clear(c.w.hdr)
+	clear(c.reqHdr)
 	if c.deadline {
 		_ = c.nc.SetWriteDeadline(time.Time{})
 		c.deadline = false

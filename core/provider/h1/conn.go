@@ -277,6 +277,10 @@ func (c *conn) readFinalHead() (*head, error) {
 func (c *conn) release(stop func() bool, reusable bool) {
 	trace := c.trace
 	c.ctx, c.trace = nil, nil
+	// The answer's header map is the caller's now: a pooled connection that kept it would
+	// keep, through the values in the answer's allocation (parser.room) and the answer's
+	// Request, the whole of the exchange's request and its context alive while it is idle.
+	c.head = head{}
 	// Bytes after the answer are no answer to anything sent: the connection is out of step.
 	ok := stop() && reusable && c.keep && c.br.Buffered() == 0
 	if ok {
