@@ -91,7 +91,7 @@ type benchConfig struct {
 	uploadDuration        time.Duration
 	canned                bool
 	pgDurable             bool // the throwaway PostgreSQL with fsync and synchronous commits on
-	pgNice                int  // the throwaway PostgreSQL's nice value
+	pgRealtime            bool // the throwaway PostgreSQL under SCHED_RR
 	inputTokens           int
 	layout                string
 	scenarios             scenarioSet // which scenarios run (-scenarios)
@@ -107,7 +107,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.IntVar(&c.concurrency, "concurrency", 64, "closed-loop clients of scenarios 1 and 2")
 	fs.BoolVar(&c.canned, "canned", true, "scenarios 1 and 2 against the canned upstream (answers replayed from memory, 0 ms); false: the paced simulator")
 	fs.BoolVar(&c.pgDurable, "pg-durable", false, "run the throwaway PostgreSQL with fsync, synchronous_commit and full_page_writes on (a charge is then durable on this machine's disk, not only in PostgreSQL's memory); default off, as in the test clusters")
-	fs.IntVar(&c.pgNice, "pg-nice", 0, "nice value of the throwaway PostgreSQL's processes: negative puts them ahead of the load generator and simulators on a shared CPU (layout two), so that a commit waits for PostgreSQL's work rather than for a CPU, as on a database with cores of its own; its CPU time is counted the same (needs CAP_SYS_NICE)")
+	fs.BoolVar(&c.pgRealtime, "pg-realtime", false, "run the throwaway PostgreSQL's processes under the real-time policy SCHED_RR (lowest priority): in layout two, where PostgreSQL shares CPU 1 with the load generator and simulators, a commit then waits for PostgreSQL's work and not for that CPU, as on a database with cores of its own; its CPU time is counted the same (needs chrt and CAP_SYS_NICE)")
 	fs.IntVar(&c.inputTokens, "input-tokens", 20000, "input tokens the upstream reports for each chat answer: above the hold, as image and tool inputs are (0: counted)")
 	fs.IntVar(&c.streams, "rss-streams", 64, "concurrent streams of the peak-RSS scenario")
 	fs.IntVar(&c.rounds, "rounds", 5, "alternating bare/gateway rounds the measured time is split into")

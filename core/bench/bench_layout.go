@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"syscall"
 )
 
 // layout is where the bench's processes run. "two" (the default, and what a 2-CPU machine
@@ -77,12 +76,12 @@ func (l layout) describe() string {
 }
 
 // pinPostgres moves the throwaway PostgreSQL (its postmaster, a child of this process, and
-// the processes it has started) to the layout's PostgreSQL CPUs, and gives them the -pg-nice
-// value; backends forked later inherit both from the postmaster. No move where it shares the
-// load generator's CPUs.
+// the processes it has started) to the layout's PostgreSQL CPUs, and with -pg-realtime gives
+// them the real-time policy SCHED_RR; backends forked later inherit both from the postmaster.
+// No move where it shares the load generator's CPUs.
 func (b *bench) pinPostgres() error {
 	pin := b.pinned && b.layout.pg != ""
-	if b.pg == nil || (!pin && b.cfg.pgNice == 0) {
+	if b.pg == nil || (!pin && !b.cfg.pgRealtime) {
 		return nil
 	}
 	masters, children, err := postgresProcesses()
@@ -99,11 +98,12 @@ func (b *bench) pinPostgres() error {
 				return fmt.Errorf("pin PostgreSQL: %v: %s", err, bytes.TrimSpace(out))
 			}
 		}
-		if b.cfg.pgNice != 0 {
-			// PostgreSQL's processes have one thread each: the process's nice value is its
-			// thread's.
-			if err := syscall.Setpriority(syscall.PRIO_PROCESS, pid, b.cfg.pgNice); err != nil && master {
-				return fmt.Errorf("-pg-nice %d: %w (a negative value needs CAP_SYS_NICE)", b.cfg.pgNice, err)
+		if b.cfg.pgRealtime {
+			// The lowest real-time priority: ahead of every normal process, which is all it
+			// takes (a nice value does not: a woken backend still waited for CPU 1 as long).
+			out, err := exec.Command("chrt", "-r", "-p", "1", strconv.Itoa(pid)).CombinedOutput()
+			if err != nil && master {
+				return fmt.Errorf("-pg-realtime: %v: %s (needs chrt and CAP_SYS_NICE)", err, bytes.TrimSpace(out))
 			}
 		}
 	}

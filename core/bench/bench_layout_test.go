@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -112,16 +111,19 @@ func TestPinPostgresMovesThePostmasterAndLaterBackends(t *testing.T) {
 	}
 }
 
-// -pg-nice gives the postmaster's running processes and the backends it starts afterwards
-// the nice value; without it nothing changes.
-func TestPinPostgresGivesItsNiceValue(t *testing.T) {
+// -pg-realtime puts the postmaster's running processes and the backends it starts afterwards
+// under SCHED_RR; without it nothing changes.
+func TestPinPostgresRunsItRealtime(t *testing.T) {
+	if _, err := exec.LookPath("chrt"); err != nil {
+		t.Skip("needs chrt")
+	}
 	ctx := context.Background()
 	pg, err := pgcluster.Start(ctx, pgcluster.Options{})
 	if err != nil {
 		t.Skipf("no PostgreSQL here: %v", err)
 	}
 	defer pg.Stop()
-	backend := func() (*pgx.Conn, int) {
+	backend := func() int {
 		t.Helper()
 		conn, err := pgx.Connect(ctx, pg.URL("postgres"))
 		if err != nil {
@@ -132,36 +134,37 @@ func TestPinPostgresGivesItsNiceValue(t *testing.T) {
 		if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 			t.Fatal(err)
 		}
-		return conn, pid
+		return pid
 	}
-	nice := func(pid int) int {
+	// policy is /proc/<pid>/stat's field 41: 0 SCHED_OTHER, 2 SCHED_RR.
+	policy := func(pid int) string {
 		t.Helper()
-		// getpriority's raw value is 20 - nice (it cannot return a negative number).
-		p, err := syscall.Getpriority(syscall.PRIO_PROCESS, pid)
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return 20 - p
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		return f[41-3]
 	}
-	_, before := backend()
-	base := nice(before)
+	before := backend()
 	b := &bench{pg: pg}
 	if err := b.pinPostgres(); err != nil {
 		t.Fatal(err)
 	}
-	if got := nice(before); got != base {
-		t.Fatalf("without -pg-nice a backend's nice value moved: %d, was %d", got, base)
+	if got := policy(before); got != "0" {
+		t.Fatalf("without -pg-realtime a backend's policy is %s, want 0", got)
 	}
-	// A positive value needs no privilege (a negative one does: the bench's layout two).
-	b.cfg.pgNice = base + 5
+	b.cfg.pgRealtime = true
 	if err := b.pinPostgres(); err != nil {
+		if strings.Contains(err.Error(), "not permitted") {
+			t.Skipf("no CAP_SYS_NICE here: %v", err)
+		}
 		t.Fatal(err)
 	}
-	if got := nice(before); got != base+5 {
-		t.Errorf("a running backend: nice %d, want %d", got, base+5)
+	if got := policy(before); got != "2" {
+		t.Errorf("a running backend: policy %s, want 2 (SCHED_RR)", got)
 	}
-	_, later := backend()
-	if got := nice(later); got != base+5 {
-		t.Errorf("a backend started afterwards: nice %d, want %d", got, base+5)
+	if got := policy(backend()); got != "2" {
+		t.Errorf("a backend started afterwards: policy %s, want 2 (SCHED_RR)", got)
 	}
 }
