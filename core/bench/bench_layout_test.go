@@ -60,27 +60,42 @@ func cpusAllowed(t *testing.T, pid int) string {
 	return ""
 }
 
+// startPG starts a throwaway cluster for a test (skipping it where there is none), stopped
+// at the test's end.
+func startPG(t *testing.T) *pgcluster.Cluster {
+	t.Helper()
+	pg, err := pgcluster.Start(context.Background(), pgcluster.Options{})
+	if err != nil {
+		t.Skipf("no PostgreSQL here: %v", err)
+	}
+	t.Cleanup(pg.Stop)
+	return pg
+}
+
+// backendPID opens a connection to pg, open until the test's end, and is its backend's pid.
+func backendPID(t *testing.T, pg *pgcluster.Cluster) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	var pid int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
 // pinPostgres moves the postmaster and its running processes to PostgreSQL's CPUs, and the
 // backends it starts afterwards (one per new connection) are born there.
 func TestPinPostgresMovesThePostmasterAndLaterBackends(t *testing.T) {
 	if _, err := exec.LookPath("taskset"); err != nil || runtime.NumCPU() < 2 {
 		t.Skip("needs taskset and 2 CPUs")
 	}
-	ctx := context.Background()
-	pg, err := pgcluster.Start(ctx, pgcluster.Options{})
-	if err != nil {
-		t.Skipf("no PostgreSQL here: %v", err)
-	}
-	defer pg.Stop()
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var before int
-	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&before); err != nil {
-		t.Fatal(err)
-	}
+	pg := startPG(t)
+	before := backendPID(t, pg)
 	all := cpusAllowed(t, before)
 	if all == "1" {
 		t.Skip("this test process is pinned to CPU 1 already")
@@ -92,15 +107,7 @@ func TestPinPostgresMovesThePostmasterAndLaterBackends(t *testing.T) {
 	if got := cpusAllowed(t, before); got != "1" {
 		t.Errorf("a running backend: CPUs %q after pinning, want 1 (was %q)", got, all)
 	}
-	later, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer later.Close(ctx)
-	var pid int
-	if err := later.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
+	pid := backendPID(t, pg)
 	if got := cpusAllowed(t, pid); got != "1" {
 		t.Errorf("a backend started after pinning: CPUs %q, want 1", got)
 	}
@@ -117,25 +124,7 @@ func TestPinPostgresRunsItRealtime(t *testing.T) {
 	if _, err := exec.LookPath("chrt"); err != nil {
 		t.Skip("needs chrt")
 	}
-	ctx := context.Background()
-	pg, err := pgcluster.Start(ctx, pgcluster.Options{})
-	if err != nil {
-		t.Skipf("no PostgreSQL here: %v", err)
-	}
-	defer pg.Stop()
-	backend := func() int {
-		t.Helper()
-		conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close(ctx) })
-		var pid int
-		if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		return pid
-	}
+	pg := startPG(t)
 	// policy is /proc/<pid>/stat's field 41: 0 SCHED_OTHER, 2 SCHED_RR.
 	policy := func(pid int) string {
 		t.Helper()
@@ -146,7 +135,7 @@ func TestPinPostgresRunsItRealtime(t *testing.T) {
 		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
 		return f[41-3]
 	}
-	before := backend()
+	before := backendPID(t, pg)
 	b := &bench{pg: pg}
 	if err := b.pinPostgres(); err != nil {
 		t.Fatal(err)
@@ -164,7 +153,7 @@ func TestPinPostgresRunsItRealtime(t *testing.T) {
 	if got := policy(before); got != "2" {
 		t.Errorf("a running backend: policy %s, want 2 (SCHED_RR)", got)
 	}
-	if got := policy(backend()); got != "2" {
+	if got := policy(backendPID(t, pg)); got != "2" {
 		t.Errorf("a backend started afterwards: policy %s, want 2 (SCHED_RR)", got)
 	}
 }
