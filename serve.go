@@ -294,7 +294,9 @@ func (w *wiring) serveGRPC() {
 	// Streams run core's handler in the HTTP handler's goroutine (rpc.InProcess), and so does
 	// Authorize, made before every priced body (rpc.DirectCore); other unary calls go over
 	// the in-process channel.
-	w.streams = &rpc.InProcess{Server: w.coreSrv, Interceptor: rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)}
+	// (rpc.InProcess makes the checks of the socket's stream chain after ExternalStream,
+	// StreamErrorInterceptor's and the limiter's, as direct calls.)
+	w.streams = &rpc.InProcess{Server: w.coreSrv, Log: log, Limiter: limiter}
 	w.limiter, w.interceptors, w.grpcSrv, w.inproc = limiter, interceptors, grpcSrv, inproc
 }
 
