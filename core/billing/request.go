@@ -73,15 +73,34 @@ func (r *Request) HoldWorst(ctx context.Context, prices []store.Price, family st
 	return amount, r.Hold(ctx, price, amount)
 }
 
+// HoldWorstCase is HoldWorst of the price's WorstCase(input, output), worked out in the
+// books' nanos: the hold of every request, which then makes no decimal. The amount comes
+// back only with an error, for the caller's message (zero when held).
+func (r *Request) HoldWorstCase(ctx context.Context, prices []store.Price, family string, needsOutput bool, input, output int64) (decimal.Decimal, error) {
+	price, err := Find(prices, family, needsOutput)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	x := price.worstAmount(input, output)
+	if err := r.holdAmount(ctx, price, x); err != nil {
+		return x.dec(), err
+	}
+	return decimal.Zero, nil
+}
+
 // Hold makes the request charged at price and holds amount for it: its first hold, or (a
 // realtime session) a new one after a charge spent the last. On error nothing is held.
 func (r *Request) Hold(ctx context.Context, price Price, amount decimal.Decimal) error {
+	return r.holdAmount(ctx, price, amountOf(amount))
+}
+
+func (r *Request) holdAmount(ctx context.Context, price Price, x amount) error {
 	r.price = price
 	var dst *Hold
 	if !r.firstUsed {
 		dst = &r.first
 	}
-	h, err := r.ledger.holdInto(ctx, dst, r.profile, r.budget, amount, leaseAhead)
+	h, err := r.ledger.holdInto(ctx, dst, r.profile, r.budget, x, leaseAhead)
 	if h != nil && h == dst {
 		r.firstUsed = true
 	}
@@ -100,7 +119,7 @@ func (r *Request) Held() decimal.Decimal {
 	if r.hold == nil {
 		return decimal.Zero
 	}
-	return r.hold.Amount
+	return r.hold.Amount()
 }
 
 // Grow makes the hold cover amount, taking the part beyond it from the profile's available

@@ -154,6 +154,19 @@ func checkParameters(m *snapshot.Model, family string, params []string) *apierro
 // without a usable rule, insufficient_balance when the balance cannot cover it.
 func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.Decimal) error {
 	amount, err := b.money.HoldWorst(b.ctx, b.m.Prices, b.out.EndpointFamily, needsOutput, worst)
+	return b.held(amount, err)
+}
+
+// holdWorstCase is holdWorst of the price's WorstCase(input, output), worked out without a
+// decimal (billing.Request.HoldWorstCase): the hold of every chat, embedding and media
+// request.
+func (b *billed) holdWorstCase(needsOutput bool, input, output int64) error {
+	amount, err := b.money.HoldWorstCase(b.ctx, b.m.Prices, b.out.EndpointFamily, needsOutput, input, output)
+	return b.held(amount, err)
+}
+
+// held is what the client is told of a hold of amount that ended with err.
+func (b *billed) held(amount decimal.Decimal, err error) error {
 	switch {
 	case err == nil:
 		return nil

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"google.golang.org/protobuf/proto"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -93,9 +92,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		return err
 	}
 	limit := outputLimit(m, req)
-	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
-		return p.WorstCase(input, limit)
-	}); err != nil {
+	if err := b.holdWorstCase(true, input, limit); err != nil {
 		return err
 	}
 	// A streamed answer's usage is counted as it passes, and its hold grows ahead of it
