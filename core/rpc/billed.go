@@ -61,9 +61,18 @@ type billed struct {
 // its key's limits may be sent again with the same id, as one refused by the request limits
 // (the interceptor's) may.
 func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...tokenLimit) (*billed, error) {
-	snap, k, err := s.caller(ctx)
-	if err != nil {
-		return nil, err
+	return s.admitAs(ctx, authenticated{}, family, model, limit...)
+}
+
+// admitAs is admit of a caller whose key was found already (as), when it was: the key is
+// hashed and looked up once per request rather than for the request limits and again here.
+func (s *CoreServer) admitAs(ctx context.Context, as authenticated, family, model string, limit ...tokenLimit) (*billed, error) {
+	snap, k := as.snap, as.k
+	if k == nil {
+		var err error
+		if snap, k, err = s.caller(ctx); err != nil {
+			return nil, err
+		}
 	}
 	m, apiErr := snap.Authorize(k, family, model)
 	if apiErr != nil {

@@ -40,17 +40,17 @@ type InProcess struct {
 
 // Generate runs CoreService.Generate for the front; it implements relay.GenerateFunc.
 func (p *InProcess) Generate(req *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error {
-	return p.run(generateMethod, stream, func() error { return p.Server.Generate(req, stream) })
+	return p.run(generateMethod, stream, func(as authenticated) error { return p.Server.generate(req, stream, as) })
 }
 
 // Forward runs CoreService.Forward for the front; it implements media.ForwardFunc.
 func (p *InProcess) Forward(stream corev1.CoreService_ForwardServer) error {
-	return p.run(forwardMethod, stream, func() error { return p.Server.Forward(stream) })
+	return p.run(forwardMethod, stream, func(authenticated) error { return p.Server.Forward(stream) })
 }
 
 // Realtime runs CoreService.Realtime for the front; it implements realtime.SessionFunc.
 func (p *InProcess) Realtime(stream corev1.CoreService_RealtimeServer) error {
-	return p.run(realtimeMethod, stream, func() error { return p.Server.Realtime(stream) })
+	return p.run(realtimeMethod, stream, func(authenticated) error { return p.Server.Realtime(stream) })
 }
 
 // Wait returns when no call is running.
@@ -66,10 +66,10 @@ const (
 	realtimeMethod = corev1.CoreService_Realtime_FullMethodName
 )
 
-// run calls handler after the checks, counted among the calls running. handler is the one
-// closure of the call, over the request and the front's stream; nothing here keeps it, so it
-// stays on the caller's stack.
-func (p *InProcess) run(method string, stream grpc.ServerStream, handler func() error) error {
+// run calls handler after the checks, counted among the calls running, with the caller's key
+// when the limits found it. handler is the one closure of the call, over the request and the
+// front's stream; nothing here keeps it, so it stays on the caller's stack.
+func (p *InProcess) run(method string, stream grpc.ServerStream, handler func(authenticated) error) error {
 	p.calls.Add(1)
 	p.running.Add(1)
 	defer func() { p.running.Add(-1); p.calls.Done() }()
@@ -86,12 +86,13 @@ func (p *InProcess) run(method string, stream grpc.ServerStream, handler func() 
 }
 
 // limited is KeyLimiter.Stream around handler: the key's limits admit the call (their
-// headers sent either way) and the call's share is released when handler returns.
-func (p *InProcess) limited(method string, stream grpc.ServerStream, handler func() error) error {
+// headers sent either way) and the call's share is released when handler returns. The key
+// the limits found goes to handler when they read the server's own snapshots.
+func (p *InProcess) limited(method string, stream grpc.ServerStream, handler func(authenticated) error) error {
 	if p.Limiter == nil {
-		return handler()
+		return handler(authenticated{})
 	}
-	release, md, err := p.Limiter.admit(stream.Context(), method)
+	release, md, as, err := p.Limiter.admitCaller(stream.Context(), method)
 	if md != nil {
 		_ = stream.SetHeader(md)
 	}
@@ -99,7 +100,10 @@ func (p *InProcess) limited(method string, stream grpc.ServerStream, handler fun
 		return err
 	}
 	defer release()
-	return handler()
+	if p.Server == nil || p.Limiter.Snapshots != p.Server.Snapshots {
+		as = authenticated{}
+	}
+	return handler(as)
 }
 
 // DirectCore is the front's CoreService client: Authorize, which every priced request makes
