@@ -166,8 +166,12 @@ type charge struct {
 	// (wake), and the channel serves the charge's next use from the pool.
 	done    chan struct{}
 	charged decimal.Decimal
-	capped  bool
-	err     error
+	// costText is the text of the record's cost as the commit sent it (costTexts), kept when
+	// what was charged is that cost: the answer shows the same digits without formatting
+	// them again (Request.ChargedText). Empty: not known.
+	costText string
+	capped   bool
+	err      error
 	// When it joined the committer's queue, and its transaction's start and end (the last
 	// one tried): Charge splits its wait into these parts (Stats). Monotonic readings
 	// (clock.Mono): only the intervals between them are read.

@@ -35,6 +35,9 @@ type Request struct {
 	durable, refunded bool
 	// batch: a batch item's request (BatchItem).
 	batch bool
+	// chargedText is the text of the last charge Settle or SettlePart made, when the commit
+	// made it (ChargedText).
+	chargedText string
 }
 
 // NewRequest starts the money of a request of the profile; it holds nothing yet.
@@ -163,7 +166,7 @@ func (r *Request) Settle(ctx context.Context, rec store.RequestRecord) (decimal.
 // response of a realtime session): the hold pays for it and is spent, and the request is not
 // Durable; the next part needs a hold of its own (Hold). On error the hold is kept.
 func (r *Request) SettlePart(ctx context.Context, rec store.RequestRecord) (decimal.Decimal, error) {
-	charged, err := r.ledger.charge(ctx, r.hold, rec, apierror.InsufficientBalance, r.batch)
+	charged, text, err := r.ledger.charge(ctx, r.hold, rec, apierror.InsufficientBalance, r.batch)
 	if errors.Is(err, ErrInsufficient) {
 		return decimal.Zero, err
 	}
@@ -175,8 +178,14 @@ func (r *Request) SettlePart(ctx context.Context, rec store.RequestRecord) (deci
 		return decimal.Zero, err
 	}
 	r.hold = nil
+	r.chargedText = text
 	return charged, nil
 }
+
+// ChargedText is what the last Settle or SettlePart charged, as FormatDecimal writes it,
+// where the commit wrote it already (AppendDecimal, for the statement); empty when it did
+// not (a group of more than 64 charges) or nothing was charged.
+func (r *Request) ChargedText() string { return r.chargedText }
 
 // Unsettle gives back the durable charge of the request, recorded under requestID, once: the
 // charge was written before the end was sent, and the client went away in between, so the

@@ -292,10 +292,15 @@ func (b *billed) uncharged(status, why string) {
 	b.out.Usage = metering.Unreliable(why)
 }
 
-// costString is the charge for the client's headers; empty when nothing is charged.
+// costString is the charge for the client's headers; empty when nothing is charged. A
+// durable charge's text is the one its commit wrote (billing.Request.ChargedText, the same
+// digits): formatted again, it was an allocation per answer.
 func (b *billed) costString() (cost, currency string) {
 	if !b.out.Cost.Valid {
 		return "", ""
+	}
+	if t := b.money.ChargedText(); t != "" && b.money.Durable() {
+		return t, b.snap.Currency
 	}
 	return billing.FormatDecimal(b.out.Cost.Decimal), b.snap.Currency
 }
