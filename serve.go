@@ -167,11 +167,11 @@ type wiring struct {
 	admin   *admin.Server
 	tel     *telemetry.Telemetry
 
-	limiter      *rpc.KeyLimiter
-	interceptors []grpc.UnaryServerInterceptor
-	grpcSrv      *grpc.Server
-	inproc       *inprocgrpc.Channel
-	streams      *rpc.InProcess
+	limiter        *rpc.KeyLimiter
+	authorizeChain []grpc.UnaryServerInterceptor // DirectCore's (unaryChain.authorize)
+	grpcSrv        *grpc.Server
+	inproc         *inprocgrpc.Channel
+	streams        *rpc.InProcess
 }
 
 func (w *wiring) start(ctx context.Context) (*Gateway, error) {
@@ -266,10 +266,8 @@ func (w *wiring) serveGRPC() {
 	// GATEWAY_REPLICAS, when set, overrides the count.
 	limiter := &rpc.KeyLimiter{Snapshots: w.holder, Replicas: cfg.Replicas, Live: w.ledger.LiveReplicas}
 	w.coreSrv.Deps.Limiter = limiter
-	interceptors := []grpc.UnaryServerInterceptor{statusdata.AdminInterceptor(w.site.Recorder), rpc.ErrorInterceptor(log), admin.Deadline(admin.DefaultDeadline), limiter.Unary}
-	if cfg.AdminToken != "" {
-		interceptors = append(interceptors, admin.Auth(cfg.AdminToken))
-	}
+	chain := newUnaryChain(w.site.Recorder, log, limiter, cfg.AdminToken)
+	interceptors := chain.all()
 	// Callers over the socket are clients: internal metadata is for the in-process front only.
 	grpcSrv := grpc.NewServer(append(w.tel.ServerOptions(),
 		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{rpc.ExternalUnary}, interceptors...)...),
@@ -294,15 +292,17 @@ func (w *wiring) serveGRPC() {
 	// Streams run core's handler in the HTTP handler's goroutine (rpc.InProcess), and so does
 	// Authorize, made before every priced body (rpc.DirectCore); other unary calls go over
 	// the in-process channel.
-	w.streams = &rpc.InProcess{Server: w.coreSrv, Interceptor: rpc.ChainStream(rpc.StreamErrorInterceptor(log), limiter.Stream)}
-	w.limiter, w.interceptors, w.grpcSrv, w.inproc = limiter, interceptors, grpcSrv, inproc
+	// (rpc.InProcess makes the checks of the socket's stream chain after ExternalStream,
+	// StreamErrorInterceptor's and the limiter's, as direct calls.)
+	w.streams = &rpc.InProcess{Server: w.coreSrv, Log: log, Limiter: limiter}
+	w.limiter, w.authorizeChain, w.grpcSrv, w.inproc = limiter, chain.authorize(), grpcSrv, inproc
 }
 
 // frontConfig wires the client front to core over the in-process channel.
 func (w *wiring) frontConfig() front.Config {
 	cfg, st, holder, inproc := w.cfg, w.st, w.holder, w.inproc
 	fcfg := front.Config{
-		Core:     &rpc.DirectCore{CoreServiceClient: corev1.NewCoreServiceClient(inproc), Server: w.coreSrv, Interceptors: w.interceptors},
+		Core:     &rpc.DirectCore{CoreServiceClient: corev1.NewCoreServiceClient(inproc), Server: w.coreSrv, Interceptors: w.authorizeChain},
 		Generate: w.streams.Generate,
 		Forward:  w.streams.Forward,
 		Realtime: &realtime.Handler{Realtime: w.streams.Realtime, IdleTimeout: cfg.RealtimeIdle},

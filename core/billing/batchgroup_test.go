@@ -31,7 +31,7 @@ func TestBatchChargesShareACommit(t *testing.T) {
 			return 0
 		}
 		start := time.Now()
-		if _, err := l.charge(ctx, h, f.record(id, "0.1"), "insufficient_balance", batch); err != nil {
+		if _, _, err := l.charge(ctx, h, f.record(id, "0.1"), "insufficient_balance", batch); err != nil {
 			t.Error(err)
 		}
 		return time.Since(start)

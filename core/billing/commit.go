@@ -35,12 +35,14 @@ import (
 // Finish (uncharged). The wait for the commit is bounded by DBTimeout (plus GroupWindow),
 // whatever ctx does.
 func (l *Ledger) Charge(ctx context.Context, h *Hold, rec store.RequestRecord, refundStatus string) (decimal.Decimal, error) {
-	return l.charge(ctx, h, rec, refundStatus, false)
+	charged, _, err := l.charge(ctx, h, rec, refundStatus, false)
+	return charged, err
 }
 
-// charge is Charge; batch: the charge of a batch item, which may wait for the charges of
-// the replica's other batch items to share its commit (gatherBatch).
-func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, refundStatus string, batch bool) (decimal.Decimal, error) {
+// charge is Charge, which also returns the charged amount's text when the commit made it
+// (charge.costText; empty otherwise); batch: the charge of a batch item, which may wait for
+// the charges of the replica's other batch items to share its commit (gatherBatch).
+func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, refundStatus string, batch bool) (decimal.Decimal, string, error) {
 	l.startOnce.Do(func() { go l.commitLoop() })
 	// Only the wait is read from the charge's times: monotonic readings, half a time.Now.
 	start := clock.Mono()
@@ -48,7 +50,7 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	if rec.Cost.Valid {
 		var err error
 		if h, err = l.cover(ctx, h, rec.ProfileID, rec.Cost.Decimal); err != nil {
-			return decimal.Zero, err
+			return decimal.Zero, "", err
 		}
 	}
 	// A hold made here for a caller that had none is not the caller's to release.
@@ -66,7 +68,7 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 		l.mu.Unlock()
 		own()
 		c.free()
-		return decimal.Zero, fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
+		return decimal.Zero, "", fmt.Errorf("%w: the ledger is closed", ErrUnavailable)
 	}
 	if l.SplitWaits {
 		c.queued = clock.Mono()
@@ -96,16 +98,19 @@ func (l *Ledger) charge(ctx context.Context, h *Hold, rec store.RequestRecord, r
 	if l.OnCharge != nil {
 		l.OnCharge(wait)
 	}
-	charged, capped, err := c.charged, c.capped, c.err
+	charged, text, capped, err := c.charged, c.costText, c.capped, c.err
 	c.free()
 	if err != nil {
 		own()
 	}
 	if err == nil && capped {
 		l.Refund(rec.ProfileID, rec.RequestID, refundStatus)
-		return decimal.Zero, ErrCapped
+		return decimal.Zero, "", ErrCapped
 	}
-	return charged, err
+	if err != nil {
+		return charged, "", err
+	}
+	return charged, text, nil
 }
 
 // charges recycles the charges: a charge is its waiter's alone again once done has woken it
@@ -262,6 +267,9 @@ func (l *Ledger) commit(batch []*charge) {
 		sts[i] = store.Settlement{Record: c.rec}
 	}
 	costTexts(batch, sts)
+	for i, c := range batch {
+		c.costText = sts[i].CostText // (sts is cleared after the commit)
+	}
 	// Only the transaction's duration is read from these: monotonic readings.
 	started := clock.Mono()
 	ctx, cancel := context.WithTimeout(context.Background(), l.DBTimeout)
@@ -283,6 +291,9 @@ func (l *Ledger) commit(batch []*charge) {
 		for i, c := range batch {
 			l.release(c.hold)
 			c.charged, c.capped = res.Charged[i].Decimal, res.Capped[i]
+			if c.capped || !res.Charged[i].Valid || !c.rec.Cost.Valid || !c.charged.Equal(c.rec.Cost.Decimal) {
+				c.costText = "" // the text is of the cost, not of what was charged
+			}
 			if c.capped {
 				l.Log.Warn("charge capped at the free balance; the answer is withheld and the charge given back", "profile", c.rec.ProfileID,
 					"request_id", c.rec.RequestID, "cost", c.rec.Cost.Decimal, "charged", c.charged)

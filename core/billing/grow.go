@@ -18,7 +18,7 @@ func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount d
 		}
 		return l.hold(ctx, profile, nil, amount, decimal.Zero)
 	}
-	want, have := amountOf(amount), amountOf(h.Amount)
+	want, have := amountOf(amount), h.held
 	if want.cmp(have) <= 0 {
 		return h, nil
 	}
@@ -38,8 +38,8 @@ func (l *Ledger) cover(ctx context.Context, h *Hold, profile uuid.UUID, amount d
 		}
 		return h, fmt.Errorf("charge on a released hold")
 	}
-	// h.Amount + extra, which is amount: set rather than added.
-	h.Amount = amount
+	// h.held + extra, which is amount: set rather than added.
+	h.held = want
 	return h, nil
 }
 

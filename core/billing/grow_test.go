@@ -46,11 +46,11 @@ func TestGrowingHoldsOnTwoReplicasNeverOverspend(t *testing.T) {
 			holds[i] = h
 			granted.Add(1)
 			for n := int64(2); ; n++ {
-				before := h.Amount
+				before := h.Amount()
 				err := l.Grow(ctx, h, step.Mul(decimal.NewFromInt(n)))
 				if errors.Is(err, ErrInsufficient) {
-					if !h.Amount.Equal(before) {
-						t.Errorf("a refused growth changed the hold from %s to %s", before, h.Amount)
+					if !h.Amount().Equal(before) {
+						t.Errorf("a refused growth changed the hold from %s to %s", before, h.Amount())
 					}
 					return
 				}
@@ -70,7 +70,7 @@ func TestGrowingHoldsOnTwoReplicasNeverOverspend(t *testing.T) {
 	var sum decimal.Decimal
 	for _, h := range holds {
 		if h != nil {
-			sum = sum.Add(h.Amount)
+			sum = sum.Add(h.Amount())
 		}
 	}
 	if !sum.Equal(dec("5")) {
@@ -82,9 +82,9 @@ func TestGrowingHoldsOnTwoReplicasNeverOverspend(t *testing.T) {
 	// A growth to less than the hold changes nothing and asks nothing.
 	for _, h := range holds {
 		if h != nil {
-			before := h.Amount
-			if err := ledgers[0].Grow(ctx, h, step); err != nil || !h.Amount.Equal(before) {
-				t.Fatalf("growth below the hold: %v, %s -> %s", err, before, h.Amount)
+			before := h.Amount()
+			if err := ledgers[0].Grow(ctx, h, step); err != nil || !h.Amount().Equal(before) {
+				t.Fatalf("growth below the hold: %v, %s -> %s", err, before, h.Amount())
 			}
 			break
 		}

@@ -166,8 +166,12 @@ type charge struct {
 	// (wake), and the channel serves the charge's next use from the pool.
 	done    chan struct{}
 	charged decimal.Decimal
-	capped  bool
-	err     error
+	// costText is the text of the record's cost as the commit sent it (costTexts), kept when
+	// what was charged is that cost: the answer shows the same digits without formatting
+	// them again (Request.ChargedText). Empty: not known.
+	costText string
+	capped   bool
+	err      error
 	// When it joined the committer's queue, and its transaction's start and end (the last
 	// one tried): Charge splits its wait into these parts (Stats). Monotonic readings
 	// (clock.Mono): only the intervals between them are read.
@@ -177,9 +181,12 @@ type charge struct {
 // Hold is money reserved for one request.
 type Hold struct {
 	Profile uuid.UUID
-	Amount  decimal.Decimal
-	done    bool
-	budget  *budgetUse // the key budget the hold is taken from too; nil: none
+	// held is the amount held, in the books' form: a request's hold is worked out in nanos
+	// (Price.worstAmount) and never needs a decimal (a big integer and its word, two
+	// allocations) unless someone asks for it (Amount).
+	held   amount
+	done   bool
+	budget *budgetUse // the key budget the hold is taken from too; nil: none
 }
 
 // NewLedger makes a ledger for a replica with a fresh id.
@@ -268,21 +275,24 @@ var leaseAhead = decimal.NewFromInt(leaseFactor - 1)
 // hold is Hold with the room a lease growth asks for beyond what is needed: amount times
 // aheadOf (worked out only when the lease grows).
 func (l *Ledger) hold(ctx context.Context, profile uuid.UUID, b *budgetUse, amount, aheadOf decimal.Decimal) (*Hold, error) {
-	return l.holdInto(ctx, nil, profile, b, amount, aheadOf)
+	return l.holdInto(ctx, nil, profile, b, amountOf(amount), aheadOf)
 }
 
 // holdInto is hold whose Hold is dst (a new one when dst is nil): a request's first hold
 // lives in the request (Request.first).
-func (l *Ledger) holdInto(ctx context.Context, dst *Hold, profile uuid.UUID, b *budgetUse, amount, aheadOf decimal.Decimal) (*Hold, error) {
-	if err := l.takeBoth(ctx, profile, b, amountOf(amount), aheadOf); err != nil {
+func (l *Ledger) holdInto(ctx context.Context, dst *Hold, profile uuid.UUID, b *budgetUse, x amount, aheadOf decimal.Decimal) (*Hold, error) {
+	if err := l.takeBoth(ctx, profile, b, x, aheadOf); err != nil {
 		return nil, err
 	}
 	if dst == nil {
 		dst = new(Hold)
 	}
-	*dst = Hold{Profile: profile, Amount: amount, budget: b}
+	*dst = Hold{Profile: profile, held: x, budget: b}
 	return dst, nil
 }
+
+// Amount is the amount h holds.
+func (h *Hold) Amount() decimal.Decimal { return h.held.dec() }
 
 // takeBoth takes amount from the key's budget (when b is set) and then from the profile's
 // balance; on error neither is taken.
@@ -440,7 +450,7 @@ func (l *Ledger) growBeside(p pool, a *account, now int64) {
 func (l *Ledger) release(h *Hold) {
 	if h != nil && !h.done {
 		h.done = true
-		x := amountOf(h.Amount)
+		x := h.held
 		a := l.account(h.Profile)
 		a.held = a.held.sub(x)
 		if h.budget != nil {

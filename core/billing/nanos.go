@@ -38,6 +38,15 @@ var pow10 = [maxDigits + 1]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9
 // sumNanos is the sum of the terms' prices rounded to Scale digits, as a decimal of exponent
 // -Scale, or !ok when it cannot be worked out in 64 bits. Terms without tokens add nothing.
 func sumNanos(terms []term, mode rounding) (decimal.Decimal, bool) {
+	n, ok := sumToNanos(terms, mode)
+	if !ok {
+		return decimal.Decimal{}, false
+	}
+	return decimal.New(n, -Scale), true
+}
+
+// sumToNanos is sumNanos in units of 10^-Scale.
+func sumToNanos(terms []term, mode rounding) (int64, bool) {
 	// A rate c×10^e per 1M tokens makes n tokens cost n×c×10^(e-6), which is n×c×10^(e+3) in
 	// units of 10^-Scale. The terms are summed exactly at the smallest of those exponents, low
 	// (never above zero), and the sum then divided by 10^-low with the rounding.
@@ -47,12 +56,12 @@ func sumNanos(terms []term, mode rounding) (decimal.Decimal, bool) {
 			continue
 		}
 		if t.n < 0 || t.rate.Sign() < 0 || t.rate.NumDigits() > maxDigits {
-			return decimal.Decimal{}, false
+			return 0, false
 		}
 		low = min(low, t.rate.Exponent()-6+Scale)
 	}
 	if -low > maxDigits {
-		return decimal.Decimal{}, false
+		return 0, false
 	}
 	var sum uint64
 	for _, t := range terms {
@@ -61,18 +70,18 @@ func sumNanos(terms []term, mode rounding) (decimal.Decimal, bool) {
 		}
 		shift := t.rate.Exponent() - 6 + Scale - low // >= 0
 		if shift > maxDigits {
-			return decimal.Decimal{}, false
+			return 0, false
 		}
 		hi, v := bits.Mul64(uint64(t.n), uint64(t.rate.CoefficientInt64()))
 		if hi != 0 {
-			return decimal.Decimal{}, false
+			return 0, false
 		}
 		if hi, v = bits.Mul64(v, pow10[shift]); hi != 0 {
-			return decimal.Decimal{}, false
+			return 0, false
 		}
 		var carry uint64
 		if sum, carry = bits.Add64(sum, v, 0); carry != 0 {
-			return decimal.Decimal{}, false
+			return 0, false
 		}
 	}
 	unit := pow10[-low]
@@ -86,7 +95,7 @@ func sumNanos(terms []term, mode rounding) (decimal.Decimal, bool) {
 		q++
 	}
 	if q > math.MaxInt64 {
-		return decimal.Decimal{}, false
+		return 0, false
 	}
-	return decimal.New(int64(q), -Scale), true
+	return int64(q), true
 }

@@ -114,14 +114,33 @@ func (p Price) WorstCase(inputTokens, outputLimit int64) decimal.Decimal {
 	if p.PerRequest {
 		return p.Request
 	}
-	terms := [...]term{
-		{inputTokens, decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)},
-		{outputLimit, decimal.Max(p.Output, p.AudioOutput)},
-	}
+	terms := p.worstTerms(inputTokens, outputLimit)
 	if hold, ok := sumNanos(terms[:], ceil); ok {
 		return hold
 	}
 	return sumDecimal(terms[:]).RoundCeil(Scale)
+}
+
+// worstAmount is WorstCase in the books' form (amountOf(p.WorstCase(...))), without the
+// decimal where the sum fits in nanos.
+func (p Price) worstAmount(inputTokens, outputLimit int64) amount {
+	if p.PerRequest {
+		return amountOf(p.Request)
+	}
+	terms := p.worstTerms(inputTokens, outputLimit)
+	if n, ok := sumToNanos(terms[:], ceil); ok {
+		return amount{n: n}
+	}
+	return amountOf(sumDecimal(terms[:]).RoundCeil(Scale))
+}
+
+// worstTerms are WorstCase's: every input token at the dearest input rate, the output limit
+// at the dearest output rate.
+func (p Price) worstTerms(inputTokens, outputLimit int64) [2]term {
+	return [...]term{
+		{inputTokens, decimal.Max(p.Input, p.CachedInput, p.CacheWrite, p.AudioInput)},
+		{outputLimit, decimal.Max(p.Output, p.AudioOutput)},
+	}
 }
 
 // InputEstimate is the input side of a hold, from the body size: half a token per byte is well

@@ -35,6 +35,9 @@ type Request struct {
 	durable, refunded bool
 	// batch: a batch item's request (BatchItem).
 	batch bool
+	// chargedText is the text of the last charge Settle or SettlePart made, when the commit
+	// made it (ChargedText).
+	chargedText string
 }
 
 // NewRequest starts the money of a request of the profile; it holds nothing yet.
@@ -73,15 +76,34 @@ func (r *Request) HoldWorst(ctx context.Context, prices []store.Price, family st
 	return amount, r.Hold(ctx, price, amount)
 }
 
+// HoldWorstCase is HoldWorst of the price's WorstCase(input, output), worked out in the
+// books' nanos: the hold of every request, which then makes no decimal. The amount comes
+// back only with an error, for the caller's message (zero when held).
+func (r *Request) HoldWorstCase(ctx context.Context, prices []store.Price, family string, needsOutput bool, input, output int64) (decimal.Decimal, error) {
+	price, err := Find(prices, family, needsOutput)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	x := price.worstAmount(input, output)
+	if err := r.holdAmount(ctx, price, x); err != nil {
+		return x.dec(), err
+	}
+	return decimal.Zero, nil
+}
+
 // Hold makes the request charged at price and holds amount for it: its first hold, or (a
 // realtime session) a new one after a charge spent the last. On error nothing is held.
 func (r *Request) Hold(ctx context.Context, price Price, amount decimal.Decimal) error {
+	return r.holdAmount(ctx, price, amountOf(amount))
+}
+
+func (r *Request) holdAmount(ctx context.Context, price Price, x amount) error {
 	r.price = price
 	var dst *Hold
 	if !r.firstUsed {
 		dst = &r.first
 	}
-	h, err := r.ledger.holdInto(ctx, dst, r.profile, r.budget, amount, leaseAhead)
+	h, err := r.ledger.holdInto(ctx, dst, r.profile, r.budget, x, leaseAhead)
 	if h != nil && h == dst {
 		r.firstUsed = true
 	}
@@ -100,7 +122,7 @@ func (r *Request) Held() decimal.Decimal {
 	if r.hold == nil {
 		return decimal.Zero
 	}
-	return r.hold.Amount
+	return r.hold.Amount()
 }
 
 // Grow makes the hold cover amount, taking the part beyond it from the profile's available
@@ -144,7 +166,7 @@ func (r *Request) Settle(ctx context.Context, rec store.RequestRecord) (decimal.
 // response of a realtime session): the hold pays for it and is spent, and the request is not
 // Durable; the next part needs a hold of its own (Hold). On error the hold is kept.
 func (r *Request) SettlePart(ctx context.Context, rec store.RequestRecord) (decimal.Decimal, error) {
-	charged, err := r.ledger.charge(ctx, r.hold, rec, apierror.InsufficientBalance, r.batch)
+	charged, text, err := r.ledger.charge(ctx, r.hold, rec, apierror.InsufficientBalance, r.batch)
 	if errors.Is(err, ErrInsufficient) {
 		return decimal.Zero, err
 	}
@@ -156,8 +178,14 @@ func (r *Request) SettlePart(ctx context.Context, rec store.RequestRecord) (deci
 		return decimal.Zero, err
 	}
 	r.hold = nil
+	r.chargedText = text
 	return charged, nil
 }
+
+// ChargedText is what the last Settle or SettlePart charged, as FormatDecimal writes it,
+// where the commit wrote it already (AppendDecimal, for the statement); empty when it did
+// not (a group of more than 64 charges) or nothing was charged.
+func (r *Request) ChargedText() string { return r.chargedText }
 
 // Unsettle gives back the durable charge of the request, recorded under requestID, once: the
 // charge was written before the end was sent, and the client went away in between, so the

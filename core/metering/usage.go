@@ -60,6 +60,15 @@ func fromInclusive(prompt, cached, write, output, reasoning int64) Usage {
 // It reads the few fields it needs without reflection: this runs once per answer on the
 // passthrough path.
 func FromOpenAIChat(raw json.RawMessage) Usage {
+	if n, ok := plainChatCounts(raw); ok {
+		return fromInclusive(n[0], n[3], n[4], n[1], n[5])
+	}
+	return fromOpenAIChatRead(raw)
+}
+
+// fromOpenAIChatRead is FromOpenAIChat of every shape: the tokenizer's one pass, gjson for
+// what it leaves.
+func fromOpenAIChatRead(raw []byte) Usage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return Unreliable("no usage reported")
 	}

@@ -61,9 +61,18 @@ type billed struct {
 // its key's limits may be sent again with the same id, as one refused by the request limits
 // (the interceptor's) may.
 func (s *CoreServer) admit(ctx context.Context, family, model string, limit ...tokenLimit) (*billed, error) {
-	snap, k, err := s.caller(ctx)
-	if err != nil {
-		return nil, err
+	return s.admitAs(ctx, authenticated{}, family, model, limit...)
+}
+
+// admitAs is admit of a caller whose key was found already (as), when it was: the key is
+// hashed and looked up once per request rather than for the request limits and again here.
+func (s *CoreServer) admitAs(ctx context.Context, as authenticated, family, model string, limit ...tokenLimit) (*billed, error) {
+	snap, k := as.snap, as.k
+	if k == nil {
+		var err error
+		if snap, k, err = s.caller(ctx); err != nil {
+			return nil, err
+		}
 	}
 	m, apiErr := snap.Authorize(k, family, model)
 	if apiErr != nil {
@@ -154,6 +163,19 @@ func checkParameters(m *snapshot.Model, family string, params []string) *apierro
 // without a usable rule, insufficient_balance when the balance cannot cover it.
 func (b *billed) holdWorst(needsOutput bool, worst func(billing.Price) decimal.Decimal) error {
 	amount, err := b.money.HoldWorst(b.ctx, b.m.Prices, b.out.EndpointFamily, needsOutput, worst)
+	return b.held(amount, err)
+}
+
+// holdWorstCase is holdWorst of the price's WorstCase(input, output), worked out without a
+// decimal (billing.Request.HoldWorstCase): the hold of every chat, embedding and media
+// request.
+func (b *billed) holdWorstCase(needsOutput bool, input, output int64) error {
+	amount, err := b.money.HoldWorstCase(b.ctx, b.m.Prices, b.out.EndpointFamily, needsOutput, input, output)
+	return b.held(amount, err)
+}
+
+// held is what the client is told of a hold of amount that ended with err.
+func (b *billed) held(amount decimal.Decimal, err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -270,10 +292,15 @@ func (b *billed) uncharged(status, why string) {
 	b.out.Usage = metering.Unreliable(why)
 }
 
-// costString is the charge for the client's headers; empty when nothing is charged.
+// costString is the charge for the client's headers; empty when nothing is charged. A
+// durable charge's text is the one its commit wrote (billing.Request.ChargedText, the same
+// digits): formatted again, it was an allocation per answer.
 func (b *billed) costString() (cost, currency string) {
 	if !b.out.Cost.Valid {
 		return "", ""
+	}
+	if t := b.money.ChargedText(); t != "" && b.money.Durable() {
+		return t, b.snap.Currency
 	}
 	return billing.FormatDecimal(b.out.Cost.Decimal), b.snap.Currency
 }

@@ -39,6 +39,13 @@ type CoreServer struct {
 }
 
 // caller authenticates the request's key against the current snapshot.
+// authenticated is a caller's key found already, and the snapshot it was found in; zero:
+// none (the RPC authenticates the caller itself).
+type authenticated struct {
+	snap *snapshot.Snapshot
+	k    *snapshot.Key
+}
+
 func (s *CoreServer) caller(ctx context.Context) (*snapshot.Snapshot, *snapshot.Key, error) {
 	snap := s.Snapshots.Current()
 	k, err := authenticate(snap, callmd.Bearer(ctx))

@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 
-	"github.com/shopspring/decimal"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
@@ -39,9 +38,7 @@ func (s *CoreServer) Embed(ctx context.Context, req *corev1.EmbedRequest) (*core
 	if err := b.checkParameters(req.GetParameters()); err != nil {
 		return nil, err
 	}
-	if err := b.holdWorst(false, func(p billing.Price) decimal.Decimal {
-		return p.WorstCase(input, 0)
-	}); err != nil {
+	if err := b.holdWorstCase(false, input, 0); err != nil {
 		return nil, err
 	}
 	res, _, err := firstAnswer(b, always, func(a provider.Adapter, up provider.Upstream) (*provider.EmbedResult, error) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/shopspring/decimal"
 	"github.com/tidwall/gjson"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -65,10 +64,8 @@ func (s *CoreServer) Forward(srv corev1.CoreService_ForwardServer) error {
 	if err := b.checkParameters(head.GetParameters()); err != nil {
 		return err
 	}
-	if err := b.holdWorst(false, func(p billing.Price) decimal.Decimal {
-		in, out := forwardEstimate(head)
-		return p.WorstCase(in, out)
-	}); err != nil {
+	in, out := forwardEstimate(head)
+	if err := b.holdWorstCase(false, in, out); err != nil {
 		return err
 	}
 

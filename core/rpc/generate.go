@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/shopspring/decimal"
 	"google.golang.org/protobuf/proto"
 
 	corev1 "modelgateway/gen/gateway/core/v1"
@@ -75,9 +74,14 @@ func (g *Deps) health() *routing.Health {
 // Generate implements the streaming RPC: checks, price and hold, the upstream call, and the
 // charge of reliable usage, exactly once, when the answer has been delivered.
 func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreService_GenerateServer) error {
+	return s.generate(req, srv, authenticated{})
+}
+
+// generate is Generate of a caller whose key was found already (as), when it was.
+func (s *CoreServer) generate(req *corev1.GenerateRequest, srv corev1.CoreService_GenerateServer, as authenticated) error {
 	ctx := srv.Context()
 	input := billing.InputEstimate(upstreamSize(req)) + mediaEstimate(req)
-	b, err := s.admit(ctx, req.GetEndpointFamily(), req.GetModel(), tokenLimit{
+	b, err := s.admitAs(ctx, as, req.GetEndpointFamily(), req.GetModel(), tokenLimit{
 		estimate:  func(m *snapshot.Model) int64 { return input + outputLimit(m, req) },
 		setHeader: srv.SetHeader,
 	})
@@ -93,9 +97,7 @@ func (s *CoreServer) Generate(req *corev1.GenerateRequest, srv corev1.CoreServic
 		return err
 	}
 	limit := outputLimit(m, req)
-	if err := b.holdWorst(true, func(p billing.Price) decimal.Decimal {
-		return p.WorstCase(input, limit)
-	}); err != nil {
+	if err := b.holdWorstCase(true, input, limit); err != nil {
 		return err
 	}
 	// A streamed answer's usage is counted as it passes, and its hold grows ahead of it

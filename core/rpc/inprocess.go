@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -17,12 +18,18 @@ import (
 // HTTP request enters core. The front's handlers (front/relay, front/media, realtime) call
 // its methods in their own goroutine with their sinks as the server-side streams, so core's
 // handlers write straight into the HTTP response: no per-call goroutine, no channel
-// hand-offs, no copies. Each call runs through Interceptor, the same stream interceptors as
-// on the gRPC socket. Unary calls (key checks, counting, the catalogue) take the in-process
-// gRPC channel instead.
+// hand-offs, no copies. Each call makes the checks of the stream interceptors on the gRPC
+// socket (StreamErrorInterceptor's error mapping outermost, then KeyLimiter.Stream's limits),
+// as direct calls: the interceptor chain cost a handler closure per interceptor and one for
+// the call, and an indirect call each, on every request. Unary calls (key checks, counting,
+// the catalogue) take the in-process gRPC channel instead.
 type InProcess struct {
-	Server      *CoreServer
-	Interceptor grpc.StreamServerInterceptor
+	Server *CoreServer
+	// Log is where failures that are not the spec's errors are logged (toStatus, as
+	// StreamErrorInterceptor); nil: slog's default.
+	Log *slog.Logger
+	// Limiter admits each call against its key's limits (KeyLimiter.Stream); nil: none.
+	Limiter *KeyLimiter
 
 	// calls counts the streams running: after the drain bound they are cut, and the ledger
 	// closes only once they have queued their records (Wait).
@@ -33,17 +40,17 @@ type InProcess struct {
 
 // Generate runs CoreService.Generate for the front; it implements relay.GenerateFunc.
 func (p *InProcess) Generate(req *corev1.GenerateRequest, stream corev1.CoreService_GenerateServer) error {
-	return p.run(generateInfo, stream, func(any, grpc.ServerStream) error { return p.Server.Generate(req, stream) })
+	return p.run(generateMethod, stream, func(as authenticated) error { return p.Server.generate(req, stream, as) })
 }
 
 // Forward runs CoreService.Forward for the front; it implements media.ForwardFunc.
 func (p *InProcess) Forward(stream corev1.CoreService_ForwardServer) error {
-	return p.run(forwardInfo, stream, func(any, grpc.ServerStream) error { return p.Server.Forward(stream) })
+	return p.run(forwardMethod, stream, func(authenticated) error { return p.Server.Forward(stream) })
 }
 
 // Realtime runs CoreService.Realtime for the front; it implements realtime.SessionFunc.
 func (p *InProcess) Realtime(stream corev1.CoreService_RealtimeServer) error {
-	return p.run(realtimeInfo, stream, func(any, grpc.ServerStream) error { return p.Server.Realtime(stream) })
+	return p.run(realtimeMethod, stream, func(authenticated) error { return p.Server.Realtime(stream) })
 }
 
 // Wait returns when no call is running.
@@ -52,22 +59,51 @@ func (p *InProcess) Wait() { p.calls.Wait() }
 // Running is the number of calls running now.
 func (p *InProcess) Running() int64 { return p.running.Load() }
 
-// The streams' server infos, made once rather than per call.
-var (
-	generateInfo = &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Generate_FullMethodName, IsServerStream: true}
-	forwardInfo  = &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Forward_FullMethodName, IsServerStream: true, IsClientStream: true}
-	realtimeInfo = &grpc.StreamServerInfo{FullMethod: corev1.CoreService_Realtime_FullMethodName, IsServerStream: true, IsClientStream: true}
+// The streams' method names, as the interceptors see them.
+const (
+	generateMethod = corev1.CoreService_Generate_FullMethodName
+	forwardMethod  = corev1.CoreService_Forward_FullMethodName
+	realtimeMethod = corev1.CoreService_Realtime_FullMethodName
 )
 
-// run calls handler through the interceptors. Each method passes its handler as the one
-// closure of the call (over the request and the front's stream, which the handler uses
-// rather than the stream an interceptor hands on): a closure wrapping another would cost an
-// allocation more per request.
-func (p *InProcess) run(info *grpc.StreamServerInfo, stream grpc.ServerStream, handler grpc.StreamHandler) error {
+// run calls handler after the checks, counted among the calls running, with the caller's key
+// when the limits found it. handler is the one closure of the call, over the request and the
+// front's stream; nothing here keeps it, so it stays on the caller's stack.
+func (p *InProcess) run(method string, stream grpc.ServerStream, handler func(authenticated) error) error {
 	p.calls.Add(1)
 	p.running.Add(1)
 	defer func() { p.running.Add(-1); p.calls.Done() }()
-	return p.Interceptor(p.Server, stream, info, handler)
+	if err := p.limited(method, stream, handler); err != nil {
+		// What StreamErrorInterceptor makes of it: the spec's error as a status, anything
+		// else logged and mapped.
+		log := p.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		return toStatus(stream.Context(), log, method, err)
+	}
+	return nil
+}
+
+// limited is KeyLimiter.Stream around handler: the key's limits admit the call (their
+// headers sent either way) and the call's share is released when handler returns. The key
+// the limits found goes to handler when they read the server's own snapshots.
+func (p *InProcess) limited(method string, stream grpc.ServerStream, handler func(authenticated) error) error {
+	if p.Limiter == nil {
+		return handler(authenticated{})
+	}
+	release, md, as, err := p.Limiter.admitCaller(stream.Context(), method)
+	if md != nil {
+		_ = stream.SetHeader(md)
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
+	if p.Server == nil || p.Limiter.Snapshots != p.Server.Snapshots {
+		as = authenticated{}
+	}
+	return handler(as)
 }
 
 // DirectCore is the front's CoreService client: Authorize, which every priced request makes

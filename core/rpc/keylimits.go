@@ -320,14 +320,24 @@ func tokenHeaders(k *snapshot.Key, u *keyUse, sec, share int64) metadata.MD {
 
 // admit finds the caller's key; an unknown key passes (the RPC itself refuses it).
 func (l *KeyLimiter) admit(ctx context.Context, method string) (func(), metadata.MD, error) {
+	release, md, _, err := l.admitCaller(ctx, method)
+	return release, md, err
+}
+
+// admitCaller is admit that also tells the key it found and the snapshot it found it in,
+// which the RPC may take instead of authenticating the key again (InProcess); none when the
+// method is not limited or the key is not valid.
+func (l *KeyLimiter) admitCaller(ctx context.Context, method string) (func(), metadata.MD, authenticated, error) {
 	if !limitedMethods[method] {
-		return func() {}, nil, nil
+		return func() {}, nil, authenticated{}, nil
 	}
-	k, err := authenticate(l.Snapshots.Current(), callmd.Bearer(ctx))
+	snap := l.Snapshots.Current()
+	k, err := authenticate(snap, callmd.Bearer(ctx))
 	if err != nil {
-		return func() {}, nil, nil
+		return func() {}, nil, authenticated{}, nil
 	}
-	return l.acquire(k)
+	release, md, aerr := l.acquire(k)
+	return release, md, authenticated{snap: snap, k: k}, aerr
 }
 
 // Unary is the limiter as a unary interceptor.
