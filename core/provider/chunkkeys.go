@@ -29,14 +29,15 @@ type ChunkKeys struct {
 // chunk, most of a passthrough chunk's cost in the decoder). FuzzScanChunk keeps it to the
 // three looks it replaces.
 func ScanChunk(data []byte) ChunkKeys {
-	return scanChunk(data, false)
+	return scanChunk(data, 0, false, nil)
 }
 
-// scanChunk is ScanChunk; modelOnly stops at the first `"model":"` and leaves the other
-// keys unread (modelValue's look).
-func scanChunk(data []byte, modelOnly bool) ChunkKeys {
+// scanChunk is ScanChunk of the keys that start at from or after; modelOnly stops at the
+// first `"model":"` and leaves the other keys unread (modelValue's look). rec, when set,
+// records the candidates that start in its head's reach (ChunkEnvelope).
+func scanChunk(data []byte, from int, modelOnly bool, rec *ChunkEnvelope) ChunkKeys {
 	k := ChunkKeys{Model: -1}
-	j := 0
+	j := from
 	// Candidates: a quote at p and one of e, u, m at p+1. x0 holds bytes j..j+7 and x1
 	// bytes j+1..j+8: lane i of x0 is data[j+i], lane i of x1 the byte after it.
 	for ; j+9 <= len(data); j += 8 {
@@ -51,6 +52,9 @@ func scanChunk(data []byte, modelOnly bool) ChunkKeys {
 		for m != 0 {
 			p := j + bits.TrailingZeros64(m)/8
 			m &= m - 1
+			if rec != nil && p < len(rec.head) {
+				rec.record(data, p)
+			}
 			if k.candidate(data, p, modelOnly) {
 				return k
 			}
@@ -59,6 +63,9 @@ func scanChunk(data []byte, modelOnly bool) ChunkKeys {
 	for ; j+1 < len(data); j++ {
 		if data[j] == '"' {
 			if c := data[j+1]; c == 'e' || c == 'u' || c == 'm' {
+				if rec != nil && j < len(rec.head) {
+					rec.record(data, j)
+				}
 				if k.candidate(data, j, modelOnly) {
 					return k
 				}
@@ -79,7 +86,7 @@ func (k *ChunkKeys) candidate(data []byte, p int, modelOnly bool) bool {
 			return modelOnly
 		}
 	case 'e':
-		if !modelOnly && bytes.HasPrefix(rest, keyError) {
+		if !modelOnly && !k.Error && bytes.HasPrefix(rest, keyError) {
 			k.Error = true
 		}
 	case 'u':
@@ -98,19 +105,26 @@ var (
 
 // objectValue: data starts with JSON whitespace, a colon, whitespace and an object's brace.
 func objectValue(data []byte) bool {
+	ok, _ := objectValueAt(data)
+	return ok
+}
+
+// objectValueAt is objectValue, and the index of the byte that decided it (len(data): its
+// end did).
+func objectValueAt(data []byte) (bool, int) {
 	colon := false
-	for _, c := range data {
+	for i, c := range data {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 		case c == ':' && !colon:
 			colon = true
 		case c == '{' && colon:
-			return true
+			return true, i
 		default:
-			return false
+			return false, i
 		}
 	}
-	return false
+	return false, len(data)
 }
 
 // nonzero has the high bit of each byte of v that is not zero (and other bits, below the

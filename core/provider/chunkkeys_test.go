@@ -77,7 +77,7 @@ func FuzzScanChunk(f *testing.F) {
 			t.Fatalf("%q: the old look saw a usage object, ScanChunk none", data)
 		}
 		// modelValue stops at the model: the same place, whatever follows.
-		if m := scanChunk(data, true).Model; m != want.Model {
+		if m := scanChunk(data, 0, true, nil).Model; m != want.Model {
 			t.Fatalf("%q: model at %d alone, %d", data, m, want.Model)
 		}
 	})

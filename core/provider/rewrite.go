@@ -58,7 +58,7 @@ func modelValue(chunk []byte, upstream, public string) (start, end int, ok bool)
 	if upstream == public || upstream == "" {
 		return 0, 0, false
 	}
-	return modelAt(chunk, scanChunk(chunk, true).Model, upstream, public)
+	return modelAt(chunk, scanChunk(chunk, 0, true, nil).Model, upstream, public)
 }
 
 // modelAt is modelValue for a chunk whose first `"model":"` ends at start (ChunkKeys.Model;
@@ -133,7 +133,7 @@ func (l *Lent) Event(name string, chunk []byte, upstream, public string) *corev1
 	if upstream == public || upstream == "" {
 		return l.ev.of(name, chunk)
 	}
-	return l.EventKeys(name, chunk, scanChunk(chunk, true), upstream, public)
+	return l.EventKeys(name, chunk, scanChunk(chunk, 0, true, nil), upstream, public)
 }
 
 // EventKeys is Event for a chunk whose keys the caller has scanned already (ScanChunk): one

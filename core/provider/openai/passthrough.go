@@ -165,7 +165,7 @@ func post(ctx context.Context, call *provider.Call, route string, body []byte, s
 
 // passDecoder relays a chat or completions stream: every chunk but [DONE] goes out as it
 // came (model name aside); the chunk with a non-null usage is kept for metering. The
-// per-chunk work is one scan (provider.ScanChunk) unless a chunk looks like an error or
+// per-chunk work is one scan (provider.ChunkEnvelope) unless a chunk looks like an error or
 // carries usage.
 // Its events are lent (provider.Lent): each is valid until the stream's next.
 type passDecoder struct {
@@ -174,6 +174,9 @@ type passDecoder struct {
 	hasUsage         bool
 	one              provider.Single
 	lent             provider.Lent // the chunks renamed to the public model, and their events
+	// keys is ScanChunk for the stream's chunks, which open with the same bytes: each is
+	// looked at from where it stops sharing them with the one recorded.
+	keys provider.ChunkEnvelope
 }
 
 var keyError = []byte(`"error"`) // fastchunk's look for an error
@@ -182,8 +185,9 @@ func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 	if isDone(ev.Data) {
 		return nil, true, nil
 	}
-	// One pass over the chunk for its three looks: an error, a usage object, the model.
-	k := provider.ScanChunk(ev.Data)
+	// One pass over the chunk for its three looks: an error, a usage object, the model
+	// (over what it does not share with the stream's recorded chunk).
+	k := d.keys.Scan(ev.Data)
 	if k.Error {
 		if e := gjson.GetBytes(ev.Data, "error"); e.Exists() && e.Type != gjson.Null {
 			return nil, false, streamError(e.Raw)
