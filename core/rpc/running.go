@@ -149,9 +149,12 @@ func nativeInput(data []byte) int64 {
 	return nativeInputGJSON(data)
 }
 
+// The keys without their opening quote: every "message" key holds message", so the look
+// finds no fewer, and a search for a needle that opens with a quote stops, in JSON, at every
+// quote before it cuts over (some 200 ns a look on a chat chunk).
 var (
-	keyMessage       = []byte(`"message"`)
-	keyUsageMetadata = []byte(`"usageMetadata"`)
+	keyMessage       = []byte(`message"`)
+	keyUsageMetadata = []byte(`usageMetadata"`)
 )
 
 // nativeInputGJSON is nativeInput read by gjson, whatever the chunk.
