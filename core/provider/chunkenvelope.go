@@ -14,10 +14,11 @@ import (
 // shares those bytes has the same candidate there with the same answer. FuzzChunkEnvelope
 // keeps it to ScanChunk on every pair of chunks.
 type ChunkEnvelope struct {
-	n     int // bytes of head recorded
-	head  [chunkEnvelopeMax]byte
-	nc    int // candidates recorded; -1: more than cands holds
-	cands [8]chunkCandidate
+	n      int // bytes of head recorded
+	shared int // how many of them the last chunk shared
+	head   [chunkEnvelopeMax]byte
+	nc     int // candidates recorded; -1: more than cands holds
+	cands  [8]chunkCandidate
 }
 
 // chunkCandidate is a candidate key of the recorded chunk: at p, decided by the bytes up to
@@ -32,10 +33,18 @@ const chunkEnvelopeMax = 192
 
 // Scan is ScanChunk(data).
 func (e *ChunkEnvelope) Scan(data []byte) ChunkKeys {
-	c := commonPrefix(data, e.head[:e.n])
+	// The bytes the last chunk shared are compared at once (memequal) and only the rest a
+	// byte at a time: most chunks share as many as the last.
+	c := 0
+	if l := e.shared; l <= len(data) && string(data[:l]) == string(e.head[:l]) {
+		c = l + commonPrefix(data[l:], e.head[l:e.n])
+	} else {
+		c = commonPrefix(data, e.head[:e.n])
+	}
+	e.shared = c
 	if c < chunkEnvelopeMin || e.nc < 0 {
 		// A chunk of another shape (or the first): scanned whole, and recorded.
-		e.n, e.nc = copy(e.head[:], data), 0
+		e.n, e.nc, e.shared = copy(e.head[:], data), 0, 0
 		return scanChunk(data, 0, false, e)
 	}
 	// The candidates decided within the shared bytes say what they said; the first one
