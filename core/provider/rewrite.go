@@ -58,12 +58,15 @@ func modelValue(chunk []byte, upstream, public string) (start, end int, ok bool)
 	if upstream == public || upstream == "" {
 		return 0, 0, false
 	}
-	key := []byte(`"model":"`)
-	i := bytes.Index(chunk, key)
-	if i < 0 {
+	return modelAt(chunk, scanChunk(chunk, 0, true, nil).Model, upstream, public)
+}
+
+// modelAt is modelValue for a chunk whose first `"model":"` ends at start (ChunkKeys.Model;
+// -1: none).
+func modelAt(chunk []byte, start int, upstream, public string) (int, int, bool) {
+	if upstream == public || upstream == "" || start < 0 {
 		return 0, 0, false
 	}
-	start = i + len(key)
 	n := bytes.IndexByte(chunk[start:], '"')
 	if n < 0 || string(chunk[start:start+n]) == public {
 		return 0, 0, false
@@ -127,7 +130,16 @@ func (l *Lent) Room(b []byte) { l.buf = b[:0] }
 
 // Event is NativeEvent(name, PublicModel(chunk, upstream, public)), valid until the next call.
 func (l *Lent) Event(name string, chunk []byte, upstream, public string) *corev1.GenerateEvent {
-	if start, end, ok := modelValue(chunk, upstream, public); ok {
+	if upstream == public || upstream == "" {
+		return l.ev.of(name, chunk)
+	}
+	return l.EventKeys(name, chunk, scanChunk(chunk, 0, true, nil), upstream, public)
+}
+
+// EventKeys is Event for a chunk whose keys the caller has scanned already (ScanChunk): one
+// pass over the chunk for the decoder's looks and the model's.
+func (l *Lent) EventKeys(name string, chunk []byte, k ChunkKeys, upstream, public string) *corev1.GenerateEvent {
+	if start, end, ok := modelAt(chunk, k.Model, upstream, public); ok {
 		l.buf = append(append(append(l.buf[:0], chunk[:start]...), public...), chunk[end:]...)
 		chunk = l.buf[:len(l.buf):len(l.buf)]
 	}

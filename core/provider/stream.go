@@ -86,6 +86,13 @@ func (s *SSEStream) Next() (*corev1.GenerateEvent, error) {
 		var out []*corev1.GenerateEvent
 		var done bool
 		switch {
+		case err == nil:
+			out, done, err = s.dec.Decode(ev)
+			if err == nil && !done && len(out) == 1 {
+				// The usual event, one out of one in: returned as it is, not through
+				// pending (a copy in, a clear out).
+				return out[0], nil
+			}
 		case errors.Is(err, io.EOF):
 			out, err = s.dec.End()
 			done = err == nil
@@ -94,8 +101,6 @@ func (s *SSEStream) Next() (*corev1.GenerateEvent, error) {
 			if !errors.As(err, &pe) {
 				err = &Error{Message: "reading the upstream stream failed", Err: err}
 			}
-		default:
-			out, done, err = s.dec.Decode(ev)
 		}
 		if err != nil {
 			return nil, err

@@ -41,3 +41,13 @@ func FuzzNativeInput(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkNativeInput: the first look at a chat stream's first chunk (no count in it).
+func BenchmarkNativeInput(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-AbCdEfGhIjKlMnOpQrStUvWxYz","object":"chat.completion.chunk","created":1732700000,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0123456789","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	for b.Loop() {
+		if nativeInput(data) != 0 {
+			b.Fatal("a count")
+		}
+	}
+}

@@ -21,7 +21,7 @@ var (
 )
 
 func readContent(data []byte) (string, bool) {
-	at := bytes.Index(data, contentHead)
+	at := indexQuoted(data, contentHead)
 	if at < 0 {
 		return "", false
 	}
@@ -42,9 +42,28 @@ func readContent(data []byte) (string, bool) {
 	}
 	rest = rest[len(choiceTails[tail]):]
 	for _, part := range [][]byte{data[:at], rest} {
-		if bytes.Contains(part, keyUsageObj) || bytes.Contains(part, keyError) {
+		if indexQuoted(part, keyUsageObj) >= 0 || indexQuoted(part, keyError) >= 0 {
 			return "", false
 		}
 	}
 	return text, true
+}
+
+// indexQuoted is bytes.Index(b, key) for a key that opens with a quote: the search is for
+// the rest of the key, then a look at the byte before it. bytes.Index with a needle that
+// opens with a quote stops, in JSON, at every quote before it cuts over (some 200 ns a
+// look at a chat chunk; three looks per chunk of a translated stream here).
+func indexQuoted(b, key []byte) int {
+	rest := key[1:]
+	for off := 1; off <= len(b); {
+		i := bytes.Index(b[off:], rest)
+		if i < 0 {
+			return -1
+		}
+		if b[off+i-1] == key[0] {
+			return off + i - 1
+		}
+		off += i + 1
+	}
+	return -1
 }

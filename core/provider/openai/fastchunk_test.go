@@ -87,3 +87,27 @@ func caseVariantKeys(data []byte) bool {
 	}
 	return false
 }
+
+// FuzzIndexQuoted: indexQuoted is bytes.Index for each of the keys readContent looks for.
+func FuzzIndexQuoted(f *testing.F) {
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}],"usage":null}`))
+	f.Add([]byte(`""usage":{"error""error"`))
+	f.Add([]byte(`usage":{"`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, key := range [][]byte{contentHead, keyUsageObj, keyError} {
+			if got, want := indexQuoted(data, key), bytes.Index(data, key); got != want {
+				t.Fatalf("%q in %q: %d, bytes.Index says %d", key, data, got, want)
+			}
+		}
+	})
+}
+
+// BenchmarkReadContent: a chat chunk's content read in place.
+func BenchmarkReadContent(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-AbCdEfGhIjKlMnOpQrStUvWxYz","object":"chat.completion.chunk","created":1732700000,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0123456789","choices":[{"index":0,"delta":{"content":" alpha"},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	for b.Loop() {
+		if text, ok := readContent(data); !ok || text != " alpha" {
+			b.Fatal("not read")
+		}
+	}
+}

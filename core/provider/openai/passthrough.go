@@ -165,7 +165,8 @@ func post(ctx context.Context, call *provider.Call, route string, body []byte, s
 
 // passDecoder relays a chat or completions stream: every chunk but [DONE] goes out as it
 // came (model name aside); the chunk with a non-null usage is kept for metering. The
-// per-chunk work is two substring scans unless a chunk looks like an error or carries usage.
+// per-chunk work is one scan (provider.ChunkEnvelope) unless a chunk looks like an error or
+// carries usage.
 // Its events are lent (provider.Lent): each is valid until the stream's next.
 type passDecoder struct {
 	upstream, public string
@@ -173,23 +174,26 @@ type passDecoder struct {
 	hasUsage         bool
 	one              provider.Single
 	lent             provider.Lent // the chunks renamed to the public model, and their events
+	// keys is ScanChunk for the stream's chunks, which open with the same bytes: each is
+	// looked at from where it stops sharing them with the one recorded.
+	keys provider.ChunkEnvelope
 }
 
-var (
-	keyError = []byte(`"error"`)
-	keyUsage = []byte(`"usage"`)
-)
+var keyError = []byte(`"error"`) // fastchunk's look for an error
 
 func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
 	if isDone(ev.Data) {
 		return nil, true, nil
 	}
-	if bytes.Contains(ev.Data, keyError) {
+	// One pass over the chunk for its three looks: an error, a usage object, the model
+	// (over what it does not share with the stream's recorded chunk).
+	k := d.keys.Scan(ev.Data)
+	if k.Error {
 		if e := gjson.GetBytes(ev.Data, "error"); e.Exists() && e.Type != gjson.Null {
 			return nil, false, streamError(e.Raw)
 		}
 	}
-	if usageObject(ev.Data) {
+	if k.Usage {
 		// Read in place and normalised at once: the reader lends ev.Data only until its next
 		// event, and the counts are all the stream keeps of it (the last usage object wins,
 		// as when its bytes were kept and read at the end).
@@ -198,34 +202,7 @@ func (d *passDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error
 		}
 	}
 	// Lent on: valid until the next event, as ev.Data is (the consumer copies what it keeps).
-	return d.one.Of(d.lent.Event("", ev.Data, d.upstream, d.public)), false, nil
-}
-
-// usageObject is the first look for a usage object: some "usage" followed by an object. Every
-// chunk of an include_usage stream has "usage":null, which then costs no parse; a usage
-// object gjson finds under the key "usage" is always one of these (the key's quotes, then
-// JSON whitespace, the colon, whitespace and the brace).
-func usageObject(data []byte) bool {
-	for {
-		i := bytes.Index(data, keyUsage)
-		if i < 0 {
-			return false
-		}
-		data = data[i+len(keyUsage):]
-		colon := false
-	value:
-		for _, c := range data {
-			switch {
-			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			case c == ':' && !colon:
-				colon = true
-			case c == '{' && colon:
-				return true
-			default:
-				break value // not this one; the search goes on from here
-			}
-		}
-	}
+	return d.one.Of(d.lent.EventKeys("", ev.Data, k, d.upstream, d.public)), false, nil
 }
 
 func (d *passDecoder) End() ([]*corev1.GenerateEvent, error) { return nil, cutError() }

@@ -6,10 +6,12 @@ import (
 	"github.com/tidwall/gjson"
 
 	"modelgateway/core/metering"
+	"modelgateway/core/provider"
 	"modelgateway/core/wire/sse"
 )
 
-// usageObject must see every usage object gjson would find, and may skip the nulls.
+// The decoder's look for a usage object (provider.ScanChunk) must see every usage object
+// gjson would find, and may skip the nulls.
 func TestUsageObject(t *testing.T) {
 	t.Parallel()
 	for data, want := range map[string]bool{
@@ -27,14 +29,14 @@ func TestUsageObject(t *testing.T) {
 		`{"usage":`:     false,
 		`{"usage"`:      false,
 	} {
-		if got := usageObject([]byte(data)); got != want {
+		if got := provider.ScanChunk([]byte(data)).Usage; got != want {
 			t.Errorf("%s: %v, want %v", data, got, want)
 		}
 	}
 }
 
 // The usage chunk's object is read in place: the usage of the bytes gjson.GetBytes gave
-// before, for every chunk a usage object passes usageObject in, and only for those.
+// before, for every chunk a usage object passes the look for one in, and only for those.
 func TestUsageReadInPlace(t *testing.T) {
 	t.Parallel()
 	for _, data := range []string{
@@ -48,7 +50,7 @@ func TestUsageReadInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want []byte
-		if u := gjson.GetBytes([]byte(data), "usage"); usageObject([]byte(data)) && u.IsObject() {
+		if u := gjson.GetBytes([]byte(data), "usage"); provider.ScanChunk([]byte(data)).Usage && u.IsObject() {
 			want = []byte(u.Raw)
 		}
 		if got, want := d.Usage(), metering.FromOpenAIChat(want); got != want {
