@@ -58,19 +58,12 @@ func (c *cursor) key() []byte {
 	if !c.byte('"') {
 		return nil
 	}
-	start := c.i
-	for c.i < len(c.data) {
-		b := c.data[c.i]
-		if b == '"' {
-			break
-		}
-		if !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_') {
-			c.bad = true
-			return nil
-		}
-		c.i++
+	start, i := c.i, c.i
+	for i < len(c.data) && keyBytes[c.data[i]] {
+		i++
 	}
-	k := c.data[start:c.i]
+	c.i = i
+	k := c.data[start:i]
 	if len(k) == 0 || !c.byte('"') || !c.byte(':') {
 		c.bad = true
 		return nil
@@ -83,28 +76,38 @@ func (c *cursor) str() []byte {
 	if !c.byte('"') {
 		return nil
 	}
-	start, ascii := c.i, true
-	for c.i < len(c.data) {
-		b := c.data[c.i]
-		if b == '"' {
+	start, i, ascii := c.i, c.i, true
+	for i < len(c.data) {
+		b := c.data[i]
+		if plainBytes[b] {
+			i++
+			continue
+		}
+		if b < 0x80 { // '"' ends the string; a backslash or a control character fails below
 			break
 		}
-		if b < 0x20 || b == '\\' {
-			c.bad = true
-			return nil
-		}
-		if b >= 0x80 {
-			ascii = false
-		}
-		c.i++
+		ascii = false
+		i++
 	}
-	s := c.data[start:c.i]
+	c.i = i
+	s := c.data[start:i]
 	if !c.byte('"') || !ascii && !utf8.Valid(s) {
 		c.bad = true
 		return nil
 	}
 	return s
 }
+
+// keyBytes are the bytes of a key ([a-z0-9_]); plainBytes those a string holds as they are
+// (printable ASCII but '"' and '\\'). A table look per byte, not a chain of comparisons:
+// message_start's keys and strings are most of its bytes.
+var keyBytes, plainBytes = func() (key, plain [256]bool) {
+	for b := range 256 {
+		key[b] = b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_'
+		plain[b] = b >= 0x20 && b < 0x80 && b != '"' && b != '\\'
+	}
+	return key, plain
+}()
 
 // integer reads an integer of at most 18 digits (no overflow), with no fraction or exponent.
 func (c *cursor) integer() int64 {
