@@ -222,22 +222,26 @@ func (r *Reader) buffered() (Event, bool) {
 	}
 	buf, _ := r.br.Peek(r.br.Buffered())
 	var ev Event
-	rest := buf
-	line, rest, ok := bytes.Cut(rest, newline)
-	if !ok {
+	// Lines by IndexByte itself: bytes.Cut's search and its three results cost as much as
+	// the scans.
+	eol := bytes.IndexByte(buf, '\n')
+	if eol < 0 {
 		return Event{}, false
 	}
+	line := buf[:eol]
 	if v, isName := bytes.CutPrefix(line, fieldEvent); isName {
 		ev.Name = r.name(trimSpace(v))
-		if line, rest, ok = bytes.Cut(rest, newline); !ok {
+		next := bytes.IndexByte(buf[eol+1:], '\n')
+		if next < 0 {
 			return Event{}, false
 		}
+		line, eol = buf[eol+1:eol+1+next], eol+1+next
 	}
 	v, isData := bytes.CutPrefix(line, fieldData)
-	if !isData || len(rest) == 0 || rest[0] != '\n' {
+	if !isData || eol+1 >= len(buf) || buf[eol+1] != '\n' {
 		return Event{}, false
 	}
-	n := len(buf) - len(rest) + 1 // through the empty line
+	n := eol + 2 // through the empty line
 	if bytes.IndexByte(buf[:n], '\r') >= 0 {
 		return Event{}, false
 	}
@@ -257,7 +261,6 @@ func (r *Reader) buffered() (Event, bool) {
 }
 
 var (
-	newline    = []byte{'\n'}
 	fieldEvent = []byte("event:")
 	fieldData  = []byte("data:")
 )
