@@ -43,6 +43,24 @@ func readIndex(data, head []byte) (index int, rest []byte, ok bool) {
 	if !found {
 		return 0, nil, false
 	}
+	return readNumber(rest)
+}
+
+// A text delta's fixed parts, deltaHead and deltaMid with the text kind's head, compared in
+// pieces of at most 16 bytes: the compiler compares a constant that short in two loads,
+// where a longer one (or bytes.HasPrefix) is a call of memequal, three per delta.
+func hasDeltaHead(b []byte) bool {
+	return len(b) >= 38 && string(b[:16]) == `{"type":"content` && string(b[16:32]) == `_block_delta","i` &&
+		string(b[32:38]) == `ndex":`
+}
+
+func hasTextMid(b []byte) bool {
+	return len(b) >= 38 && string(b[:16]) == `,"delta":{"type"` && string(b[16:32]) == `:"text_delta","t` &&
+		string(b[32:38]) == `ext":"`
+}
+
+// readNumber reads a block index at the start of rest (at most 6 digits, no leading zero).
+func readNumber(rest []byte) (index int, after []byte, ok bool) {
 	n := 0
 	for n < len(rest) && n < 6 && rest[n] >= '0' && rest[n] <= '9' {
 		index = index*10 + int(rest[n]-'0')
@@ -72,9 +90,15 @@ func readBlockStop(data []byte) (int, bool) {
 // is a slice of data, or of *buf when it had escapes (jsontext.Unquote): copy it before the
 // next call.
 func readDelta(data []byte, buf *[]byte) (index int, typ string, text []byte, ok bool) {
-	index, rest, ok := readIndex(data, deltaHead)
+	if !hasDeltaHead(data) {
+		return 0, "", nil, false
+	}
+	index, rest, ok := readNumber(data[len(deltaHead):])
 	if !ok {
 		return 0, "", nil, false
+	}
+	if hasTextMid(rest) { // nearly every delta
+		return readDeltaText(index, mw.DeltaText, rest[len(deltaMid)+len(deltaKinds[0].head)-1:], buf)
 	}
 	rest, found := bytes.CutPrefix(rest, deltaMid)
 	if !found {
@@ -90,7 +114,11 @@ func readDelta(data []byte, buf *[]byte) (index int, typ string, text []byte, ok
 	if k == len(deltaKinds) {
 		return 0, "", nil, false
 	}
-	typ, after := deltaKinds[k].typ, rest[len(deltaKinds[k].head)-1:] // from the value's quote
+	return readDeltaText(index, deltaKinds[k].typ, rest[len(deltaKinds[k].head)-1:], buf)
+}
+
+// readDeltaText reads the delta's text from its opening quote (after), then the end "}}".
+func readDeltaText(index int, typ string, after []byte, buf *[]byte) (int, string, []byte, bool) {
 	text, next, ok := jsontext.Unquote(after, 0, buf)
 	if !ok || string(after[next:]) != "}}" {
 		return 0, "", nil, false
