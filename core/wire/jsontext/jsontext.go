@@ -48,6 +48,10 @@ func Unquote(data []byte, i int, buf *[]byte) (text []byte, next int, ok bool) {
 	}
 	start := i + 1
 	for j := start; j < len(data); {
+		if plainBytes[data[j]] { // a table look per byte: every streamed delta's text comes here
+			j++
+			continue
+		}
 		switch c := data[j]; {
 		case c == '"':
 			return data[start:j], j + 1, true
