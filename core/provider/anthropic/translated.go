@@ -21,7 +21,7 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(wreq)
+	body, err := encodeRequest(wreq) // encoderequest.go
 	if err != nil {
 		return nil, &provider.Error{Message: "the upstream request could not be encoded", Err: err}
 	}
