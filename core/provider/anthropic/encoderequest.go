@@ -18,10 +18,19 @@ import (
 // cache control, citations, other block types, a string with <, > or &, which json.Marshal
 // escapes for HTML, a number it would write in exponent form) goes to json.Marshal.
 func encodeRequest(w *mw.Request) ([]byte, error) {
-	if b, ok := appendRequest(make([]byte, 0, requestSize(w)), w); ok {
-		return b, nil
+	if plainFields(w) { // else no buffer: a request with tools is json.Marshal's at once
+		if b, ok := appendRequest(make([]byte, 0, requestSize(w)), w); ok {
+			return b, nil
+		}
 	}
 	return json.Marshal(w)
+}
+
+// plainFields reports whether w's fields are all of the shape appendRequest writes (its
+// content blocks aside).
+func plainFields(w *mw.Request) bool {
+	return w.MaxTokens != nil && len(w.Tools) == 0 && w.ToolChoice == nil && w.Thinking == nil &&
+		w.OutputConfig == nil && w.ServiceTier == "" && len(w.CacheControl) == 0
 }
 
 // requestSize is room for the encoded request: its texts and some for the keys.
@@ -44,8 +53,7 @@ func requestSize(w *mw.Request) int {
 // appendRequest writes w as json.Marshal does, in its fields' order, or reports false for a
 // request outside the shape above (what it wrote is then to be dropped).
 func appendRequest(b []byte, w *mw.Request) ([]byte, bool) {
-	if w.MaxTokens == nil || len(w.Tools) > 0 || w.ToolChoice != nil || w.Thinking != nil ||
-		w.OutputConfig != nil || w.ServiceTier != "" || len(w.CacheControl) > 0 {
+	if !plainFields(w) {
 		return nil, false
 	}
 	ok := true
