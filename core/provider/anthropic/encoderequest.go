@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"strings"
 
 	"modelgateway/core/wire/jsontext"
 	mw "modelgateway/core/wire/messageswire"
@@ -139,11 +138,16 @@ func appendTexts(b []byte, c mw.Content, ok bool) ([]byte, bool) {
 // without HTML escaping (no <, > or &: jsontext.AppendString escapes everything else as it
 // does); ok false otherwise.
 func appendPlain(b []byte, s string, ok bool) ([]byte, bool) {
-	if strings.ContainsAny(s, "<>&") {
-		return b, false
+	for i := 0; i < len(s); i++ {
+		if htmlBytes[s[i]] { // a loop of its own: strings.ContainsAny's setup cost more than the scan
+			return b, false
+		}
 	}
 	return jsontext.AppendString(b, s), ok
 }
+
+// htmlBytes are the bytes json.Marshal escapes for HTML and jsontext.AppendString does not.
+var htmlBytes = [256]bool{'<': true, '>': true, '&': true}
 
 // appendFloat writes f as json.Marshal does where that is strconv's 'f' form (0, or an
 // absolute value in [1e-6, 1e21)); ok false for the exponent form, NaN and the infinities.
