@@ -58,19 +58,12 @@ func (c *cursor) key() []byte {
 	if !c.byte('"') {
 		return nil
 	}
-	start := c.i
-	for c.i < len(c.data) {
-		b := c.data[c.i]
-		if b == '"' {
-			break
-		}
-		if !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_') {
-			c.bad = true
-			return nil
-		}
-		c.i++
+	start, i := c.i, c.i
+	for i < len(c.data) && keyBytes[c.data[i]] {
+		i++
 	}
-	k := c.data[start:c.i]
+	c.i = i
+	k := c.data[start:i]
 	if len(k) == 0 || !c.byte('"') || !c.byte(':') {
 		c.bad = true
 		return nil
@@ -78,33 +71,55 @@ func (c *cursor) key() []byte {
 	return k
 }
 
+// quotedKey reads "k": when it is next (k is a known key, [a-z0-9_]+ as key requires), as
+// key would read it; else it reads nothing.
+func (c *cursor) quotedKey(k string) bool {
+	i := c.i
+	if c.bad || len(c.data)-i < len(k)+3 || c.data[i] != '"' || string(c.data[i+1:i+1+len(k)]) != k ||
+		c.data[i+1+len(k)] != '"' || c.data[i+2+len(k)] != ':' {
+		return false
+	}
+	c.i = i + len(k) + 3
+	return true
+}
+
 // str reads a string without escapes or control characters, in valid UTF-8.
 func (c *cursor) str() []byte {
 	if !c.byte('"') {
 		return nil
 	}
-	start, ascii := c.i, true
-	for c.i < len(c.data) {
-		b := c.data[c.i]
-		if b == '"' {
+	start, i, ascii := c.i, c.i, true
+	for i < len(c.data) {
+		b := c.data[i]
+		if plainBytes[b] {
+			i++
+			continue
+		}
+		if b < 0x80 { // '"' ends the string; a backslash or a control character fails below
 			break
 		}
-		if b < 0x20 || b == '\\' {
-			c.bad = true
-			return nil
-		}
-		if b >= 0x80 {
-			ascii = false
-		}
-		c.i++
+		ascii = false
+		i++
 	}
-	s := c.data[start:c.i]
+	c.i = i
+	s := c.data[start:i]
 	if !c.byte('"') || !ascii && !utf8.Valid(s) {
 		c.bad = true
 		return nil
 	}
 	return s
 }
+
+// keyBytes are the bytes of a key ([a-z0-9_]); plainBytes those a string holds as they are
+// (printable ASCII but '"' and '\\'). A table look per byte, not a chain of comparisons:
+// message_start's keys and strings are most of its bytes.
+var keyBytes, plainBytes = func() (key, plain [256]bool) {
+	for b := range 256 {
+		key[b] = b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_'
+		plain[b] = b >= 0x20 && b < 0x80 && b != '"' && b != '\\'
+	}
+	return key, plain
+}()
 
 // integer reads an integer of at most 18 digits (no overflow), with no fraction or exponent.
 func (c *cursor) integer() int64 {
@@ -150,23 +165,33 @@ func (c *cursor) object(known []string, member func(k int) bool) bool {
 		return true
 	}
 	var seen uint32
+	// guess is the key expected next, the one after the last known one in known's order (the
+	// API's): one compare of the quoted key where reading the key and looking it up in known
+	// cost several times that. Anything else is read by key, as before.
+	guess := 0
 	for {
-		k := c.key()
-		if c.bad {
-			return false
-		}
-		i := 0
-		for i < len(known) && known[i] != string(k) {
-			i++
-		}
-		if i == len(known) {
-			i = -1
+		i := -1
+		if guess < len(known) && c.quotedKey(known[guess]) {
+			i = guess
 		} else {
+			k := c.key()
+			if c.bad {
+				return false
+			}
+			for j := range known {
+				if known[j] == string(k) {
+					i = j
+					break
+				}
+			}
+		}
+		if i >= 0 {
 			if seen&(1<<i) != 0 {
 				c.bad = true
 				return false
 			}
 			seen |= 1 << i
+			guess = i + 1
 		}
 		if !member(i) || c.bad {
 			c.bad = true
@@ -401,11 +426,11 @@ func (c *cursor) usage(u *mw.Usage, ints *[]int64) bool {
 		case 0:
 			return c.intPtr(&u.InputTokens, ints)
 		case 1:
-			return c.intPtr(&u.OutputTokens, ints)
-		case 2:
 			return c.intPtr(&u.CacheCreationInputTokens, ints)
-		case 3:
+		case 2:
 			return c.intPtr(&u.CacheReadInputTokens, ints)
+		case 3:
+			return c.intPtr(&u.OutputTokens, ints)
 		case 4: // output_tokens_details
 			if c.null() {
 				u.OutputTokensDetails = nil

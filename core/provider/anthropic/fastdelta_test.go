@@ -90,3 +90,15 @@ func TestReadBlockStop(t *testing.T) {
 		}
 	}
 }
+
+// A text delta as the API writes it, read in place: nearly every event of a stream.
+func BenchmarkReadDelta(b *testing.B) {
+	data := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" word17"}}`)
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, _, ok := readDelta(data, &buf); !ok {
+			b.Fatal("not read")
+		}
+	}
+}

@@ -20,12 +20,13 @@ import (
 const maxFastEvent = 8 << 10
 
 // Field names, lower-case ASCII: a key equal to none of them is either ignored by
-// encoding/json too or (upper case, non-ASCII) left to it.
+// encoding/json too or (upper case, non-ASCII) left to it. Each list is in the order the
+// API writes its keys, which the compact reader expects first (cursor.object).
 var (
 	eventKeys   = []string{"type", "message", "index", "content_block", "delta", "usage", "error"}
 	messageKeys = []string{"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"}
 	deltaKeys   = []string{"type", "text", "partial_json", "thinking", "signature", "stop_reason", "stop_sequence"}
-	usageKeys   = []string{"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens_details", "service_tier"}
+	usageKeys   = []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "output_tokens_details", "service_tier"}
 	detailsKeys = []string{"thinking_tokens"}
 )
 

@@ -21,7 +21,7 @@ func translated(ctx context.Context, call *provider.Call) (provider.Stream, erro
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(wreq)
+	body, err := encodeRequest(wreq) // encoderequest.go
 	if err != nil {
 		return nil, &provider.Error{Message: "the upstream request could not be encoded", Err: err}
 	}
@@ -113,12 +113,12 @@ type streamDecoder struct {
 	one       provider.Single
 	deltas    provider.Deltas // the text events
 	finish    provider.FinishRoom
-	// compact are the rooms of the first two events read in the compact layout
-	// (message_start, message_delta): a room is used once, because the usage merged from
-	// it keeps pointers into it.
-	compact     [2]compactEvent
-	compactUsed int
-	buf         []byte // escaped delta text, decoded (readDelta)
+	// compact is the room of the events read in the compact layout (message_start,
+	// message_delta), used again by each: the usage merged from one points into it, so
+	// keepUsage moves the counts into counts before the next read clears it.
+	compact compactEvent
+	counts  [4]int64
+	buf     []byte // escaped delta text, decoded (readDelta)
 }
 
 func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, error) {
@@ -153,14 +153,7 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 	var se mw.StreamEvent
 	fast := false
 	if ev.Name == mw.EventMessageStart || ev.Name == mw.EventMessageDelta {
-		var room *compactEvent // nil: a new one
-		if d.compactUsed < len(d.compact) {
-			room = &d.compact[d.compactUsed]
-		}
-		se, fast = readStreamEventIn(ev.Data, room, &d.deltas) // fastevent.go
-		if fast && room != nil {
-			d.compactUsed++
-		}
+		se, fast = readStreamEventIn(ev.Data, &d.compact, &d.deltas) // fastevent.go
 	}
 	if !fast {
 		// A pointer of its own: decoded through it, se would escape and cost an allocation on
@@ -182,6 +175,7 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 		if m := se.Message; m != nil {
 			d.start.Id = m.ID
 			d.usage.Merge(meter(&m.Usage))
+			d.keepUsage()
 		}
 	case mw.EventContentBlockStart:
 		return d.blockStart(se.Index, se.ContentBlock), false, nil
@@ -195,11 +189,25 @@ func (d *streamDecoder) Decode(ev sse.Event) ([]*corev1.GenerateEvent, bool, err
 		}
 		if se.Usage != nil {
 			d.usage.Merge(meter(se.Usage))
+			d.keepUsage()
 		}
 	case mw.EventMessageStop:
 		return d.stop(), true, nil
 	}
 	return nil, false, nil
+}
+
+// keepUsage gives the merged usage's counts a home in the decoder: they may point into the
+// compact room, which the next message_start or message_delta clears and fills again (a
+// later event's counts overwrite only what it carries, as Merge does).
+func (d *streamDecoder) keepUsage() {
+	u := &d.usage
+	for i, p := range [...]**int64{&u.InputTokens, &u.OutputTokens, &u.CacheCreationInputTokens, &u.CacheReadInputTokens} {
+		if *p != nil && *p != &d.counts[i] {
+			d.counts[i] = **p
+			*p = &d.counts[i]
+		}
+	}
 }
 
 // blockStop ends block i. A tool call whose input never came has no arguments: say so ("{}").

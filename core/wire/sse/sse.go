@@ -47,6 +47,7 @@ type Reader struct {
 	// borrow: an event's Data may point into the read buffer, valid only until the next
 	// Next (Borrow).
 	borrow bool
+	last   uint8 // the index in names of the last name returned, looked at first
 	// lent holds a borrowing reader's arena while it has one from borrowArenas (nil: none).
 	lent *[]byte
 }
@@ -128,8 +129,13 @@ var knownNames = [...]string{
 // name returns an event name as a string, the same one each time: a stream repeats a few
 // names, which need not cost an allocation per event.
 func (r *Reader) name(v []byte) string {
-	for _, n := range r.names[:r.nNames] {
+	// A stream's events come in runs of one name (its deltas): the last one first.
+	if int(r.last) < r.nNames && string(v) == r.names[r.last] {
+		return r.names[r.last]
+	}
+	for i, n := range r.names[:r.nNames] {
 		if string(v) == n {
+			r.last = uint8(i)
 			return n
 		}
 	}
@@ -145,6 +151,7 @@ func (r *Reader) name(v []byte) string {
 	}
 	if r.nNames < len(r.names) {
 		r.names[r.nNames] = n
+		r.last = uint8(r.nNames)
 		r.nNames++
 	}
 	return n
@@ -222,22 +229,28 @@ func (r *Reader) buffered() (Event, bool) {
 	}
 	buf, _ := r.br.Peek(r.br.Buffered())
 	var ev Event
-	rest := buf
-	line, rest, ok := bytes.Cut(rest, newline)
-	if !ok {
+	// Lines by IndexByte itself: bytes.Cut's search and its three results cost as much as
+	// the scans.
+	eol := bytes.IndexByte(buf, '\n')
+	if eol < 0 {
 		return Event{}, false
 	}
-	if v, isName := bytes.CutPrefix(line, fieldEvent); isName {
-		ev.Name = r.name(trimSpace(v))
-		if line, rest, ok = bytes.Cut(rest, newline); !ok {
+	line := buf[:eol]
+	// The field names compared as constants, which the compiler does in a load or two; a
+	// variable's bytes.CutPrefix is a call of memequal.
+	if len(line) >= len("event:") && string(line[:len("event:")]) == "event:" {
+		ev.Name = r.name(trimSpace(line[len("event:"):]))
+		next := bytes.IndexByte(buf[eol+1:], '\n')
+		if next < 0 {
 			return Event{}, false
 		}
+		line, eol = buf[eol+1:eol+1+next], eol+1+next
 	}
-	v, isData := bytes.CutPrefix(line, fieldData)
-	if !isData || len(rest) == 0 || rest[0] != '\n' {
+	if len(line) < len("data:") || string(line[:len("data:")]) != "data:" || eol+1 >= len(buf) || buf[eol+1] != '\n' {
 		return Event{}, false
 	}
-	n := len(buf) - len(rest) + 1 // through the empty line
+	v := line[len("data:"):]
+	n := eol + 2 // through the empty line
 	if bytes.IndexByte(buf[:n], '\r') >= 0 {
 		return Event{}, false
 	}
@@ -255,12 +268,6 @@ func (r *Reader) buffered() (Event, bool) {
 	_, _ = r.br.Discard(n)
 	return ev, true
 }
-
-var (
-	newline    = []byte{'\n'}
-	fieldEvent = []byte("event:")
-	fieldData  = []byte("data:")
-)
 
 // trimSpace drops the one space a field's value may start with.
 func trimSpace(v []byte) []byte {
