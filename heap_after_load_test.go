@@ -47,6 +47,20 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 	if r := os.Getenv("GATEWAY_HEAP_DRIVER_RATE"); r != "" {
 		runtime.MemProfileRate, _ = strconv.Atoi(r)
 	}
+	// heapProfile writes the heap profile as name.pprof in dir, when profiles are taken.
+	heapProfile := func(name string) {
+		if runtime.MemProfileRate == 0 {
+			return
+		}
+		f, err := os.Create(filepath.Join(dir, name+".pprof"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
 	canned := cannedUpstream(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -98,16 +112,7 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 		b.Logf("%s: stacks %.2f MB for %d goroutines (%.2f MB of them scanned), new goroutines start with %d bytes", name,
 			float64(s[3].Value.Uint64())/(1<<20), s[4].Value.Uint64(), float64(s[5].Value.Uint64())/(1<<20), s[2].Value.Uint64())
 		b.Logf("%s: the executable's resident pages by section (MB): %s", name, residentSections(b))
-		if runtime.MemProfileRate > 0 {
-			f, err := os.Create(filepath.Join(dir, name+".pprof"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-				b.Fatal(err)
-			}
-			f.Close()
-		}
+		heapProfile(name)
 		<-done
 		b.Logf("%s: %d paced streams, %.0f µs of the process's CPU each (client and simulator included)", name, streams,
 			float64((processCPU()-c0).Microseconds())/float64(streams))
@@ -132,16 +137,7 @@ func BenchmarkHeapAfterLoad(b *testing.B) {
 		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(s)
 		b.Logf("%s: live heap %.2f MB with no request in flight", name, float64(s[0].Value.Uint64())/(1<<20))
-		if runtime.MemProfileRate > 0 {
-			f, err := os.Create(filepath.Join(dir, name+".pprof"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-				b.Fatal(err)
-			}
-			f.Close()
-		}
+		heapProfile(name)
 		// A heap dump (objects, their pointers, the roots: goroutines' frames, globals, and
 		// the sampled objects' allocation stacks) tells what keeps an object alive, which a
 		// profile does not: read it with a dump reader that follows pointers from the roots.

@@ -86,7 +86,7 @@ func (r *running) pass(ev *corev1.GenerateEvent) *apierror.Error {
 	}
 	// outputBound's nativeContent, its walk started where the envelope the stream's
 	// chunks share ends (content.go).
-	if name := n.GetEvent(); name != "" && !countedEvent(name) {
+	if !nativeCounted(n.GetEvent()) {
 		return r.add(0)
 	}
 	return r.add(r.env.contentBytes(n.GetData()))
@@ -192,11 +192,15 @@ func outputBound(ev *corev1.GenerateEvent) int64 {
 // *.added and *.done events and response.completed (its usage is the answer's own report),
 // messages' message_start, content_block_stop, message_delta (usage) and message_stop.
 func nativeContent(name string, data []byte) int64 {
-	if name != "" && !countedEvent(name) {
+	if !nativeCounted(name) {
 		return 0
 	}
 	return contentBytes(data)
 }
+
+// nativeCounted tells whether a passthrough event, by its SSE name (empty: unnamed, as chat
+// chunks are), is counted as output.
+func nativeCounted(name string) bool { return name == "" || countedEvent(name) }
 
 // countedEvent tells whether a named passthrough event can deliver new content.
 func countedEvent(name string) bool {
