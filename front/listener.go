@@ -11,6 +11,7 @@ import (
 
 	"modelgateway/core/wire/apierror"
 	"modelgateway/core/wire/jsontext"
+	"modelgateway/core/wire/rawsock"
 	"modelgateway/core/wire/requestid"
 )
 
@@ -27,7 +28,7 @@ func (l listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{Conn: c}, nil
+	return &conn{Conn: rawsock.Wrap(c)}, nil
 }
 
 type conn struct{ net.Conn }

@@ -46,7 +46,7 @@ func (w *waiter) ready(fd uintptr) bool {
 		return true // the poller saw it readable: the read that follows finds out what
 	}
 	w.asked = true
-	_, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&w.buf[0])), 1,
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&w.buf[0])), 1,
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	return errno != syscall.EAGAIN
 }

@@ -53,7 +53,7 @@ func (p *peeker) alive(raw net.Conn) bool {
 }
 
 func (p *peeker) peek(fd uintptr) bool {
-	_, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), 1,
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), 1,
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	p.ok = errno == syscall.EAGAIN
 	return true // never wait for readiness
@@ -78,7 +78,7 @@ func (p *peeker) ready(fd uintptr) bool {
 		return true // the poller saw it readable
 	}
 	p.asked = true
-	_, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), 1,
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), 1,
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	p.waited = errno == syscall.EAGAIN
 	return !p.waited

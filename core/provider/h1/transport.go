@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"modelgateway/core/wire/clock"
+	"modelgateway/core/wire/rawsock"
 )
 
 // Defaults of the zero Transport, net/http's where it has one.
@@ -424,6 +425,7 @@ func (t *Transport) dial(ctx context.Context, key connKey, u *url.URL) (*conn, e
 	if err != nil {
 		return nil, err
 	}
+	raw = rawsock.Wrap(raw)
 	c := newConn(t, key, raw)
 	if key.https {
 		var cfg *tls.Config
