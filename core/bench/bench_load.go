@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"modelgateway/core/wire/rawsock"
 )
 
 // loadResult is what the clients saw during one run.
@@ -264,6 +266,7 @@ func (c *rawConn) do(inflight func(int64)) outcome {
 		if err != nil {
 			return outcome{err: "transport: " + err.Error()}
 		}
+		conn = rawsock.Wrap(conn) // as the canned upstream's: this core is PostgreSQL's too
 		c.conn, c.br = conn, bufio.NewReaderSize(conn, 32<<10)
 	}
 	if _, err := c.conn.Write(c.req); err != nil {

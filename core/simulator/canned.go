@@ -12,6 +12,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync"
+
+	"modelgateway/core/wire/rawsock"
 )
 
 // ServeCanned answers on ln from memory until ctx ends: the first request with a given method,
@@ -31,7 +33,10 @@ func ServeCanned(ctx context.Context, ln net.Listener, s *Simulator) error {
 			}
 			return fmt.Errorf("canned upstream: %w", err)
 		}
-		go c.serve(conn)
+		// Raw reads and writes (core/wire/rawsock), as the gateway's own: the bench's
+		// upstream shares a core with PostgreSQL, and its monitor thread's polling took
+		// that core's time.
+		go c.serve(rawsock.Wrap(conn))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 
 	"modelgateway/core/store"
 	"modelgateway/core/store/storetest"
-	"modelgateway/core/wire/rawsock"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -155,29 +153,4 @@ func TestRotateKeepsPolicyAndRevokesOld(t *testing.T) {
 	if _, err := st.UpdateKey(ctx, old.ID, store.KeyUpdate{AllowedModels: []string{"x"}}); !errors.Is(err, store.ErrKeyRevoked) {
 		t.Errorf("updating a revoked key: %v", err)
 	}
-}
-
-// TestPoolReadsRawSockets: the pool's connections are read and written with raw system
-// calls (rawSockets), and queries run on them.
-func TestPoolReadsRawSockets(t *testing.T) {
-	t.Parallel()
-	st, _ := open(t)
-	ctx := context.Background()
-	c, err := st.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
-	if nc := c.Conn().PgConn().Conn(); !isRaw(nc) {
-		t.Fatalf("pool connection is %T, not raw", nc)
-	}
-	var n int
-	if err := c.QueryRow(ctx, `SELECT count(*) FROM generate_series(1, 100000)`).Scan(&n); err != nil || n != 100000 {
-		t.Fatalf("query on a raw connection: %d, %v", n, err)
-	}
-}
-
-func isRaw(c net.Conn) bool {
-	_, ok := c.(*rawsock.Conn)
-	return ok
 }
