@@ -312,16 +312,36 @@ func resetPeak(pid int) peakReset {
 	return peakReset{done: true, base: rss, prior: prior}
 }
 
-// procIO counts a process's read-like and write-like system calls (/proc/<pid>/io); zero
-// when the file cannot be read, which only costs the syscall line of the report.
-type procIO struct{ syscr, syscw int64 }
+// procIO counts a process's read-like and write-like system calls (/proc/<pid>/io) and its
+// threads' context switches (/proc/<pid>/task/*/status); zero when the files cannot be read,
+// which only costs the syscall line of the report. The switches show what an idle core costs
+// a proxy: each is tens of µs of CPU in a virtual machine, and a proxy that waits (on its
+// clients, its database) pays one at every wake (issue 35, core/wire/rawsock).
+type procIO struct{ syscr, syscw, switches int64 }
+
+func (a procIO) minus(b procIO) procIO {
+	return procIO{syscr: a.syscr - b.syscr, syscw: a.syscw - b.syscw, switches: a.switches - b.switches}
+}
+
+func (a procIO) plus(b procIO) procIO {
+	return procIO{syscr: a.syscr + b.syscr, syscw: a.syscw + b.syscw, switches: a.switches + b.switches}
+}
 
 func readProcIO(pid int) procIO {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
 	if err != nil {
 		return procIO{}
 	}
-	return procIO{syscr: max(statusKB(data, "syscr"), 0), syscw: max(statusKB(data, "syscw"), 0)}
+	io := procIO{syscr: max(statusKB(data, "syscr"), 0), syscw: max(statusKB(data, "syscw"), 0)}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		io.switches += max(statusKB(status, "voluntary_ctxt_switches"), 0) + max(statusKB(status, "nonvoluntary_ctxt_switches"), 0)
+	}
+	return io
 }
 
 // cpuBusy is the non-idle time of the layout's two groups of CPUs (the proxy's, the others)

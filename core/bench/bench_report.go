@@ -88,9 +88,10 @@ func (b *bench) printSides(w io.Writer, s scenario, extra string, res [2]phaseRe
 	}
 	perReq := func(r phaseResult, n int64) float64 { return float64(n) / float64(max(r.requests, 1)) }
 	if res[0].window.io.syscr > 0 {
-		fmt.Fprintf(w, "  proxy read/write system calls per request: %s %.1f/%.1f, %s %.1f/%.1f\n",
+		fmt.Fprintf(w, "  proxy read/write system calls per request: %s %.1f/%.1f, %s %.1f/%.1f; context switches per request: %s %.2f, %s %.2f\n",
 			names[0], perReq(res[0], res[0].window.io.syscr), perReq(res[0], res[0].window.io.syscw),
-			names[1], perReq(res[1], res[1].window.io.syscr), perReq(res[1], res[1].window.io.syscw))
+			names[1], perReq(res[1], res[1].window.io.syscr), perReq(res[1], res[1].window.io.syscw),
+			names[0], perReq(res[0], res[0].window.io.switches), names[1], perReq(res[1], res[1].window.io.switches))
 	}
 	if b.pg != nil && s.pair {
 		// Each side's own rounds and the settlement pauses after them.

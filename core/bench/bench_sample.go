@@ -17,19 +17,19 @@ type cpuSample struct {
 	pgCPU   time.Duration // the throwaway PostgreSQL (0 with DATABASE_URL)
 	pgWait  time.Duration // its live processes' time runnable but waiting for a CPU
 	busy    [2]time.Duration
-	io      procIO // the proxy's read and write system calls
+	io      procIO // the proxy's read and write system calls, its context switches
 }
 
 func (a cpuSample) minus(b cpuSample) cpuSample {
 	return cpuSample{cpu: a.cpu - b.cpu, loadCPU: a.loadCPU - b.loadCPU, pgCPU: a.pgCPU - b.pgCPU, pgWait: a.pgWait - b.pgWait,
 		busy: [2]time.Duration{a.busy[0] - b.busy[0], a.busy[1] - b.busy[1]},
-		io:   procIO{syscr: a.io.syscr - b.io.syscr, syscw: a.io.syscw - b.io.syscw}}
+		io:   a.io.minus(b.io)}
 }
 
 func (a cpuSample) plus(b cpuSample) cpuSample {
 	return cpuSample{cpu: a.cpu + b.cpu, loadCPU: a.loadCPU + b.loadCPU, pgCPU: a.pgCPU + b.pgCPU, pgWait: a.pgWait + b.pgWait,
 		busy: [2]time.Duration{a.busy[0] + b.busy[0], a.busy[1] + b.busy[1]},
-		io:   procIO{syscr: a.io.syscr + b.io.syscr, syscw: a.io.syscw + b.io.syscw}}
+		io:   a.io.plus(b.io)}
 }
 
 func (b *bench) sample(proc *child) (cpuSample, error) {

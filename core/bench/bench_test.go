@@ -216,6 +216,35 @@ func TestStatusKBReadsProcIOCounters(t *testing.T) {
 	}
 }
 
+// TestReadProcIOCountsEveryThreadsSwitches: the context switches are the sum over the
+// process's threads, voluntary and not, and grow when a thread of it sleeps; the two status
+// lines are told apart (one name ends the other).
+func TestReadProcIOCountsEveryThreadsSwitches(t *testing.T) {
+	status := "Name:\tx\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t5\n"
+	if v, n := statusKB([]byte(status), "voluntary_ctxt_switches"), statusKB([]byte(status), "nonvoluntary_ctxt_switches"); v != 7 || n != 5 {
+		t.Fatalf("voluntary %d, nonvoluntary %d; want 7, 5", v, n)
+	}
+	before := readProcIO(os.Getpid())
+	done, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // a thread of its own, which sleeps, and lives until read
+		for range 5 {
+			time.Sleep(time.Millisecond)
+		}
+		close(done)
+		<-release
+	}()
+	<-done
+	after := readProcIO(os.Getpid())
+	close(release)
+	if d := after.minus(before); d.switches < 5 || before.switches <= 0 {
+		t.Fatalf("switches %d then %d: a sleeping thread's were not counted", before.switches, after.switches)
+	}
+	if s := before.plus(after.minus(before)); s != after {
+		t.Fatalf("plus and minus disagree: %+v, %+v", s, after)
+	}
+}
+
 func TestMergeSumsRoundsAndKeepsTheMostOpenStreams(t *testing.T) {
 	t.Parallel()
 	var r loadResult
