@@ -48,8 +48,7 @@ func TestChargedTextIsTheChargesText(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, "100")
 	l := NewLedger(f.st, nil)
-	perToken := []store.Price{{EndpointFamilies: []string{"chat.completions"}, BillingMode: "per_token",
-		Input: decimal.NewNullDecimal(dec("1000")), Output: decimal.NewNullDecimal(dec("1000"))}}
+	perToken := chatPerToken()
 	for i, cost := range []string{"0.1", "0.100000000", "12", "7.000000001", "0.000000001", "0", "1.5"} {
 		r := l.NewRequest(f.p)
 		if _, err := r.HoldWorstCase(ctx, perToken, "chat.completions", true, 100, 100); err != nil {

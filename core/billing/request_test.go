@@ -11,6 +11,12 @@ import (
 	"modelgateway/core/store"
 )
 
+// chatPerToken prices chat completions at 0.001 a token, input and output alike.
+func chatPerToken() []store.Price {
+	return []store.Price{{EndpointFamilies: []string{"chat.completions"}, BillingMode: "per_token",
+		Input: decimal.NewNullDecimal(dec("1000")), Output: decimal.NewNullDecimal(dec("1000"))}}
+}
+
 // One request's money from hold to settlement, as core/rpc drives it: the worst case is held
 // at the family's price, a durable charge leaves the request settled and holding nothing, a
 // cut answer's charge is given back once however often it is cut, and a charge beyond what
@@ -21,8 +27,7 @@ func TestARequestsMoneyFromHoldToSettlement(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, "1")
 	l := NewLedger(f.st, nil)
-	perToken := []store.Price{{EndpointFamilies: []string{"chat.completions"}, BillingMode: "per_token",
-		Input: decimal.NewNullDecimal(dec("1000")), Output: decimal.NewNullDecimal(dec("1000"))}} // 0.001 a token
+	perToken := chatPerToken()
 	worst := func(p Price) decimal.Decimal { return p.WorstCase(100, 100) }
 
 	// No usable price: nothing is held.

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/shopspring/decimal"
-
-	"modelgateway/core/store"
 )
 
 // The hold worked out in nanos (worstAmount) is the worst case's decimal to the digit, where
@@ -48,8 +46,7 @@ func TestHoldWorstCaseHoldsTheWorstCase(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, "1")
 	l := NewLedger(f.st, nil)
-	perToken := []store.Price{{EndpointFamilies: []string{"chat.completions"}, BillingMode: "per_token",
-		Input: decimal.NewNullDecimal(dec("1000")), Output: decimal.NewNullDecimal(dec("1000"))}} // 0.001 a token
+	perToken := chatPerToken()
 
 	r := l.NewRequest(f.p)
 	if _, err := r.HoldWorstCase(ctx, perToken, "embeddings", false, 100, 100); !errors.Is(err, ErrNoPrice) || r.Holding() {

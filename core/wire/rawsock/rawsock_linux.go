@@ -36,8 +36,7 @@ const maxIO = 256 << 10
 // Close, addresses) is the wrapped connection's.
 type Conn struct {
 	net.Conn
-	rc      syscall.RawConn
-	network string // for errors, as net names it: tcp, unix
+	rc syscall.RawConn
 
 	// Of the read in progress (rmu); readFn is c.read, bound once.
 	rmu    sync.Mutex
@@ -73,7 +72,7 @@ func Wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	r := &Conn{Conn: c, rc: rc, network: c.LocalAddr().Network()}
+	r := &Conn{Conn: c, rc: rc}
 	r.readFn, r.writeFn = r.read, r.write
 	return r
 }
@@ -175,5 +174,6 @@ func (c *Conn) opError(op string, err error) error {
 	if errors.As(err, &oe) {
 		err = oe.Err
 	}
-	return &net.OpError{Op: op, Net: c.network, Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	laddr := c.LocalAddr()
+	return &net.OpError{Op: op, Net: laddr.Network(), Source: laddr, Addr: c.RemoteAddr(), Err: err}
 }
